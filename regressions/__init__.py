@@ -1,0 +1,1 @@
+"""Finding, bisecting and explaining regressions across commits of a compiler backend."""

@@ -1,0 +1,1 @@
+"""The minimal upstream regression bundle."""

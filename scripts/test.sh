@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Set up a virtualenv (if needed) and run lint + the whole test suite, slow tests included.
+# pytest exits 5 when it collects no tests; `set -e` turns that into a failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+python3 -m venv .venv
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+.venv/bin/ruff check .
+.venv/bin/python -m pytest -q "$@"

@@ -1,0 +1,28 @@
+"""spyre_sim: a timing-modelled IBM Spyre simulator, as a torch.compile backend.
+
+    import torch, spyre_sim
+    program = spyre_sim.compile(model, (x,))          # eight stages, each timed
+    result = program.run(x)                           # fp16 numerics + simulated device time
+    result.device_time_us, result.kernels, result.trace
+    torch.compile(model, backend="spyre")             # the same pipeline inside torch.compile
+"""
+
+from spyre_sim.config import KNOBS, Config, Knob
+from spyre_sim.device import DeviceParams
+from spyre_sim.errors import FallbackWarning, SpyreCompileError, SpyreConfigError, SpyreRuntimeError
+from spyre_sim.pipeline import (
+    EXECUTABLE_STAGES,
+    STAGES,
+    Program,
+    RunResult,
+    compile,
+    device_clock,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Config", "DeviceParams", "EXECUTABLE_STAGES", "FallbackWarning", "KNOBS", "Knob",
+    "Program", "RunResult", "STAGES", "SpyreCompileError", "SpyreConfigError",
+    "SpyreRuntimeError", "compile", "device_clock",
+]

@@ -1,0 +1,229 @@
+"""Runs a device program: the shared interpreter behind every executable artifact and the runtime.
+
+Values live as fp32 tensors holding fp16-representable numbers (fp16 storage around fp32
+compute: native fp16 matmul on these CPUs is 3x slower than fp32, research/torch-backend.md §3).
+Results are rounded to fp16 after every op; kernels that ask for fp16 accumulation get it
+emulated explicitly, one 64-element stick of partial sums at a time. Where a binding carries a
+layout, data crosses host<->device through it (stride_map for the DMA, device_dims for the
+kernel's view), so a wrong layout shows up as wrong numbers.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from spyre_sim import layouts as L
+from spyre_sim.ops import OPS, apply_view, fallback_callable
+
+STICK_ELEMS = 64  # fp16 elements per 128-byte stick: the unit of an fp16 partial sum
+
+
+@dataclass(frozen=True)
+class Binding:
+    name: str
+    layout: L.TensorLayout | None
+    host_dtype: str
+    dtype: str
+    kind: str
+
+
+@dataclass(frozen=True)
+class KernelStep:
+    name: str
+    ops: tuple  # tuple[ir.Node, ...]
+    accumulation: str
+
+
+@dataclass(frozen=True)
+class ViewStep:
+    node: Any  # ir.Node
+
+
+@dataclass(frozen=True)
+class HostStep:
+    """A CPU fallback: inputs come back over D2H, the op runs on the host, the result goes H2D."""
+
+    node: Any  # ir.Node with op "aten.<name>.<overload>"
+    input_layouts: tuple[L.TensorLayout | None, ...]
+    output_layout: L.TensorLayout | None
+
+
+@dataclass(frozen=True)
+class ExecPlan:
+    inputs: tuple[Binding, ...]
+    constants: tuple[tuple[Binding, torch.Tensor], ...]
+    steps: tuple[KernelStep | ViewStep | HostStep, ...]
+    outputs: tuple[Binding | None, ...]
+
+
+def round_to(x: torch.Tensor, dtype: str) -> torch.Tensor:
+    """Store `x` as the device would: fp16 rounding, 0/1 for bool, integers as integers."""
+    if dtype == "i32":
+        return x.to(torch.int64)
+    if dtype == "bool":
+        return (x != 0).to(torch.float32)
+    if not x.is_floating_point():
+        x = x.to(torch.float32)
+    return x.to(torch.float16).to(torch.float32)
+
+
+def _sum_fp16(x: torch.Tensor, dims: Sequence[int], keepdim: bool) -> torch.Tensor:
+    """Sum with an fp16 accumulator, adding one stick of fp16-rounded partials at a time."""
+    dims = sorted(d % x.dim() for d in dims) if x.dim() else []
+    if not dims:
+        return x.clone()
+    kept = [d for d in range(x.dim()) if d not in dims]
+    flat = x.permute(kept + dims).reshape(*[x.shape[d] for d in kept], -1)
+    acc = torch.zeros(flat.shape[:-1])
+    for start in range(0, flat.shape[-1], STICK_ELEMS):
+        partial = round_to(flat[..., start:start + STICK_ELEMS].sum(-1), "f16")
+        acc = round_to(acc + partial, "f16")
+    if keepdim:
+        for d in dims:
+            acc = acc.unsqueeze(d)
+    return acc
+
+
+def _fp16_accumulating(op: str, args: list, attrs: dict) -> torch.Tensor | None:
+    """fp16-accumulation variants of the ops that sum; None when the op does not accumulate."""
+    if op in ("sum", "mean"):
+        x = args[0]
+        total = _sum_fp16(x, attrs["dims"], attrs.get("keepdim", False))
+        if op == "sum":
+            return total
+        count = 1
+        for d in attrs["dims"]:
+            count *= x.shape[d]
+        return total / count
+    if op == "softmax":
+        dim = attrs["dim"]
+        shifted = args[0] - args[0].amax(dim=dim, keepdim=True)
+        exps = round_to(torch.exp(shifted), "f16")
+        return exps / _sum_fp16(exps, [dim], True)
+    if op == "layernorm":
+        x, weight, bias = (list(args) + [None, None])[:3]
+        dims = list(range(x.dim() - attrs["ndims"], x.dim()))
+        count = 1
+        for d in dims:
+            count *= x.shape[d]
+        mean = round_to(_sum_fp16(x, dims, True) / count, "f16")
+        centered = round_to(x - mean, "f16")
+        var = round_to(_sum_fp16(round_to(centered * centered, "f16"), dims, True) / count, "f16")
+        out = centered * torch.rsqrt(var + attrs["eps"])
+        out = out * weight if weight is not None else out
+        return out + bias if bias is not None else out
+    if op in ("mm", "bmm"):
+        a, b = args
+        acc = torch.zeros(*a.shape[:-1], b.shape[-1])
+        for start in range(0, a.shape[-1], STICK_ELEMS):
+            part = a[..., start:start + STICK_ELEMS] @ b[..., start:start + STICK_ELEMS, :]
+            acc = round_to(acc + round_to(part, "f16"), "f16")
+        return acc
+    return None
+
+
+def compute_node(node, env: dict[str, torch.Tensor], accumulation: str) -> torch.Tensor:
+    args = [env[a] if isinstance(a, str) else a for a in node.inputs]
+    attrs = node.attr
+    result = _fp16_accumulating(node.op, args, attrs) if accumulation == "fp16" else None
+    if result is None:
+        result = OPS[node.op].compute(*args, **attrs)
+    return round_to(result, node.dtype)
+
+
+def _host_tensor(value: torch.Tensor, dtype: str) -> torch.Tensor:
+    if dtype == "i32":
+        return value.to(torch.int64).contiguous()
+    return round_to(value.detach(), dtype).contiguous()
+
+
+def to_device(value: torch.Tensor, binding_dtype: str, layout: L.TensorLayout | None):
+    """Host tensor -> what a kernel reads: converted, DMA'd through the layout, read back."""
+    host = _host_tensor(value, binding_dtype)
+    if layout is None:
+        return host
+    device = L.host_to_device(host.to(torch.float32) if binding_dtype != "i32" else host, layout)
+    return L.device_to_logical(device, layout)
+
+
+def to_host(value: torch.Tensor, layout: L.TensorLayout | None) -> torch.Tensor:
+    """What a kernel wrote -> host memory, through the layout."""
+    if layout is None:
+        return value
+    return L.device_to_host(L.logical_to_device(value, layout), layout)
+
+
+_HOST_DTYPES = {
+    "float16": torch.float16, "float32": torch.float32, "bfloat16": torch.bfloat16,
+    "int64": torch.int64, "int32": torch.int32, "bool": torch.bool,
+}
+
+
+def cast_to_host_dtype(value: torch.Tensor, host_dtype: str) -> torch.Tensor:
+    target = _HOST_DTYPES.get(host_dtype, torch.float32)
+    if target is torch.bool:
+        return value != 0
+    return value.to(target)
+
+
+def _fallback_args(template: Any, tensors: list[torch.Tensor]) -> Any:
+    if isinstance(template, dict) and set(template) == {"input"}:
+        return tensors[template["input"]]
+    if isinstance(template, (list, tuple)):
+        return type(template)(_fallback_args(t, tensors) for t in template)
+    return template
+
+
+def run_host_op(step: HostStep, env: dict[str, torch.Tensor]) -> torch.Tensor:
+    node = step.node
+    tensors = [to_host(env[name], layout)
+               for name, layout in zip(node.value_inputs, step.input_layouts, strict=True)]
+    attrs = node.attr
+    args = _fallback_args(attrs.get("args", []), tensors)
+    kwargs = _fallback_args(attrs.get("kwargs", {}), tensors)
+    result = fallback_callable(node.op)(*args, **kwargs)
+    return to_device(result, node.dtype, step.output_layout)
+
+
+class Executor:
+    """A loaded device program; parameters stay resident across calls, as on the card."""
+
+    def __init__(self, plan: ExecPlan) -> None:
+        self.plan = plan
+        self._constants = {b.name: to_device(t, b.dtype, b.layout) for b, t in plan.constants}
+        self._resident: dict[str, tuple[weakref.ref, int, torch.Tensor]] = {}
+
+    def _load(self, binding: Binding, value: torch.Tensor) -> torch.Tensor:
+        if binding.kind != "parameter":
+            return to_device(value, binding.dtype, binding.layout)
+        cached = self._resident.get(binding.name)
+        if cached is not None and cached[0]() is value and cached[1] == value._version:
+            return cached[2]
+        loaded = to_device(value, binding.dtype, binding.layout)
+        self._resident[binding.name] = (weakref.ref(value), value._version, loaded)
+        return loaded
+
+    def __call__(self, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor | None]:
+        plan = self.plan
+        env = dict(self._constants)
+        for binding, value in zip(plan.inputs, inputs, strict=True):
+            env[binding.name] = self._load(binding, value)
+        for step in plan.steps:
+            if isinstance(step, KernelStep):
+                for node in step.ops:
+                    env[node.name] = compute_node(node, env, step.accumulation)
+            elif isinstance(step, ViewStep):
+                node = step.node
+                env[node.name] = apply_view(node.op, env[node.inputs[0]], node.attr)
+            else:
+                env[step.node.name] = run_host_op(step, env)
+        return [
+            None if out is None
+            else cast_to_host_dtype(to_host(env[out.name], out.layout), out.host_dtype)
+            for out in plan.outputs
+        ]

@@ -1,0 +1,284 @@
+"""The compile pipeline: the eight stages in order, and the program they produce.
+
+`compile_graph` is the one place the stages are called, in order and by name. Dynamo drives
+it: each graph it captures goes through stages 2-8 and comes back as a callable that runs the
+compiled binary. `compile` wraps a whole Python program (graph breaks included) into a
+`Program` with per-stage artifacts and compile times; `spyre_backend` is the same pipeline as
+a `torch.compile` backend (registered as "spyre" through the `torch_dynamo_backends` entry
+point).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch._dynamo
+from torch.utils import _pytree
+
+from spyre_sim import capture
+from spyre_sim.config import Config
+from spyre_sim.executor import Executor
+from spyre_sim.ir import CapturedGraph, DynamoArtifact
+from spyre_sim.stages import backend, decompose, dynamo, kernel, layout, lower, runtime, sdsc
+from spyre_sim.timeline import KernelRecord, RunRecord
+
+log = logging.getLogger("spyre_sim")
+STAGES = ("dynamo", "decompose", "lower", "layout", "kernel", "sdsc", "backend", "runtime")
+# Stages whose artifact can be executed (runtime executes the compiled binary).
+EXECUTABLE_STAGES = ("decompose", "lower", "layout", "kernel", "runtime")
+
+
+@dataclass
+class CompiledGraph:
+    captured: CapturedGraph
+    artifacts: dict[str, Any]  # stage -> artifact, decompose..runtime
+    compile_times: dict[str, float]
+    _interpreters: dict[str, Executor] = field(default_factory=dict)
+
+    @property
+    def executable(self) -> runtime.Executable:
+        return self.artifacts["runtime"]
+
+    def interpreter(self, stage: str) -> Executor:
+        if stage not in self._interpreters:
+            self._interpreters[stage] = Executor(self.artifacts[stage].to_plan())
+        return self._interpreters[stage]
+
+
+def compile_graph(captured: CapturedGraph, config: Config) -> CompiledGraph:
+    """Stages 2-8 on one captured graph, each timed on its own."""
+    times: dict[str, float] = {}
+
+    def timed(stage: str, run: Callable, artifact: Any) -> Any:
+        start = time.perf_counter()
+        result = run(artifact, config)
+        times[stage] = time.perf_counter() - start
+        return result
+
+    decomposed = timed("decompose", decompose.run, captured)
+    lowered = timed("lower", lower.run, decomposed)
+    laid_out = timed("layout", layout.run, lowered)
+    kernels = timed("kernel", kernel.run, laid_out)
+    descriptors = timed("sdsc", sdsc.run, kernels)
+    binary = timed("backend", backend.run, descriptors)
+    executable = timed("runtime", runtime.run, binary)
+    artifacts = {"decompose": decomposed, "lower": lowered, "layout": laid_out,
+                 "kernel": kernels, "sdsc": descriptors, "backend": binary,
+                 "runtime": executable}
+    return CompiledGraph(captured, artifacts, times)
+
+
+# --- executing compiled graphs --------------------------------------------------------------
+
+_device_clock_us = [0.0]
+
+
+def device_clock() -> float:
+    """Simulated device seconds elapsed in this process (a timer for asv's `timer` attribute)."""
+    return _device_clock_us[0] / 1e6
+
+
+@dataclass
+class _Execution:
+    mode: str = "runtime"  # runtime | capture | a stage in EXECUTABLE_STAGES | reference
+    reference_dtype: torch.dtype = torch.float64
+    label_graphs: bool = False
+    records: list[RunRecord] = field(default_factory=list)
+
+
+_EXECUTION: contextvars.ContextVar[_Execution | None] = contextvars.ContextVar(
+    "spyre_sim_execution", default=None)
+
+
+class _RoundingInterpreter(torch.fx.Interpreter):
+    """Eager ATen execution with every floating result stored in fp16 (an fp16 eager baseline)."""
+
+    def run_node(self, n: torch.fx.Node) -> Any:
+        result = super().run_node(n)
+        return _pytree.tree_map(
+            lambda t: t.to(torch.float16).to(torch.float32)
+            if isinstance(t, torch.Tensor) and t.is_floating_point() else t, result)
+
+
+def reference_outputs(captured: CapturedGraph, args: Sequence[Any], dtype: torch.dtype) -> list:
+    """The captured ATen graph run eagerly on the CPU in `dtype` (float64: the accuracy oracle)."""
+    if dtype == torch.float16:
+        cast = [a.to(torch.float16).to(torch.float32)
+                if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args]
+        return list(_RoundingInterpreter(captured.graph_module).run(*cast))
+    cast = [a.to(dtype) if isinstance(a, torch.Tensor) and a.is_floating_point() else a
+            for a in args]
+    return list(captured.graph_module(*cast))
+
+
+def graph_runner(compiled: CompiledGraph) -> Callable[[list], list]:
+    """The boxed callable Dynamo calls for one graph; what it executes depends on the mode."""
+
+    def run(args: list) -> list:
+        execution = _EXECUTION.get()
+        mode = execution.mode if execution else "runtime"
+        if mode == "runtime":
+            label = f"g{compiled.captured.index}" if execution and execution.label_graphs else ""
+            outputs, record = compiled.executable(list(args), label)
+            _device_clock_us[0] += record.device_time_us
+            if execution is not None:
+                execution.records.append(record)
+            return outputs
+        if mode == "capture":
+            return compiled.executable.placeholder_outputs()
+        if mode == "reference":
+            return reference_outputs(compiled.captured, args, execution.reference_dtype)
+        return compiled.interpreter(mode)(list(args))
+
+    run._boxed_call = True  # type: ignore[attr-defined]
+    return run
+
+
+@dataclass(frozen=True)
+class RunResult:
+    outputs: tuple[torch.Tensor, ...]
+    device_time_us: float
+    kernels: tuple[KernelRecord, ...]
+    trace: dict = field(compare=False, repr=False)
+
+
+def _merge(records: list[RunRecord], outputs: tuple) -> RunResult:
+    events: list[dict] = []
+    offset = 0.0
+    seen_meta: set[tuple] = set()
+    for record in records:
+        for event in record.trace["traceEvents"]:
+            if event["ph"] == "M":
+                key = (event["pid"], event.get("tid"), event["args"]["name"])
+                if key not in seen_meta:
+                    seen_meta.add(key)
+                    events.append(event)
+            else:
+                events.append({**event, "ts": event["ts"] + offset})
+        offset += record.device_time_us
+    trace = {"traceEvents": events, "displayTimeUnit": "ms",
+             "otherData": {"generator": "spyre_sim", "version": 1}}
+    kernels = tuple(k for r in records for k in r.kernels)
+    return RunResult(outputs, offset, kernels, trace)
+
+
+class Program:
+    """A compiled Python program: per-stage artifacts and compile times, and `run`."""
+
+    def __init__(self, config: Config, dynamo_artifact: DynamoArtifact, optimized: Callable,
+                 graphs: list[CompiledGraph], dynamo_seconds: float) -> None:
+        self.config = config
+        self.dynamo = dynamo_artifact
+        self.graphs = graphs
+        self._optimized = optimized
+        self._dynamo_seconds = dynamo_seconds
+
+    @property
+    def artifacts(self) -> dict[str, str]:
+        texts = {"dynamo": self.dynamo.to_text()}
+        for stage in STAGES[1:]:
+            texts[stage] = "".join(g.artifacts[stage].to_text() for g in self.graphs)
+        return texts
+
+    @property
+    def compile_times(self) -> dict[str, float]:
+        times = {"dynamo": self._dynamo_seconds}
+        for stage in STAGES[1:]:
+            times[stage] = sum(g.compile_times[stage] for g in self.graphs)
+        return times
+
+    def _call(self, execution: _Execution, inputs: Sequence[Any]) -> tuple[torch.Tensor, ...]:
+        execution.label_graphs = len(self.graphs) > 1
+        token = _EXECUTION.set(execution)
+        try:
+            with torch.no_grad():
+                result = self._optimized(*inputs)
+        finally:
+            _EXECUTION.reset(token)
+        return tuple(leaf for leaf in _pytree.tree_leaves(result)
+                     if isinstance(leaf, torch.Tensor))
+
+    def run(self, *inputs: Any) -> RunResult:
+        """Execute the compiled binary on the simulated device."""
+        execution = _Execution("runtime")
+        outputs = self._call(execution, inputs)
+        return _merge(execution.records, outputs)
+
+    def run_stage(self, stage: str, *inputs: Any) -> tuple[torch.Tensor, ...]:
+        """Execute one stage's artifact instead of the binary (for per-stage numerics)."""
+        if stage not in EXECUTABLE_STAGES:
+            raise ValueError(f"stage {stage!r} is not executable; choose one of "
+                             f"{list(EXECUTABLE_STAGES)}")
+        return self._call(_Execution(stage), inputs)
+
+    def reference(self, *inputs: Any, dtype: torch.dtype = torch.float64) -> tuple:
+        """The captured program run eagerly on the CPU in `dtype` (float16 rounds every op)."""
+        return self._call(_Execution("reference", reference_dtype=dtype), inputs)
+
+
+def _capture_summary(dynamo_artifact: DynamoArtifact | None, graphs: int) -> dict:
+    return {"graphs": graphs,
+            "graph_breaks": len(dynamo_artifact.graph_breaks) if dynamo_artifact else 0}
+
+
+def compile(fn: Callable, example_inputs: Sequence[Any], config: Config | None = None) -> Program:
+    """Compile `fn` for the simulated Spyre card; a cold compile (Dynamo's caches are reset)."""
+    config = config or Config()
+    torch._dynamo.reset()
+    graphs: list[CompiledGraph] = []
+    root = capture.debug_root()
+
+    def compile_one(captured: CapturedGraph) -> Callable[[list], list]:
+        compiled = compile_graph(captured, config)
+        graphs.append(compiled)
+        return graph_runner(compiled)
+
+    # The capture call does not execute the graphs: uploading weights and computing values
+    # belong to the first run, not to the compile.
+    token = _EXECUTION.set(_Execution("capture"))
+    try:
+        with capture.compile_log(root is not None) as log_lines:
+            artifact, optimized, dynamo_seconds = dynamo.run(fn, tuple(example_inputs), config,
+                                                             compile_one)
+    finally:
+        _EXECUTION.reset(token)
+    program = Program(config, artifact, optimized, graphs, dynamo_seconds)
+    if root is not None:
+        capture.write(root, STAGES, program.artifacts, program.compile_times,
+                      [g.artifacts["backend"].payload for g in graphs], log_lines,
+                      _capture_summary(artifact, len(graphs)))
+    return program
+
+
+# --- torch.compile(backend="spyre") ---------------------------------------------------------
+
+_BACKEND: list[Callable] = []
+
+
+def _compile_for_torch(captured: CapturedGraph) -> Callable[[list], list]:
+    config = Config()
+    root = capture.debug_root()
+    start = time.perf_counter()
+    with capture.compile_log(root is not None) as log_lines:
+        compiled = compile_graph(captured, config)
+    if root is not None:
+        texts = {"dynamo": captured.to_text()}
+        texts.update({s: compiled.artifacts[s].to_text() for s in STAGES[1:]})
+        times = {"dynamo": 0.0, **compiled.compile_times}
+        capture.write(root, STAGES, texts, times, [compiled.artifacts["backend"].payload],
+                      log_lines, {"graphs": 1, "graph_breaks": 0,
+                                  "wall_s": time.perf_counter() - start})
+    return graph_runner(compiled)
+
+
+def spyre_backend(graph_module: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
+    """The "spyre" torch.compile backend (entry point `torch_dynamo_backends`)."""
+    if not _BACKEND:
+        _BACKEND.append(dynamo.aot_backend(_compile_for_torch))
+    return _BACKEND[0](graph_module, example_inputs)

@@ -1,0 +1,104 @@
+"""The device timeline of one run: job-plan steps in FIFO order, as a Chrome trace.
+
+Steps run in order on one stream (torch-spyre's SpyreStream, docs/source/runtime/index.md):
+each kernel pays a device-visible launch gap, then runs on its cores; CPU fallbacks pay a D2H
+per input, the host op, and an H2D for the result. Graph inputs are already resident (as after
+`x.to("spyre")`) and outputs stay on the device. Run-to-run variability is one multiplicative
+lognormal factor per run with mean exactly 1, so it spreads samples without moving the mean.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+DEVICE_PID, HOST_PID = 1, 2
+DMA_TID = 100
+
+
+@dataclass(frozen=True)
+class JobStep:
+    kind: str  # compute | d2h | h2d | host
+    name: str
+    duration_us: float  # execution alone
+    launch_us: float = 0.0  # device-visible gap before it (kernel launch)
+    cores: int = 1
+    args: tuple[tuple[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class KernelRecord:
+    name: str
+    time_us: float
+    cores: int
+    bound: str
+    bytes: int
+    flops: int
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    device_time_us: float
+    kernels: tuple[KernelRecord, ...]
+    trace: dict = field(compare=False)
+
+
+def noise_factor(rng: random.Random, cv: float) -> float:
+    """Lognormal with mean 1 and coefficient of variation `cv` (0 gives exactly 1)."""
+    if cv <= 0:
+        return 1.0
+    sigma = math.sqrt(math.log1p(cv * cv))
+    return math.exp(rng.gauss(-0.5 * sigma * sigma, sigma))
+
+
+def span_us(steps: tuple[JobStep, ...]) -> float:
+    return sum(s.launch_us + s.duration_us for s in steps)
+
+
+def _meta_events(max_cores: int) -> list[dict]:
+    events = [
+        {"name": "process_name", "ph": "M", "pid": DEVICE_PID, "args": {"name": "Spyre device"}},
+        {"name": "process_name", "ph": "M", "pid": HOST_PID, "args": {"name": "host"}},
+        {"name": "thread_name", "ph": "M", "pid": DEVICE_PID, "tid": DMA_TID,
+         "args": {"name": "DMA (PCIe)"}},
+        {"name": "thread_name", "ph": "M", "pid": HOST_PID, "tid": 0,
+         "args": {"name": "launch / fallback"}},
+    ]
+    events += [{"name": "thread_name", "ph": "M", "pid": DEVICE_PID, "tid": core,
+                "args": {"name": f"core {core}"}} for core in range(max_cores)]
+    return events
+
+
+def run_record(steps: tuple[JobStep, ...], factor: float, label: str = "") -> RunRecord:
+    """Scale the base timeline by this run's noise factor and lay it out as a trace."""
+    events: list[dict] = []
+    kernels: list[KernelRecord] = []
+    now = 0.0
+    prefix = f"{label}/" if label else ""
+    for step in steps:
+        name = prefix + step.name
+        launch, duration = step.launch_us * factor, step.duration_us * factor
+        if launch:
+            events.append({"name": f"launch {name}", "ph": "X", "ts": now, "dur": launch,
+                           "pid": HOST_PID, "tid": 0, "cat": "launch"})
+            now += launch
+        args = dict(step.args)
+        if step.kind == "compute":
+            for core in range(step.cores):
+                events.append({"name": name, "ph": "X", "ts": now, "dur": duration,
+                               "pid": DEVICE_PID, "tid": core, "cat": "kernel", "args": args})
+            kernels.append(KernelRecord(name, duration, step.cores, args.get("bound", ""),
+                                        args.get("bytes", 0), args.get("flops", 0)))
+        elif step.kind in ("d2h", "h2d"):
+            events.append({"name": name, "ph": "X", "ts": now, "dur": duration,
+                           "pid": DEVICE_PID, "tid": DMA_TID, "cat": step.kind, "args": args})
+        else:
+            events.append({"name": name, "ph": "X", "ts": now, "dur": duration,
+                           "pid": HOST_PID, "tid": 0, "cat": "fallback", "args": args})
+        now += duration
+    max_cores = max((s.cores for s in steps if s.kind == "compute"), default=0)
+    trace = {"traceEvents": _meta_events(max_cores) + events, "displayTimeUnit": "ms",
+             "otherData": {"generator": "spyre_sim", "version": 1}}
+    return RunRecord(now, tuple(kernels), trace)
