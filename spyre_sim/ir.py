@@ -27,6 +27,23 @@ def _json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
+def canonical_json(value: Any, indent: int = 0) -> str:
+    """Sorted-key JSON, one key per line, lists of scalars kept on one line: diff-friendly."""
+    pad, inner = " " * indent, " " * (indent + 1)
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        items = [f"{inner}{json.dumps(str(k))}: {canonical_json(v, indent + 1)}"
+                 for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))]
+        return "{\n" + ",\n".join(items) + "\n" + pad + "}"
+    if isinstance(value, (list, tuple)):
+        if all(not isinstance(v, (dict, list, tuple)) for v in value):
+            return json.dumps(list(value))
+        items = [inner + canonical_json(v, indent + 1) for v in value]
+        return "[\n" + ",\n".join(items) + "\n" + pad + "]"
+    return json.dumps(value)
+
+
 def format_shape(dtype: str, shape: tuple[int, ...]) -> str:
     return f"{dtype}[{', '.join(str(s) for s in shape)}]"
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 import torch._dynamo
+from torch._subclasses.fake_tensor import unset_fake_temporarily
 from torch.utils import _pytree
 
 from spyre_sim import capture
@@ -61,13 +62,15 @@ def compile_graph(captured: CapturedGraph, config: Config) -> CompiledGraph:
         times[stage] = time.perf_counter() - start
         return result
 
-    decomposed = timed("decompose", decompose.run, captured)
-    lowered = timed("lower", lower.run, decomposed)
-    laid_out = timed("layout", layout.run, lowered)
-    kernels = timed("kernel", kernel.run, laid_out)
-    descriptors = timed("sdsc", sdsc.run, kernels)
-    binary = timed("backend", backend.run, descriptors)
-    executable = timed("runtime", runtime.run, binary)
+    # AOTAutograd calls us under its fake-tensor mode; the compiler works on real data.
+    with unset_fake_temporarily():
+        decomposed = timed("decompose", decompose.run, captured)
+        lowered = timed("lower", lower.run, decomposed)
+        laid_out = timed("layout", layout.run, lowered)
+        kernels = timed("kernel", kernel.run, laid_out)
+        descriptors = timed("sdsc", sdsc.run, kernels)
+        binary = timed("backend", backend.run, descriptors)
+        executable = timed("runtime", runtime.run, binary)
     artifacts = {"decompose": decomposed, "lower": lowered, "layout": laid_out,
                  "kernel": kernels, "sdsc": descriptors, "backend": binary,
                  "runtime": executable}
@@ -106,15 +109,29 @@ class _RoundingInterpreter(torch.fx.Interpreter):
             if isinstance(t, torch.Tensor) and t.is_floating_point() else t, result)
 
 
+def _output_dtypes(graph_module: torch.fx.GraphModule) -> list[torch.dtype | None]:
+    output = next(n for n in graph_module.graph.nodes if n.op == "output")
+    results = output.args[0] if isinstance(output.args[0], (list, tuple)) else [output.args[0]]
+    return [r.meta["val"].dtype if isinstance(r, torch.fx.Node)
+            and isinstance(r.meta.get("val"), torch.Tensor) else None for r in results]
+
+
 def reference_outputs(captured: CapturedGraph, args: Sequence[Any], dtype: torch.dtype) -> list:
-    """The captured ATen graph run eagerly on the CPU in `dtype` (float64: the accuracy oracle)."""
+    """The captured ATen graph run eagerly on the CPU in `dtype` (float64: the accuracy oracle).
+
+    Results go back in the graph's own output dtypes, so values crossing a graph break keep the
+    dtypes Dynamo guarded on (a float32 rounding, 2^-24 relative: far below fp16's 2^-11).
+    """
     if dtype == torch.float16:
         cast = [a.to(torch.float16).to(torch.float32)
                 if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args]
-        return list(_RoundingInterpreter(captured.graph_module).run(*cast))
-    cast = [a.to(dtype) if isinstance(a, torch.Tensor) and a.is_floating_point() else a
-            for a in args]
-    return list(captured.graph_module(*cast))
+        results = list(_RoundingInterpreter(captured.graph_module).run(*cast))
+    else:
+        cast = [a.to(dtype) if isinstance(a, torch.Tensor) and a.is_floating_point() else a
+                for a in args]
+        results = list(captured.graph_module(*cast))
+    return [r.to(d) if isinstance(r, torch.Tensor) and d is not None else r
+            for r, d in zip(results, _output_dtypes(captured.graph_module), strict=True)]
 
 
 def graph_runner(compiled: CompiledGraph) -> Callable[[list], list]:

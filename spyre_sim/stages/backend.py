@@ -11,7 +11,6 @@ program as CBOR.
 from __future__ import annotations
 
 import base64
-import json
 import logging
 import math
 from typing import Any
@@ -21,7 +20,7 @@ import cbor2
 from spyre_sim.config import Config
 from spyre_sim.cost import derive_work, op_work
 from spyre_sim.errors import SpyreCompileError
-from spyre_sim.ir import Binary, SdscBundle
+from spyre_sim.ir import Binary, SdscBundle, canonical_json
 
 log = logging.getLogger("spyre_sim.backend")
 STAGE = "backend"
@@ -103,7 +102,7 @@ def _summary(program: dict[str, Any]) -> str:
         if isinstance(value, list):
             return [scrub(v) for v in value]
         return value
-    return json.dumps(scrub(program), sort_keys=True, indent=1) + "\n"
+    return canonical_json(scrub(program)) + "\n"
 
 
 def run(bundle: SdscBundle, config: Config) -> Binary:

@@ -103,13 +103,15 @@ class _Builder:
     def dtype(self, name: str) -> str:
         return self.values[name][1]
 
-    def emit(self, base: str, op: str, inputs: tuple, placement: str = "device",
-             shape: tuple[int, ...] | None = None, dtype: str | None = None, **attrs) -> str:
+    def emit(self, base: str, op: str, inputs: tuple, *, placement: str = "device",
+             out_shape: tuple[int, ...] | None = None, out_dtype: str | None = None,
+             **attrs) -> str:
+        """Append `op(inputs; attrs)`; its shape and dtype are inferred unless given."""
         attrs_t = make_attrs(**attrs)
-        if shape is None:
-            shape = self._infer_shape(op, inputs, dict(attrs_t))
-        if dtype is None:
-            dtype = self._infer_dtype(op, inputs, dict(attrs_t))
+        shape = out_shape if out_shape is not None else \
+            self._infer_shape(op, inputs, dict(attrs_t))
+        dtype = out_dtype if out_dtype is not None else \
+            self._infer_dtype(op, inputs, dict(attrs_t))
         name = self.fresh(base)
         self.nodes.append(Node(name, op, tuple(inputs), attrs_t, tuple(shape), dtype, placement))
         self.values[name] = (tuple(shape), dtype)
@@ -125,7 +127,7 @@ class _Builder:
     def _infer_dtype(self, op: str, inputs: tuple, attrs: dict) -> str:
         if op in ("eq", "ne", "lt", "le", "gt", "ge", "logical_not"):
             return "bool"
-        if op == "to_dtype":
+        if op in ("to_dtype", "full"):
             return attrs["dtype"]
         tensor_dtypes = {self.dtype(a) for a in inputs if isinstance(a, str)}
         if op in VIEW_OPS and tensor_dtypes:
@@ -234,6 +236,30 @@ def _slice(b: _Builder, n, args, kwargs):
     if (start, end, step) == (0, size, 1):
         return x
     return b.emit(n.name, "slice", (x,), dim=dim, start=start, end=end, step=step)
+
+
+@_register("split", "split_with_sizes", "chunk", "unbind")
+def _split(b: _Builder, n, args, kwargs):
+    x = args[0]
+    name = n.target.overloadpacket.__name__
+    rank = len(b.shape(x))
+    dim = (args[2] if len(args) > 2 else kwargs.get("dim", 0)) if name != "unbind" \
+        else (args[1] if len(args) > 1 else kwargs.get("dim", 0))
+    dim %= rank
+    parts = [_static_shape(v, str(n.target))[dim] if name != "unbind" else 1
+             for v in n.meta["val"]]
+    outputs, start = [], 0
+    for index, size in enumerate(parts):
+        piece = x
+        if (start, size) != (0, b.shape(x)[dim]):
+            piece = b.emit(f"{n.name}_{index}", "slice", (x,), dim=dim, start=start,
+                           end=start + size, step=1)
+        if name == "unbind":
+            piece = b.emit(f"{n.name}_{index}_squeeze", "view", (piece,),
+                           shape=list(_out_shape_at(n, index)))
+        outputs.append(piece)
+        start += size
+    return tuple(outputs)
 
 
 @_register("select")
@@ -515,8 +541,8 @@ def _fallback(b: _Builder, n, op_name: str, args: list, kwargs: dict, base: str,
     dtype, shape = typed_shape
     _warn_once(f"fallback:{target}", f"torch.ops.{target.rsplit('.', 1)[0]} is falling back to cpu",
                FallbackWarning)
-    return b.emit(base, target, tuple(refs), placement="cpu", shape=shape,
-                  dtype=device_dtype(dtype, target, shape), args=encoded_args,
+    return b.emit(base, target, tuple(refs), placement="cpu", out_shape=shape,
+                  out_dtype=device_dtype(dtype, target, shape), args=encoded_args,
                   kwargs=encoded_kwargs)
 
 

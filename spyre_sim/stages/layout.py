@@ -1,4 +1,4 @@
-"""Stage 4 — layout: a stick layout for every buffer; restickify and padding where operands disagree.
+"""Stage 4 — layout: a stick layout per buffer; restickify and padding where operands disagree.
 
 Mirrors torch_spyre/_inductor/propagate_layouts.py and the insert_restickify /
 insert_bmm_padding passes: graph inputs take the generic stick layout of their host tensor

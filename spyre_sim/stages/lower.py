@@ -76,7 +76,7 @@ def fuse(nodes: list[LoopNode], config: Config) -> list[FusionGroup]:
                     continue
                 if _external_tensors(members[g] + [candidate]) > MAX_KERNEL_TENSORS:
                     continue
-                if decisions.use("fusion", lambda p=producer: f"%{p} -> %{candidate.name}"):
+                if decisions.use("fusion", lambda p=producer, c=candidate.name: f"%{p} -> %{c}"):
                     target = g
                 break
         if target is None:

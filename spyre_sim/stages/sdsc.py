@@ -11,7 +11,6 @@ program order, like bundle.mlir's `sdscbundle.sdsc_execute`.
 from __future__ import annotations
 
 import base64
-import json
 import logging
 import math
 from typing import Any
@@ -20,7 +19,7 @@ import torch
 
 from spyre_sim.config import Config
 from spyre_sim.executor import HostStep
-from spyre_sim.ir import KernelProgram, KernelSpec, SdscBundle, node_to_dict
+from spyre_sim.ir import KernelProgram, KernelSpec, SdscBundle, canonical_json, node_to_dict
 from spyre_sim.layouts import elems_per_stick
 from spyre_sim.ops import OPS
 
@@ -151,4 +150,4 @@ def run(program: KernelProgram, config: Config) -> SdscBundle:
         "sdscs": sdscs,
     }
     log.info("sdsc: %d descriptors", len(sdscs))
-    return SdscBundle(program.index, json.dumps(document, sort_keys=True, indent=1))
+    return SdscBundle(program.index, canonical_json(document))
