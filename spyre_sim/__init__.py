@@ -15,8 +15,10 @@ from spyre_sim.pipeline import (
     STAGES,
     Program,
     RunResult,
+    capture,
     compile,
     device_clock,
+    run_stage,
 )
 
 __version__ = "0.1.0"
@@ -24,5 +26,5 @@ __version__ = "0.1.0"
 __all__ = [
     "Config", "DeviceParams", "EXECUTABLE_STAGES", "FallbackWarning", "KNOBS", "Knob",
     "Program", "RunResult", "STAGES", "SpyreCompileError", "SpyreConfigError",
-    "SpyreRuntimeError", "compile", "device_clock",
+    "SpyreRuntimeError", "capture", "compile", "device_clock", "run_stage",
 ]

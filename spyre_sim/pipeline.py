@@ -77,6 +77,31 @@ def compile_graph(captured: CapturedGraph, config: Config) -> CompiledGraph:
     return CompiledGraph(captured, artifacts, times)
 
 
+# Single-stage entry points, for benchmarks that time one stage alone (order: compile_graph).
+_STAGE_RUNNERS: dict[str, Callable[[Any, Config], Any]] = {
+    "decompose": decompose.run, "lower": lower.run, "layout": layout.run, "kernel": kernel.run,
+    "sdsc": sdsc.run, "backend": backend.run, "runtime": runtime.run,
+}
+
+
+def capture(fn: Callable, example_inputs: Sequence[Any],
+            config: Config | None = None) -> DynamoArtifact:
+    """Stage 1 alone: Dynamo + AOTAutograd capture of `fn` (graphs run eagerly to capture)."""
+    torch._dynamo.reset()
+    artifact, _, _ = dynamo.run(fn, tuple(example_inputs), config or Config())
+    return artifact
+
+
+def run_stage(stage: str, artifact: Any, config: Config | None = None) -> Any:
+    """One compile stage alone on the previous stage's artifact (a graph of `capture(...)`
+    for "decompose"). Returns that stage's artifact."""
+    if stage not in _STAGE_RUNNERS:
+        raise ValueError(f"stage {stage!r} takes no single artifact; choose one of "
+                         f"{list(_STAGE_RUNNERS)} (use capture() for 'dynamo')")
+    with unset_fake_temporarily():
+        return _STAGE_RUNNERS[stage](artifact, config or Config())
+
+
 # --- executing compiled graphs --------------------------------------------------------------
 
 _device_clock_us = [0.0]
