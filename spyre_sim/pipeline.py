@@ -22,7 +22,7 @@ import torch._dynamo
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 from torch.utils import _pytree
 
-from spyre_sim import capture
+from spyre_sim import capture as debug_capture
 from spyre_sim.config import Config
 from spyre_sim.executor import Executor
 from spyre_sim.ir import CapturedGraph, DynamoArtifact
@@ -274,7 +274,7 @@ def compile(fn: Callable, example_inputs: Sequence[Any], config: Config | None =
     config = config or Config()
     torch._dynamo.reset()
     graphs: list[CompiledGraph] = []
-    root = capture.debug_root()
+    root = debug_capture.debug_root()
 
     def compile_one(captured: CapturedGraph) -> Callable[[list], list]:
         compiled = compile_graph(captured, config)
@@ -285,14 +285,14 @@ def compile(fn: Callable, example_inputs: Sequence[Any], config: Config | None =
     # belong to the first run, not to the compile.
     token = _EXECUTION.set(_Execution("capture"))
     try:
-        with capture.compile_log(root is not None) as log_lines:
+        with debug_capture.compile_log(root is not None) as log_lines:
             artifact, optimized, dynamo_seconds = dynamo.run(fn, tuple(example_inputs), config,
                                                              compile_one)
     finally:
         _EXECUTION.reset(token)
     program = Program(config, artifact, optimized, graphs, dynamo_seconds)
     if root is not None:
-        capture.write(root, STAGES, program.artifacts, program.compile_times,
+        debug_capture.write(root, STAGES, program.artifacts, program.compile_times,
                       [g.artifacts["backend"].payload for g in graphs], log_lines,
                       _capture_summary(artifact, len(graphs)))
     return program
@@ -305,15 +305,15 @@ _BACKEND: list[Callable] = []
 
 def _compile_for_torch(captured: CapturedGraph) -> Callable[[list], list]:
     config = Config()
-    root = capture.debug_root()
+    root = debug_capture.debug_root()
     start = time.perf_counter()
-    with capture.compile_log(root is not None) as log_lines:
+    with debug_capture.compile_log(root is not None) as log_lines:
         compiled = compile_graph(captured, config)
     if root is not None:
         texts = {"dynamo": captured.to_text()}
         texts.update({s: compiled.artifacts[s].to_text() for s in STAGES[1:]})
         times = {"dynamo": 0.0, **compiled.compile_times}
-        capture.write(root, STAGES, texts, times, [compiled.artifacts["backend"].payload],
+        debug_capture.write(root, STAGES, texts, times, [compiled.artifacts["backend"].payload],
                       log_lines, {"graphs": 1, "graph_breaks": 0,
                                   "wall_s": time.perf_counter() - start})
     return graph_runner(compiled)
