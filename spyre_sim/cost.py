@@ -56,48 +56,100 @@ class KernelWork:
 class KernelCost:
     compute_us: float  # PE array (matmul) time
     vector_us: float  # SFU/reduction time
-    memory_us: float  # DRAM time
+    memory_us: float  # DRAM time, operand re-reads included
     psum_us: float  # partial sums over the ring for K splits
     relayout_us: float  # restickify / transpose traffic
     total_us: float
     bound: str  # "compute" or "memory"
     flops: int
-    bytes: int
+    bytes: int  # DRAM bytes moved, re-reads included
+    reread_bytes: int = 0  # matmul operand bytes streamed again (output chunks beyond LX)
+    output_chunks: int = 1  # passes a core needs over its output tile (LX accumulator)
+
+
+MATMUL_ELEM_BYTES = 2  # Spyre matmuls read SEN169_FP16 operands (spyre_kernel.py dtype gate)
+ACCUMULATOR_BYTES = {"fp32": 4, "fp16": 2}
 
 
 def pt_efficiency(rows_per_core: float, device: DeviceParams) -> float:
-    """PE-array efficiency for `rows_per_core` output rows (TS-cost: min(1, (M/64)^0.35))."""
+    """PE-array efficiency for `rows_per_core` output rows (TS-cost: min(1, (M/64)^0.35)).
+
+    The 8x8 array eats 8 rows per pass and needs ~8 passes to hide its fill latency, so a
+    core with few rows (decode, or a prime M that cannot be split) runs below its MAC peak.
+    """
     return min(1.0, (max(rows_per_core, 1.0) / device.pt_fill_rows) ** device.pt_eff_exponent)
+
+
+def bandwidth_gbps(cores: int, device: DeviceParams) -> float:
+    """DRAM bytes per ns that `cores` active cores achieve (few cores under-drive the bus)."""
+    return device.dram_effective_gbps * device.bandwidth_share(max(cores, 1))
 
 
 def memory_time_us(read_bytes: int, write_bytes: int, cores: int, device: DeviceParams) -> float:
     """DRAM time: (R+W)/BW plus read/write turnaround, derated when few cores drive the bus."""
-    bandwidth = device.dram_effective_gbps * device.bandwidth_share(cores)  # GB/s == B/ns
-    ns = (read_bytes + write_bytes) / bandwidth
+    ns = (read_bytes + write_bytes) / bandwidth_gbps(cores, device)
     ns += device.dram_turnaround_ns_per_byte * min(read_bytes, write_bytes)
     return ns / 1e3
 
 
-def kernel_cost(work: KernelWork, device: DeviceParams) -> KernelCost:
+def output_tile_elems(work: KernelWork) -> int:
+    """Output elements one core accumulates at a time (batches run one after another)."""
+    return -(-work.dim("m") // work.split("m")) * -(-work.dim("n") // work.split("n"))
+
+
+def output_chunks(work: KernelWork, device: DeviceParams) -> int:
+    """How many passes a core makes over its output tile.
+
+    The output-stationary matmul keeps its partial sums in LX for the whole K loop; a tile
+    larger than the accumulator budget is done in chunks, each streaming the K loop again
+    (TS-fp §2: "the output must fit or the kernel chunks the output").
+    """
+    acc_bytes = output_tile_elems(work) * ACCUMULATOR_BYTES.get(work.accumulation, 4)
+    return max(1, -(-acc_bytes // device.lx_accumulator_bytes))
+
+
+def matmul_reread_bytes(work: KernelWork, device: DeviceParams) -> tuple[int, int]:
+    """DRAM bytes re-read because the output tile is done in chunks, and the chunk count.
+
+    Each extra chunk streams the cheaper operand again (activations when the chunks run
+    along N, weights when they run along M); the other operand is read once. Operands
+    shared by several cores are multicast over the ring, so a re-read costs its bytes once.
+    """
+    chunks = output_chunks(work, device)
+    if work.kind != "matmul" or chunks == 1:
+        return 0, chunks
+    lhs = min(work.dim("b") * work.dim("m") * work.dim("k") * MATMUL_ELEM_BYTES,
+              work.hbm_read_bytes)
+    rhs = work.hbm_read_bytes - lhs
+    return (chunks - 1) * min(lhs, rhs), chunks
+
+
+def psum_time_us(work: KernelWork, device: DeviceParams) -> float:
+    """Combining K-split partial sums: (k-1) steps, never faster than the ring can move them.
+
+    The fitted per-element term (TS-wd, from a device K-split sweep) is what decides splits:
+    it prices prefill K-splits as the losers torch-spyre measured. The physical floor is the
+    ring alone with the k_fast mapping (K partners adjacent, one hop per step): latency plus
+    one core's partial tile at the one-way ring rate. Decode shapes sit on the floor.
+    """
+    k_split = work.split("k")
+    if work.kind != "matmul" or k_split <= 1:
+        return 0.0
+    acc_bytes = ACCUMULATOR_BYTES.get(work.accumulation, 4)
+    outputs = work.dim("b") * work.dim("m") * work.dim("n")
+    fitted = outputs * device.psum_us_per_elem_per_hop * acc_bytes / 4
+    tile_bytes = -(-work.dim("b") // work.split("b")) * output_tile_elems(work) * acc_bytes
+    ring = device.ring_latency_us + device.ring_hop_ns / 1e3 + tile_bytes / device.ring_gbps / 1e3
+    return (k_split - 1) * max(fitted, ring)
+
+
+def vector_time_us(work: KernelWork, device: DeviceParams) -> float:
+    """SFU time: transcendental ops at the SFP rate, simple ALU ops faster, reductions at
+    their own fitted rate (softmax's fused amax-exp-sum-div much slower)."""
     cores = max(work.cores_used, 1)
-    memory_us = memory_time_us(work.hbm_read_bytes, work.hbm_write_bytes, cores, device)
-    compute_us = vector_us = psum_us = relayout_us = 0.0
-    if work.kind == "matmul":
-        rows_per_core = work.dim("m") / work.split("m")
-        rate = device.mac_per_ns_per_core * pt_efficiency(rows_per_core, device)
-        compute_us = work.macs / cores / rate / 1e3
-        k_split = work.split("k")
-        if k_split > 1:
-            outputs = work.dim("b") * work.dim("m") * work.dim("n")
-            psum_us = (k_split - 1) * outputs * device.psum_us_per_elem_per_hop
-            if work.accumulation == "fp16":
-                psum_us /= 2  # half the bytes per partial sum
-    if work.kind == "restickify":
-        relayout_us = (work.hbm_read_bytes + work.hbm_write_bytes) / device.restickify_gbps / 1e3
-        memory_us = 0.0
-    vector_rate = device.sfu_elems_per_us_per_core * cores
-    vector_us += work.transcendental_elems / vector_rate
-    vector_us += work.simple_elems / (vector_rate * device.simple_alu_speedup)
+    rate = device.sfu_elems_per_us_per_core * cores
+    vector_us = work.transcendental_elems / rate
+    vector_us += work.simple_elems / (rate * device.simple_alu_speedup)
     if work.reduce_elems:
         per_core = device.softmax_elems_per_us_per_core if work.kind == "softmax" \
             else device.reduce_elems_per_us_per_core
@@ -105,27 +157,71 @@ def kernel_cost(work: KernelWork, device: DeviceParams) -> KernelCost:
         if work.accumulation == "fp16":
             reduce_us /= device.fp16_accumulation_speedup
         vector_us += reduce_us
-    busy_us = compute_us + vector_us
-    total_us = max(busy_us, memory_us) + device.overlap_beta * min(busy_us, memory_us)
+    return vector_us
+
+
+def roofline_floor_us(work: KernelWork, device: DeviceParams) -> tuple[float, float]:
+    """(compute floor, memory floor): the MACs at the sustained rate with a full PE array,
+    and the kernel's DRAM bytes at the bandwidth its cores can drive. No kernel beats
+    either; tests hold the model to that."""
+    cores = max(work.cores_used, 1)
+    compute = work.macs / cores / device.mac_per_ns_per_core / 1e3
+    memory = (work.hbm_read_bytes + work.hbm_write_bytes) / bandwidth_gbps(cores, device) / 1e3
+    return compute, memory
+
+
+def _overlap(a_us: float, b_us: float, device: DeviceParams) -> float:
+    """Two double-buffered activities: the longer one plus the share of the shorter one that
+    the pipeline's prologue and epilogue leave exposed."""
+    return max(a_us, b_us) + device.overlap_beta * min(a_us, b_us)
+
+
+def kernel_cost(work: KernelWork, device: DeviceParams) -> KernelCost:
+    """The kernel's time on its cores, and which resource bounds it.
+
+    T = ov(ov(pe, sfu), mem) + psum + relayout with ov(a, b) = max(a, b) + beta * min(a, b):
+    the PE array and the SFU are separate units (a fused epilogue runs on the SFU while the
+    array computes the next tile), and DRAM streams under both; mem includes read/write
+    turnaround and matmul operand re-reads.
+    """
+    cores = max(work.cores_used, 1)
+    compute_us = 0.0
+    if work.kind == "matmul":
+        rows_per_core = work.dim("m") / work.split("m")
+        rate = device.mac_per_ns_per_core * pt_efficiency(rows_per_core, device)
+        compute_us = work.macs / cores / rate / 1e3
+    reread, chunks = matmul_reread_bytes(work, device)
+    read, write = work.hbm_read_bytes + reread, work.hbm_write_bytes
+    memory_us = memory_time_us(read, write, cores, device)
+    relayout_us = 0.0
+    if work.kind == "restickify":
+        relayout_us = (read + write) / (device.restickify_gbps
+                                        * device.bandwidth_share(cores)) / 1e3
+        memory_us = 0.0
+    vector_us = vector_time_us(work, device)
+    psum_us = psum_time_us(work, device)
+    busy_us = _overlap(compute_us, vector_us, device)
+    total_us = _overlap(busy_us, memory_us, device)
     total_us += psum_us + relayout_us
-    bound = "compute" if busy_us >= memory_us else "memory"
+    bound = "compute" if busy_us > memory_us + relayout_us else "memory"
     flops = 2 * work.macs + work.transcendental_elems + work.simple_elems + work.reduce_elems
-    return KernelCost(
-        compute_us, vector_us, memory_us, psum_us, relayout_us, total_us, bound,
-        flops, work.hbm_read_bytes + work.hbm_write_bytes,
-    )
+    return KernelCost(compute_us, vector_us, memory_us, psum_us, relayout_us, total_us, bound,
+                      flops, read + write, reread, chunks)
 
 
 def transfer_time_us(nbytes: int, device: DeviceParams) -> float:
-    """One host<->device DMA over PCIe (spyre-hw.md §6.10)."""
+    """One host<->device DMA over PCIe (spyre-hw.md §6.10); `nbytes` are stick-padded, since
+    the DMA descriptor re-sticks on the fly and moves whole sticks."""
     return device.dma_latency_us + nbytes / device.pcie_gbps / 1e3
 
 
 def host_op_time_us(elements: int, device: DeviceParams) -> float:
+    """A CPU fallback op: an estimated element rate (no Spyre-host measurement exists)."""
     return elements / device.host_fallback_elems_per_us
 
 
 def divisors(n: int) -> list[int]:
+    """Ascending divisors: the legal core counts for a dim (splits divide evenly)."""
     small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
     return sorted(set(small + [n // d for d in small]))
 

@@ -87,7 +87,9 @@ def job_plan(program: dict[str, Any], config: Config) -> tuple[JobStep, ...]:
             cost = kernel_cost(work, device)
             args = (("bound", cost.bound), ("bytes", cost.bytes), ("flops", cost.flops),
                     ("split", dict(work.splits)), ("compute_us", round(cost.compute_us, 3)),
-                    ("memory_us", round(cost.memory_us, 3)), ("vector_us", round(cost.vector_us, 3)))
+                    ("memory_us", round(cost.memory_us, 3)),
+                    ("vector_us", round(cost.vector_us, 3)), ("psum_us", round(cost.psum_us, 3)),
+                    ("reread_bytes", cost.reread_bytes))
             jobs.append(JobStep("compute", kernel["name"], cost.total_us, device.launch_us,
                                 work.cores_used, args))
         elif step["type"] == "host":
