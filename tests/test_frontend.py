@@ -131,3 +131,13 @@ def test_debug_capture_writes_every_stage(monkeypatch, tmp_path):
         assert (directory / stage["file"]).read_text()
     assert (directory / "7-backend.cbor").stat().st_size > 0
     assert "decision fusion#0" in (directory / "compile.log").read_text()
+
+
+def test_an_older_program_survives_a_newer_compile():
+    first, _, inputs = compile_workload("mlp", 127, 128)
+    before = first.run(*inputs)
+    compile_workload("softmax", 127, 128)  # resets Dynamo's caches
+    after = first.run(*inputs)
+    assert len(first.graphs) == 1
+    assert [k.name for k in after.kernels] == [k.name for k in before.kernels]
+    assert torch.equal(after.outputs[0], before.outputs[0])

@@ -133,3 +133,10 @@ def test_compile_times_cover_every_stage():
     program = compile_workload("mlp", 1, 128)[0]
     assert set(program.compile_times) == set(spyre_sim.STAGES)
     assert all(t >= 0 for t in program.compile_times.values())
+
+
+def test_reductions_use_every_core():
+    artifacts = compile_workload("rmsnorm", 127, 256)[0].artifacts["kernel"]
+    reduction = next(line for line in artifacts.splitlines() if " reduction " in line)
+    # 127 rows cannot fill 32 cores alone: the reduced dim takes the rest
+    assert "cores=32" in reduction and '"r":' in reduction.split("split=")[1]

@@ -83,8 +83,10 @@ class _KernelBuilder:
             for a in node.value_inputs:
                 if a not in members and a not in seen:
                     seen.add(a)
-                    storage = self.layouts[self.storage(a)]
-                    args.append(TensorArg(a, "input", self.layouts[a], "hbm", storage.nbytes))
+                    # a view reads its source's memory: all of it for a broadcast, only the
+                    # selected part for a slice
+                    nbytes = min(self.layouts[self.storage(a)].nbytes, self.layouts[a].nbytes)
+                    args.append(TensorArg(a, "input", self.layouts[a], "hbm", nbytes))
         for node in nodes:
             escapes = node.name in self.graph_outputs or bool(self.consumers.get(node.name, set())
                                                               - members)
@@ -134,6 +136,12 @@ class _KernelBuilder:
                 reduced = [source[d] for d in anchor.attr["dims"]]
             dims.append(("r", math.prod(reduced)))
         stick = f"d{layout.stick_dim}" if anchor.shape else ""
+        if anchor.op in REDUCING_OPS and anchor.op != "layernorm" and anchor.op != "softmax":
+            source_layout = self.layouts[anchor.inputs[0]]
+            if source_layout.host_size and source_layout.stick_dim in anchor.attr["dims"]:
+                # reducing along the stick leaves one element per stick (torch-spyre's
+                # "sparse" layout): the output's rows are not packed into sticks
+                stick = ""
         return tuple(dims), stick, per_stick
 
     def split(self, kind: str, name: str, space: tuple[tuple[str, int], ...], stick: str,
@@ -141,10 +149,14 @@ class _KernelBuilder:
         cores = self.config.cores
         sizes = dict(space)
         if kind != "matmul":
-            # reductions keep the reduced dim on one core; the stick dim counts in sticks
+            # output dims first, the stick dim counted in whole sticks; cores left over go to
+            # the reduced dim (work_division.py work_distribution: at most one reduction dim)
             splittable = [(label, size // per_stick if label == stick else size)
                           for label, size in space if label != "r"]
             splits = core_split(splittable, cores)
+            left = cores // math.prod(splits.values())
+            if "r" in sizes and left > 1:
+                splits["r"] = max(d for d in divisors(sizes["r"]) if d <= left)
             return tuple((label, splits.get(label, 1)) for label, _ in space)
         policy = self.decisions.use("work_division", lambda: f"{name} {sizes}")
         sticks = {"b": sizes["b"], "m": sizes["m"], "n": sizes["n"] // per_stick,
