@@ -24,7 +24,13 @@ from spyre_sim.config import Config
 from spyre_sim.cost import KernelWork, host_op_time_us, kernel_cost, transfer_time_us
 from spyre_sim.errors import SpyreRuntimeError
 from spyre_sim.executor import (
-    Binding, ExecPlan, Executor, HostStep, KernelStep, ViewStep, cast_to_host_dtype,
+    Binding,
+    ExecPlan,
+    Executor,
+    HostStep,
+    KernelStep,
+    ViewStep,
+    cast_to_host_dtype,
 )
 from spyre_sim.ir import Binary, node_from_dict
 from spyre_sim.layouts import TensorLayout
