@@ -1,0 +1,265 @@
+"""A detection run: every series' change points become regressions, then alerts.
+
+Per series, `changepoints.detect_changes` finds level shifts. Worsenings at least the
+benchmark family's magnitude floor are candidates; the candidates of all noisy series in the
+run form one Benjamini-Hochberg family, so the false discovery rate holds across the run. A
+series that stops running is a "failure". Regressions of one kind whose commit ranges overlap
+become one alert with a probe, its narrowest member. docs/detection.md has the method, the
+measured quality and the JSON format.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from regressions import stats
+from regressions.changepoints import ALPHA, MIN_SIZE, Change, detect_changes, looks_deterministic
+
+# False discovery rate across all series of one run (Benjamini & Hochberg 1995).
+FDR = 0.05
+JSON_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Family:
+    """Benchmarks whose asv name matches `pattern` (re.search): their symptom and floor."""
+
+    pattern: str
+    kind: str
+    floor: float
+
+
+# First match wins. Floors are the smallest relative worsening worth an alert.
+FAMILIES: tuple[Family, ...] = (
+    # asv's default `regressions_thresholds` (asv/config.py, 0.05): host wall-clock compile
+    # time drifts by a few percent between runs.
+    Family(r"^(bench_)?compile\.", "compile", 0.05),
+    Family(r"^(bench_)?numerics\.", "numerics", 0.05),
+    # Chromium's dashboard drops changes below 1% relative (find_change_points.py).
+    Family(r"\.track_", "track", 0.01),
+    Family(r"\.(peak)?mem_", "memory", 0.05),
+    Family(r"", "time", 0.01),
+)
+
+
+@dataclass(frozen=True)
+class Series:
+    """One benchmark/params history on one machine and env, in commit order.
+
+    `samples[i]` holds the values measured at `commits[i]` (one value when asv recorded no
+    samples) or None when the benchmark failed there. Skipped points are left out.
+    `deterministic` is None when unknown; `detect_changes` then infers it.
+    """
+
+    machine: str
+    env: str
+    benchmark: str
+    params: str
+    commits: tuple[str, ...]
+    positions: tuple[int, ...]
+    samples: tuple[tuple[float, ...] | None, ...]
+    higher_is_better: bool = False
+    deterministic: bool | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{self.benchmark}{self.params}"
+
+
+@dataclass(frozen=True)
+class Regression:
+    """A confirmed worsening of one series between two adjacent measured commits."""
+
+    machine: str
+    env: str
+    benchmark: str
+    params: str
+    kind: str
+    good_commit: str
+    bad_commit: str
+    good_position: int
+    bad_position: int
+    ratio: float | None
+    ci: tuple[float, float] | None
+    p: float | None
+    q: float | None
+    baseline: float | None
+
+
+@dataclass(frozen=True)
+class Alert:
+    """Regressions of one kind whose commit ranges overlap: probably one root cause."""
+
+    kind: str
+    good_commit: str
+    bad_commit: str
+    members: tuple[Regression, ...]
+    probe: Regression
+
+
+def family_of(name: str) -> Family:
+    """The first family in `FAMILIES` whose pattern matches the asv name."""
+    return next(f for f in FAMILIES if re.search(f.pattern, name))
+
+
+def floor_for(name: str, floors: Sequence[tuple[str, float]] = ()) -> float:
+    """Magnitude floor for an asv name: the first matching user override, else its family's."""
+    for pattern, floor in floors:
+        if re.search(pattern, name):
+            return floor
+    return family_of(name).floor
+
+
+def worsening(change: Change, higher_is_better: bool) -> float:
+    """Relative change in the bad direction (> 0 is worse): +0.25 is 25% slower, or 20% less
+    throughput for a higher-is-better metric (1/0.8 - 1), so either direction reads alike."""
+    diff = change.before - change.after if higher_is_better else change.after - change.before
+    base = abs(change.after if higher_is_better else change.before)
+    if diff == 0:
+        return 0.0
+    return diff / base if base else math.copysign(math.inf, diff)
+
+
+def find_regressions(
+    series: Sequence[Series],
+    *,
+    floors: Sequence[tuple[str, float]] = (),
+    fdr: float = FDR,
+    alpha: float = ALPHA,
+    min_size: int = MIN_SIZE,
+) -> list[Regression]:
+    """Confirmed regressions and new failures of every series in one run.
+
+    A candidate is a worsening at least the family floor (`floors` overrides: regex ->
+    fraction, first match wins). Candidates of noisy series form one Benjamini-Hochberg
+    family; a series without a candidate counts once with p = 1, since it was tested too.
+    Deterministic changes and failures are observations, not tests: they skip the FDR step.
+    """
+    found: list[Regression] = []
+    family: list[float] = []
+    tested: list[tuple[Series, Change, int, int, int]] = []
+    for s in series:
+        found += _failures(s)
+        measured = [i for i, v in enumerate(s.samples) if v is not None]
+        exact = s.deterministic if s.deterministic is not None else looks_deterministic(
+            [s.samples[i] for i in measured])
+        if not exact:  # an infinite value carries no level for a test; drop those points
+            measured = [i for i in measured if all(math.isfinite(x) for x in s.samples[i])]
+        points = [s.samples[i] for i in measured]
+        changes = detect_changes(points, alpha=alpha, min_size=min_size, deterministic=exact)
+        floor = floor_for(s.name, floors)
+        candidates = len(tested)
+        for c in changes:
+            w = worsening(c, s.higher_is_better)
+            if w <= 0 or w < floor:
+                continue
+            good, bad = measured[c.index - 1], measured[c.index]
+            if exact:
+                found.append(_regression(s, c, good, bad, None))
+            else:
+                tested.append((s, c, good, bad, len(family)))
+                family.append(c.pvalue)
+        if not exact and len(tested) == candidates:
+            family.append(1.0)
+    qvalues = stats.bh_qvalues(family)
+    for s, c, good, bad, j in tested:
+        if qvalues[j] <= fdr:
+            found.append(_regression(s, c, good, bad, qvalues[j]))
+    return sorted(found, key=lambda r: (r.bad_position, r.kind, r.benchmark, r.params))
+
+
+def _failures(s: Series) -> list[Regression]:
+    """A benchmark that stops running is its own symptom, not a slowdown: one per ok->failed."""
+    return [
+        Regression(s.machine, s.env, s.benchmark, s.params, "failure", s.commits[i - 1],
+                   s.commits[i], s.positions[i - 1], s.positions[i], None, None, None, None,
+                   None)
+        for i in range(1, len(s.samples))
+        if s.samples[i] is None and s.samples[i - 1] is not None
+    ]
+
+
+def _regression(s: Series, c: Change, good: int, bad: int, q: float | None) -> Regression:
+    return Regression(s.machine, s.env, s.benchmark, s.params, family_of(s.name).kind,
+                      s.commits[good], s.commits[bad], s.positions[good], s.positions[bad],
+                      c.ratio, c.ci, c.pvalue, q, c.before)
+
+
+def cluster_alerts(regressions: Sequence[Regression]) -> list[Alert]:
+    """Group regressions of one kind whose (good, bad] commit ranges overlap.
+
+    One alert per probable root cause, as Perfherder groups alerts by push and Chromium by
+    revision range. The alert's range is the intersection of its members' ranges; its probe
+    is the narrowest member (`param_size`, then the smaller level before the change), the
+    cheapest reproducer for bisection.
+    """
+    alerts = []
+    for kind in sorted({r.kind for r in regressions}):
+        groups: list[list[Regression]] = []
+        for r in sorted((r for r in regressions if r.kind == kind),
+                        key=lambda r: (r.bad_position, r.good_position)):
+            # Sorted by bad end: a group's range ends at its first member's bad commit.
+            if groups and r.good_position < groups[-1][0].bad_position:
+                groups[-1].append(r)
+            else:
+                groups.append([r])
+        for group in groups:
+            members = tuple(sorted(group, key=lambda r: (r.benchmark, r.params, r.machine, r.env)))
+            latest_good = max(group, key=lambda r: r.good_position)
+            probe = min(members, key=lambda r: (
+                param_size(r.params), math.inf if r.baseline is None else r.baseline))
+            alerts.append(Alert(kind, latest_good.good_commit, group[0].bad_commit, members, probe))
+    return sorted(alerts, key=lambda a: (a.members[0].bad_position, a.kind))
+
+
+def param_size(params: str) -> float:
+    """Product of the numbers in an asv params string such as "(127, 'mlp')" (1 if none)."""
+    try:
+        numbers = list(_numbers(ast.literal_eval(params))) if params else []
+    except (ValueError, SyntaxError, TypeError):
+        # Whole numbers only: not the digits of "0x7f..." in a repr like "<object at 0x7f...>".
+        numbers = [float(x) for x in re.findall(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])", params)]
+    return float(math.prod(numbers))
+
+
+def _numbers(value: object):
+    if isinstance(value, bool):
+        return
+    if isinstance(value, int | float):
+        yield abs(value)
+    elif isinstance(value, tuple | list):
+        for item in value:
+            yield from _numbers(item)
+
+
+def alerts_to_json(alerts: Sequence[Alert]) -> dict:
+    """The versioned JSON document `spyre-regress detect --json` writes (docs/detection.md)."""
+
+    def number(x: float | None) -> float | None:
+        return x if x is not None and math.isfinite(x) else None
+
+    def ident(r: Regression) -> dict:
+        return {"benchmark": r.benchmark, "params": r.params, "machine": r.machine, "env": r.env}
+
+    return {
+        "version": JSON_VERSION,
+        "alerts": [
+            {
+                "good_commit": a.good_commit,
+                "bad_commit": a.bad_commit,
+                "kind": a.kind,
+                "members": [
+                    {**ident(r), "ratio": number(r.ratio),
+                     "ci": None if r.ci is None else [number(x) for x in r.ci],
+                     "p": number(r.p), "q": number(r.q)}
+                    for r in a.members
+                ],
+                "probe": ident(a.probe),
+            }
+            for a in alerts
+        ],
+    }

@@ -1,0 +1,106 @@
+"""The one module that runs git: history order, rev resolution, commit metadata.
+
+Refs come from the command line, so they are untrusted: a ref that starts with "-" could be
+read as an option, so it is refused, and every call passes `--end-of-options` before revisions.
+git runs from an argument list, never a shell. Failures become `SpyreRegressError` naming
+the problem and the fix.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import tarfile
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from regressions.errors import SpyreRegressError
+
+
+@dataclass(frozen=True)
+class Commit:
+    sha: str
+    subject: str
+    date: datetime  # committer date, UTC
+
+
+def check_ref(ref: str) -> str:
+    """Return `ref` if it can only be read as a revision, else raise SpyreRegressError."""
+    if not ref or ref.startswith("-") or any(c in ref for c in "\0\n\r"):
+        raise SpyreRegressError(
+            f"invalid git ref {ref!r}: a ref must be non-empty, must not start with '-' "
+            "and must be on one line; pass a branch, tag or commit hash"
+        )
+    return ref
+
+
+def resolve(repo: Path | str, ref: str) -> str:
+    """Full sha of the commit `ref` names in `repo`."""
+    return _git(repo, "rev-parse", "--verify", "--end-of-options",
+                f"{check_ref(ref)}^{{commit}}", what=f"resolve {ref!r}").strip()
+
+
+def first_parent_history(
+    repo: Path | str, head: str = "HEAD", base: str | None = None
+) -> list[str]:
+    """Full shas on the first-parent chain of `head`, oldest first, after `base` if given.
+
+    First-parent order is the order commits landed on the branch (asv find and asv publish
+    walk it too); commit dates can disagree with it after rebases or clock skew.
+    """
+    revs = [check_ref(head)] + ([f"^{check_ref(base)}"] if base is not None else [])
+    out = _git(repo, "rev-list", "--first-parent", "--reverse", "--end-of-options", *revs,
+               "--", what=f"list the history of {head!r}")
+    return out.split()
+
+
+def commit_info(repo: Path | str, ref: str) -> Commit:
+    """Sha, subject line and committer date of `ref`."""
+    out = _git(repo, "log", "-1", "--format=%H%x00%ct%x00%s", "--end-of-options",
+               f"{check_ref(ref)}^{{commit}}", "--", what=f"read commit {ref!r}")
+    sha, timestamp, subject = out.rstrip("\n").split("\0", 2)
+    return Commit(sha, subject, datetime.fromtimestamp(int(timestamp), tz=UTC))
+
+
+def export_tree(repo: Path | str, ref: str, target: Path | str) -> Path:
+    """Write the tracked files of commit `ref` to `target` (created if missing).
+
+    A clean tree to run that commit's code from, without touching the user's checkout:
+    `git archive`, unpacked with tarfile's "data" filter, which refuses absolute paths, links
+    leaving `target` and device files.
+    """
+    target = Path(target)
+    archive = _run(repo, "archive", "--format=tar", "--end-of-options",
+                   f"{check_ref(ref)}^{{commit}}", what=f"export the tree of {ref!r}")
+    target.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(target, filter="data")
+    return target
+
+
+def _git(repo: Path | str, *args: str, what: str) -> str:
+    return _run(repo, *args, what=what).decode()
+
+
+def _run(repo: Path | str, *args: str, what: str) -> bytes:
+    repo = Path(repo)
+    if not repo.is_dir():
+        raise SpyreRegressError(f"cannot {what}: {repo} is not a directory; pass --repo "
+                                "pointing at a checkout of the benchmarked project")
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(repo), *args], capture_output=True, check=False,
+            env={**os.environ, "LC_ALL": "C", "GIT_TERMINAL_PROMPT": "0"},
+        )
+    except FileNotFoundError:
+        raise SpyreRegressError("git is not installed or not on PATH; install git") from None
+    if done.returncode != 0:
+        stderr = done.stderr.decode(errors="replace").strip()
+        detail = stderr.splitlines()[-1] if stderr else "no output"
+        raise SpyreRegressError(
+            f"cannot {what} in {repo}: git says: {detail}; check that {repo} is a clone of "
+            "the benchmarked project with full history (not shallow) and the ref exists"
+        )
+    return done.stdout

@@ -1,0 +1,285 @@
+"""Statistics for detecting and bisecting regressions: pure functions on plain sequences.
+
+Nothing here reads files, runs git or knows about pandas: every function takes sequences of
+floats and returns a named result, so detection (`regressions.detect`) and bisection share one
+tested implementation of each test. The method is described in docs/detection.md.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Literal, NamedTuple
+
+import numpy as np
+from scipy import stats as sps
+
+# Pinpoint's low threshold: p at or below it means DIFFERENT (catapult
+# dashboard/pinpoint/models/compare/thresholds.py, LowThreshold()).
+LOW_THRESHOLD = 0.01
+# Pinpoint generates its high thresholds so that a real change of the expected size lands above
+# them with probability 0.01 (thresholds_performance.py, P_VALUE "the approximate false negative
+# rate"); we compute the same quantity from the normal approximation instead of a table.
+MISS_RATE = 0.01
+# The sample cap: 80% power at alpha = LOW_THRESHOLD gives n = 23.4 (sigma/delta)^2 per side
+# (research/detection.md section 8).
+CAP_POWER = 0.8
+# asv reports 99% intervals (asv_runner statistics.compute_stats, ci_99_a/ci_99_b).
+CI_CONFIDENCE = 0.99
+# Two values closer than this (relative) are the same value: float noise, not a change.
+EPSILON = 1e-9
+
+Alternative = Literal["two-sided", "less", "greater"]
+Verdict = Literal["same", "different", "unknown"]
+
+
+class RankTest(NamedTuple):
+    """A Mann-Whitney U test; `pvalue` is for the stated alternative."""
+
+    statistic: float
+    pvalue: float
+
+
+class RatioInterval(NamedTuple):
+    """`after / before` with a confidence interval `[low, high]`."""
+
+    ratio: float
+    low: float
+    high: float
+
+
+class Comparison(NamedTuple):
+    """Pinpoint-style three-way verdict on two sample sets (see `compare`)."""
+
+    verdict: Verdict
+    pvalue: float
+    ratio: float
+    ci: tuple[float, float]
+    low_threshold: float
+    high_threshold: float
+    samples_cap: int
+
+
+def is_constant(values: Sequence[float], epsilon: float = EPSILON) -> bool:
+    """True when every value equals the first within a relative `epsilon` (no spread at all)."""
+    if len(values) == 0:
+        return True
+    lo, hi = min(values), max(values)
+    if lo == hi:
+        return True
+    return math.isfinite(lo) and math.isfinite(hi) and hi - lo <= epsilon * max(abs(lo), abs(hi))
+
+
+def mann_whitney(
+    before: Sequence[float], after: Sequence[float], alternative: Alternative = "two-sided"
+) -> RankTest:
+    """Mann-Whitney U of `after` against `before`; "greater" asks whether `after` is larger.
+
+    A rank test, because benchmark timings have outliers and skew that a t-test on raw values
+    over-weights (asv `_stats.is_different`, Pinpoint `compare.py` both use it). When every
+    value is tied the test has no information and the p-value is 1.
+    """
+    if len(before) == 0 or len(after) == 0:
+        raise ValueError("mann_whitney: `before` and `after` must both be non-empty")
+    result = sps.mannwhitneyu(after, before, alternative=alternative)
+    pvalue = float(result.pvalue)
+    return RankTest(float(result.statistic), 1.0 if math.isnan(pvalue) else min(pvalue, 1.0))
+
+
+def ratio_interval(
+    before: Sequence[float], after: Sequence[float], confidence: float = CI_CONFIDENCE
+) -> RatioInterval:
+    """Effect size `after / before` with a Welch confidence interval.
+
+    For positive values this is the ratio of geometric means with a Welch t interval on the
+    log samples, as Kalibera & Jones (ISMM 2013) recommend for reporting time ratios: the
+    interval is multiplicative, so it stays positive and symmetric in log space. Values that
+    are zero or negative (an error metric can be 0) fall back to the ratio of arithmetic means
+    with the Welch interval of the difference scaled by the mean before. A side with one value
+    contributes no variance; with no variance on either side the interval has zero width.
+    """
+    a = np.asarray(before, dtype=float)
+    b = np.asarray(after, dtype=float)
+    if a.size == 0 or b.size == 0:
+        raise ValueError("ratio_interval: `before` and `after` must both be non-empty")
+    positive = bool((a > 0).all() and (b > 0).all())
+    if positive:
+        a, b = np.log(a), np.log(b)
+    diff = float(b.mean() - a.mean())
+    va = float(a.var(ddof=1)) / a.size if a.size > 1 else 0.0
+    vb = float(b.var(ddof=1)) / b.size if b.size > 1 else 0.0
+    se = math.sqrt(va + vb)
+    if se > 0:
+        # Welch-Satterthwaite degrees of freedom; a side with one value adds no term.
+        terms = [v * v / (n - 1) for v, n in ((va, a.size), (vb, b.size)) if n > 1 and v > 0]
+        dof = (va + vb) ** 2 / sum(terms)
+        half = float(sps.t.ppf(0.5 + confidence / 2, dof)) * se
+    else:
+        half = 0.0
+    if positive:
+        return RatioInterval(math.exp(diff), math.exp(diff - half), math.exp(diff + half))
+    base = float(a.mean())
+    if base == 0:
+        return RatioInterval(math.nan, math.nan, math.nan)
+    return RatioInterval(1 + diff / base, 1 + (diff - half) / base, 1 + (diff + half) / base)
+
+
+def bh_qvalues(pvalues: Sequence[float]) -> list[float]:
+    """Benjamini-Hochberg adjusted p-values (q-values), in input order.
+
+    Rejecting every hypothesis with q <= Q controls the false discovery rate at Q for
+    independent tests (Benjamini & Hochberg 1995, JRSS B 57(1):289-300).
+    """
+    p = np.asarray(pvalues, dtype=float)
+    m = p.size
+    if m == 0:
+        return []
+    order = np.argsort(p, kind="stable")
+    scaled = p[order] * m / np.arange(1, m + 1)
+    # q_(i) = min over j >= i of p_(j) m / j: a running minimum from the largest p down.
+    running = np.minimum.accumulate(scaled[::-1])[::-1]
+    q = np.empty(m)
+    q[order] = np.minimum(running, 1.0)
+    return [float(x) for x in q]
+
+
+def _siegmund_nu(x: np.ndarray) -> np.ndarray:
+    # Overshoot correction for a discretely sampled boundary crossing, in the closed-form
+    # approximation of Siegmund & Yakir (2007), The Statistics of Gene Mapping (Springer).
+    half = x / 2
+    cdf, pdf = sps.norm.cdf(half), sps.norm.pdf(half)
+    return (2 / x) * (cdf - 0.5) / (half * cdf + pdf)
+
+
+def scan_pvalue(z: float, n_points: int, min_size: int) -> float:
+    """One-sided p-value of the largest standardised two-sample statistic over split points.
+
+    A change point is chosen where the before/after difference is largest, so the test at
+    that split is optimistic. This returns P(max_k Z_k >= z) over every split k of `n_points`
+    points with at least `min_size` on each side, for a series without a change: the
+    Brownian-bridge approximation of James, James & Siegmund (1987, Biometrika 74(1):71-83)
+    with Siegmund's discreteness correction. It agrees with Monte Carlo within 10% for 12 to
+    80 points and p from 0.008 to 0.08 (tests/test_stats.py).
+    """
+    if not z > 0:
+        return 1.0
+    if math.isinf(z):
+        return 0.0
+    k = np.arange(min_size, n_points - min_size + 1, dtype=float)
+    if k.size == 0:
+        return 1.0
+    # Time-changed to an Ornstein-Uhlenbeck process, split k advances the clock by spacing/2.
+    spacing = n_points / (k * (n_points - k))
+    rate = np.sum(spacing / 2 * _siegmund_nu(z * np.sqrt(spacing)))
+    crossing = z * float(sps.norm.pdf(z)) * float(rate)
+    return float(min(1.0, max(crossing, sps.norm.sf(z))))
+
+
+def samples_cap(
+    sigma: float, delta: float, alpha: float = LOW_THRESHOLD, power: float = CAP_POWER
+) -> int:
+    """Samples per side for `power` to detect a shift `delta` at two-sided `alpha`.
+
+    n = 2 (z_{1-alpha/2} + z_{power})^2 (sigma/delta)^2, which is 23.4 (sigma/delta)^2 at the
+    defaults (research/detection.md section 8). `sigma` and `delta` share units: for timings,
+    the sd of log samples and log(1 + relative change). Bisection stops adding repeats here.
+    """
+    if delta <= 0:
+        raise ValueError(f"samples_cap: `delta` must be > 0, got {delta}")
+    if sigma <= 0:
+        return 1
+    z_sum = float(sps.norm.isf(alpha / 2) + sps.norm.ppf(power))
+    return max(2, math.ceil(2 * z_sum**2 * (sigma / delta) ** 2))
+
+
+def high_threshold(
+    n_before: int,
+    n_after: int,
+    effect: float,
+    low_threshold: float = LOW_THRESHOLD,
+    miss_rate: float = MISS_RATE,
+) -> float:
+    """Pinpoint's high threshold: above it, a change of size `effect` is unlikely.
+
+    `effect` is the expected shift in standard deviations. A real shift of that size gives a
+    two-sided p-value above the returned threshold with probability `miss_rate` (normal
+    approximation of the statistic). The threshold falls as samples grow and never goes
+    below `low_threshold`, so the verdict is decisive once the samples suffice.
+    """
+    if n_before < 1 or n_after < 1:
+        return 1.0
+    mean_z = effect / math.sqrt(1 / n_before + 1 / n_after)
+    threshold = 2 * float(sps.norm.sf(mean_z - sps.norm.isf(miss_rate)))
+    return float(min(1.0, max(low_threshold, threshold)))
+
+
+def _spread(a: np.ndarray, b: np.ndarray) -> float:
+    # Pinpoint normalises the expected magnitude by the larger IQR of the two samples
+    # (compare.py); 1.349 IQR = 1 sd for normal data. Falls back to the pooled sd when the
+    # IQRs are zero (heavily tied values).
+    iqr = max(float(np.subtract(*np.percentile(x, [75, 25]))) for x in (a, b))
+    if iqr > 0:
+        return iqr / 1.349
+    pooled = np.concatenate([a - a.mean(), b - b.mean()])
+    return float(np.sqrt(np.sum(pooled**2) / max(pooled.size - 2, 1)))
+
+
+def compare(
+    before: Sequence[float],
+    after: Sequence[float],
+    *,
+    magnitude: float,
+    low_threshold: float = LOW_THRESHOLD,
+    miss_rate: float = MISS_RATE,
+    power: float = CAP_POWER,
+) -> Comparison:
+    """Decide whether two commits' samples are the same, different, or not yet known.
+
+    Pinpoint's sequential verdict (catapult compare.py): two-sided Mann-Whitney p <=
+    `low_threshold` is "different"; p above the high threshold for a change of `magnitude`
+    (relative, e.g. 0.04 for 4%) is "same"; in between is "unknown": add repeats and ask
+    again. Once both sides hold `samples_cap` values (the power-formula cap) the high
+    threshold drops to the low one, so the answer is never "unknown" at the cap. Samples
+    without spread on both sides (a deterministic metric) are compared exactly.
+
+    Args:
+        before: samples at the known-good commit (positive, e.g. seconds).
+        after: samples at the commit under test.
+        magnitude: relative change worth finding, > 0; the detected regression's size.
+
+    Returns:
+        A `Comparison`; `ratio`/`ci` are `after / before` (geometric means, 99% Welch CI).
+    """
+    if magnitude <= 0:
+        raise ValueError(f"compare: `magnitude` must be > 0, got {magnitude}")
+    if len(before) == 0 or len(after) == 0:
+        # Pinpoint returns UNKNOWN when a side has no values (every run failed).
+        return Comparison("unknown", math.nan, math.nan, (math.nan, math.nan),
+                          low_threshold, 1.0, 0)
+    interval = ratio_interval(before, after)
+    ci = (interval.low, interval.high)
+    if is_constant(before) and is_constant(after):
+        differs = not is_constant([before[0], after[0]])
+        return Comparison("different" if differs else "same", 0.0 if differs else 1.0,
+                          interval.ratio, ci, low_threshold, low_threshold, 1)
+    a, b = np.asarray(before, dtype=float), np.asarray(after, dtype=float)
+    if (a > 0).all() and (b > 0).all():
+        a, b = np.log(a), np.log(b)
+        delta = math.log1p(magnitude)
+    else:  # an additive metric (values can be 0): the magnitude is relative to the level before
+        delta = magnitude * (abs(float(a.mean())) or 1.0)
+    sigma = _spread(a, b)
+    cap = samples_cap(sigma, delta, alpha=low_threshold, power=power)
+    if min(a.size, b.size) >= cap:
+        high = low_threshold
+    else:
+        effect = delta / sigma if sigma > 0 else math.inf
+        high = high_threshold(a.size, b.size, effect, low_threshold, miss_rate)
+    pvalue = mann_whitney(before, after).pvalue
+    if pvalue <= low_threshold:
+        verdict: Verdict = "different"
+    elif pvalue > high:
+        verdict = "same"
+    else:
+        verdict = "unknown"
+    return Comparison(verdict, pvalue, interval.ratio, ci, low_threshold, high, cap)

@@ -1,0 +1,141 @@
+"""Ground truth for the detector: seeded step series, a scorer, and asv-format documents.
+
+The panel is the one research/detection.md section 8 scored Otava, PELT and others on, so our
+figures compare with theirs: 60 commits x 10 samples, 3% lognormal noise, +4% at commit 37
+and +1.5% at commit 50. Generators return plain lists; the asv builders return JSON documents
+keyed by relative path and leave writing them to the caller.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+# research/detection.md section 8.
+PANEL_STEPS: tuple[tuple[int, float], ...] = ((37, 0.04), (50, 0.015))
+PANEL_COMMITS = 60
+PANEL_SAMPLES = 10
+PANEL_NOISE = 0.03
+
+
+def step_series(
+    *,
+    seed: int,
+    n_commits: int = PANEL_COMMITS,
+    n_samples: int = PANEL_SAMPLES,
+    noise: float = PANEL_NOISE,
+    steps: Sequence[tuple[int, float]] = PANEL_STEPS,
+) -> tuple[list[list[float]], list[int]]:
+    """One series of per-commit samples and its true change indexes.
+
+    Each step `(index, size)` multiplies the level from `index` on by `1 + size`; samples
+    are lognormal around the level with log-sd `noise`.
+    """
+    rng = np.random.default_rng(seed)
+    level = np.ones(n_commits)
+    for index, size in steps:
+        level[index:] *= 1 + size
+    samples = level[:, None] * np.exp(rng.normal(0.0, noise, (n_commits, n_samples)))
+    return samples.tolist(), [index for index, _ in steps]
+
+
+def step_panel(
+    n_series: int, *, seed: int = 0, steps: Sequence[tuple[int, float]] = PANEL_STEPS, **kw
+) -> list[tuple[list[list[float]], list[int]]]:
+    """`n_series` independent `step_series`, seeded `seed`, `seed + 1`, ...; `steps=()` gives
+    the no-change panel."""
+    return [step_series(seed=seed + i, steps=steps, **kw) for i in range(n_series)]
+
+
+def precision_recall(true: Sequence[int], found: Sequence[int], margin: int) -> tuple[float, float]:
+    """Share of `found` within `margin` (inclusive) of a true change, and of `true` found.
+
+    As ruptures.metrics.precision_recall, but on change indexes without the trailing series
+    length, with an inclusive margin, and each found point matching at most one true one.
+    Empty inputs score 1.0 (nothing claimed, nothing to find).
+    """
+    unused = list(found)
+    hits = 0
+    for t in true:
+        match = next((f for f in unused if abs(f - t) <= margin), None)
+        if match is not None:
+            unused.remove(match)
+            hits += 1
+    precision = hits / len(found) if found else 1.0
+    recall = hits / len(true) if true else 1.0
+    return precision, recall
+
+
+@dataclass(frozen=True)
+class BenchmarkHistory:
+    """What one asv benchmark measured at each commit, for `asv_results_documents`.
+
+    `samples[c][j]` is the sample list at commit `c` for the `j`-th combination of `params`
+    (asv order, the cartesian product): None means it failed, [] that it was skipped.
+    """
+
+    samples: Sequence[Sequence[Sequence[float] | None]]
+    params: tuple[tuple[str, ...], ...] = ()
+    unit: str = "seconds"
+    type: str = "time"
+    record_samples: bool = True
+
+
+def asv_results_documents(
+    commits: Sequence[tuple[str, int]],
+    benchmarks: Mapping[str, BenchmarkHistory],
+    *,
+    machine: str = "synthetic",
+    env: str = "virtualenv-py3.11",
+) -> dict[str, dict]:
+    """asv results (format version 2, asv docs/source/dev.rst) for `(sha, date_ms)` commits.
+
+    Returns {relative path: JSON document}: benchmarks.json, <machine>/machine.json and one
+    <machine>/<sha[:8]>-<env>.json per commit, as `asv run --record-samples` lays them out.
+    """
+    docs: dict[str, dict] = {
+        "benchmarks.json": {
+            "version": 2,
+            **{
+                name: {"name": name, "type": b.type, "unit": b.unit, "version": "1",
+                       "params": [list(p) for p in b.params],
+                       "param_names": [f"p{i}" for i in range(len(b.params))]}
+                for name, b in benchmarks.items()
+            },
+        },
+        f"{machine}/machine.json": {"machine": machine, "version": 1},
+    }
+    for c, (sha, date) in enumerate(commits):
+        results = {name: _result_row(b, c) for name, b in benchmarks.items()}
+        docs[f"{machine}/{sha[:8]}-{env}.json"] = {
+            "commit_hash": sha, "env_name": env, "date": date, "params": {"machine": machine},
+            "python": "3.11", "requirements": {}, "env_vars": {},
+            "result_columns": list(_COLUMNS), "results": results, "durations": {}, "version": 2,
+        }
+    return docs
+
+
+_COLUMNS = ("result", "params", "version", "started_at", "duration", "stats_ci_99_a",
+            "stats_ci_99_b", "stats_q_25", "stats_q_75", "stats_number", "stats_repeat",
+            "samples")
+
+
+def _result_row(b: BenchmarkHistory, commit: int) -> list:
+    cells = list(b.samples[commit])
+    result = [None if s is None else (float(np.median(s)) if s else math.nan) for s in cells]
+    timed = b.type == "time"
+
+    def stat(fn):
+        return [fn(np.asarray(s)) if s else None for s in cells] if timed else None
+
+    # asv's ci_99 is an order-statistic interval of the median; min/max stands in for it here.
+    return [
+        result, [list(p) for p in b.params], "1", None, None,
+        stat(np.min), stat(np.max),
+        stat(lambda s: float(np.percentile(s, 25))), stat(lambda s: float(np.percentile(s, 75))),
+        stat(lambda s: 1), stat(len),
+        [list(s) if s else None for s in cells] if timed and b.record_samples else None,
+    ]
