@@ -84,7 +84,7 @@ def _git(repo: Path | str, *args: str, what: str) -> str:
     return _run(repo, *args, what=what).decode()
 
 
-def _run(repo: Path | str, *args: str, what: str) -> bytes:
+def _run(repo: Path | str, *args: str, what: str, env: dict[str, str] | None = None) -> bytes:
     repo = Path(repo)
     if not repo.is_dir():
         raise SpyreRegressError(f"cannot {what}: {repo} is not a directory; pass --repo "
@@ -92,7 +92,7 @@ def _run(repo: Path | str, *args: str, what: str) -> bytes:
     try:
         done = subprocess.run(
             ["git", "-C", str(repo), *args], capture_output=True, check=False,
-            env={**os.environ, "LC_ALL": "C", "GIT_TERMINAL_PROMPT": "0"},
+            env={**os.environ, "LC_ALL": "C", "GIT_TERMINAL_PROMPT": "0", **(env or {})},
         )
     except FileNotFoundError:
         raise SpyreRegressError("git is not installed or not on PATH; install git") from None
@@ -104,3 +104,28 @@ def _run(repo: Path | str, *args: str, what: str) -> bytes:
             "the benchmarked project with full history (not shallow) and the ref exists"
         )
     return done.stdout
+
+
+# --- building histories (the demo and the end-to-end tests) ----------------------------------
+
+_IDENTITY = {"GIT_AUTHOR_NAME": "spyre-regress demo", "GIT_AUTHOR_EMAIL": "demo@example.invalid",
+             "GIT_COMMITTER_NAME": "spyre-regress demo",
+             "GIT_COMMITTER_EMAIL": "demo@example.invalid"}
+
+
+def init_repository(path: Path | str) -> Path:
+    """A fresh repository on branch main."""
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    _run(path, "init", "--quiet", "--initial-branch=main", what="create a repository")
+    return path
+
+
+def commit_all(repo: Path | str, subject: str, timestamp: int) -> str:
+    """Stage every change and commit it with a fixed date; the new commit's sha."""
+    _run(repo, "add", "--all", what="stage changes")
+    date = f"@{int(timestamp)} +0000"
+    env = {**_IDENTITY, "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
+    _run(repo, "commit", "--quiet", "--allow-empty", "-m", subject,
+         what=f"commit {subject!r}", env=env)
+    return resolve(repo, "HEAD")

@@ -111,6 +111,8 @@ class CapturedGraph:
     index: int
     graph_module: torch.fx.GraphModule = field(compare=False)
     input_kinds: tuple[str, ...]  # per placeholder: input | parameter
+    # the real tensors Dynamo passed, in placeholder order (for minimizers and references)
+    example_inputs: tuple = field(compare=False, default=(), repr=False)
 
     def to_text(self) -> str:
         lines = [f"graph {self.index}"]

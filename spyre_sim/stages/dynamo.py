@@ -56,7 +56,7 @@ def aot_backend(compile_graph: GraphCompiler, captured: list[CapturedGraph] | No
         index = next(graph_ids)
 
         def forward_compiler(aten_module: torch.fx.GraphModule, _inputs: Sequence) -> Callable:
-            graph = CapturedGraph(index, aten_module, kinds)
+            graph = CapturedGraph(index, aten_module, kinds, tuple(example_inputs))
             if captured is not None:
                 captured.append(graph)
             return compile_graph(graph)

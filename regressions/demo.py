@@ -1,0 +1,95 @@
+"""`spyre-regress demo`: the whole system on a history with known regressions.
+
+A scratch repository is built from the installed sources: 18 commits, three of which inject
+a regression of a different kind in a different stage (`regressions.scenarios`). The real
+nightly then benchmarks every third commit with asv, detects, bisects commit, stage and knob,
+minimizes and writes a report bundle per alert; `summary.json` sets what it found beside
+`ground_truth.json`.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+from regressions import history, nightly, scenarios, store
+from regressions.errors import SpyreRegressError
+
+FORMAT_VERSION = 1
+# One commit per entry after the import: None is a harmless change.
+PLAN: list[str | None] = [
+    None, None, None, "quick_gelu",  # numerics, decompose
+    None, None, None, None, "quadratic_fusion",  # compile time, lower
+    None, None, None, "workdiv_m127",  # device time at seq 127 only, kernel
+    None, None, None, None,
+]
+STRIDE = 3
+# The benchmark classes the demo's nightly runs, on the smaller grid benchmarks/ define for
+# SPYRE_REGRESS_GRID=demo (a real nightly runs the full suite).
+BENCH = "ExecuteDeviceTime|CompileStage|NumericsStageError"
+ASV_ENV = {"SPYRE_REGRESS_GRID": "demo"}
+# Per-stage compile times are milliseconds on a shared 2-core machine: only large changes.
+FLOORS = ((r"compile", 0.5),)
+
+Progress = Callable[[str], None]
+
+
+def ground_truth(records: list[history.CommitRecord]) -> dict:
+    found = []
+    for record in records:
+        if record.injection:
+            injection = scenarios.INJECTIONS[record.injection]
+            found.append({"commit": record.sha, "subject": record.subject,
+                          "stage": injection.stage, "kind": injection.kind,
+                          "injection": injection.name, "description": injection.description,
+                          "workaround": injection.workaround})
+    return {"version": FORMAT_VERSION, "regressions": found}
+
+
+def summarize(run: nightly.NightlyRun) -> dict:
+    regressions = []
+    for outcome in run.investigated:
+        document = outcome["investigation"]
+        alert = document["alert"]
+        regressions.append({
+            "commit": document["commits"]["culprit"]["sha"],
+            "subject": document["commits"]["culprit"]["subject"],
+            "stage": document["stages"]["first_divergent_stage"],
+            "kind": document["metric"],
+            "benchmarks": sorted({f"{m['benchmark']}{m['params']}" for m in alert["members"]}),
+            "ratio": max(m["ratio"] for m in alert["members"]),
+            "report": str(outcome["bundle"]),
+            "workaround": (document["workaround"] or {}).get("knob"),
+            "bisect": {"commits_in_range": document["bisect"]["commits_in_range"],
+                       "commits_measured": document["bisect"]["commits_measured"]},
+            "stage_diff_lines": document["stages"]["stage_diff_lines"],
+        })
+    return {"version": FORMAT_VERSION, "regressions": regressions,
+            "alerts": len(run.alerts), "failures": run.failures,
+            "commits_benchmarked": len(run.commits_benchmarked)}
+
+
+def run(out_dir: Path, progress: Progress) -> dict:
+    out_dir = Path(out_dir).resolve()
+    if out_dir.exists() and any(out_dir.iterdir()):
+        raise SpyreRegressError(f"{out_dir} is not empty; pass a new --out directory")
+    repo = out_dir / "repo"
+    progress(f"building a {len(PLAN) + 1}-commit history in {repo}")
+    records = history.build(repo, PLAN)
+    truth = ground_truth(records)
+    store.write_json(out_dir / "ground_truth.json", truth)
+    options = nightly.NightlyOptions(
+        repo=repo, state_dir=out_dir / "state", reports_dir=out_dir / "reports",
+        stride=STRIDE, bench=BENCH, machine="demo", asv_env=dict(ASV_ENV), floors=FLOORS)
+    outcome = nightly.run(options, progress)
+    summary = summarize(outcome)
+    summary["ground_truth"] = truth["regressions"]
+    results = repo / ".asv" / "results"
+    if results.exists():
+        shutil.copytree(results, out_dir / "asv-results", dirs_exist_ok=True)
+    if outcome.html is not None and outcome.html.exists():
+        shutil.copytree(outcome.html, out_dir / "asv-html", dirs_exist_ok=True)
+        summary["dashboard"] = str(out_dir / "asv-html" / "index.html")
+    store.write_json(out_dir / "summary.json", summary)
+    return summary

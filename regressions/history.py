@@ -1,0 +1,85 @@
+"""Scratch histories with known regressions, built from the project's own sources.
+
+The demo and the end-to-end tests both need a real git repository whose commits carry chosen
+changes (asv's test suite builds `generate_test_repo` for the same reason). The first commit
+imports the project as installed; every later commit applies one benign edit or one injected
+regression from `scenarios`, with fixed dates so commit order and dates agree.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from regressions import git, scenarios
+from regressions.errors import SpyreRegressError
+
+SOURCES = ("pyproject.toml", "README.md", "asv.conf.json", "spyre_sim", "regressions",
+           "reports", "benchmarks")
+START_TIME = 1_767_225_600  # 2026-01-01T00:00:00Z; commits are an hour apart
+
+
+@dataclass(frozen=True)
+class CommitRecord:
+    sha: str
+    subject: str
+    injection: str | None  # the scenario name, for injected regressions
+
+
+def project_root() -> Path:
+    """The source tree spyre_sim is imported from (an editable install or a checkout)."""
+    import spyre_sim
+
+    root = Path(spyre_sim.__file__).resolve().parents[1]
+    missing = [name for name in SOURCES if not (root / name).exists()]
+    if missing:
+        raise SpyreRegressError(
+            f"the project sources are incomplete at {root} (missing {missing}); install "
+            "spyre-regress from a source checkout with `pip install -e .`")
+    return root
+
+
+def copy_sources(source: Path, dest: Path) -> None:
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".asv", "*.egg-info")
+    for name in SOURCES:
+        path = source / name
+        if path.is_dir():
+            shutil.copytree(path, dest / name, ignore=ignore)
+        else:
+            shutil.copy2(path, dest / name)
+
+
+def build(dest: Path, plan: list[str | None], source: Path | None = None) -> list[CommitRecord]:
+    """Create `dest` with one commit per entry of `plan`: a scenario name, or None for the
+    next benign change. The first commit imports the sources."""
+    dest = Path(dest)
+    if dest.exists() and any(dest.iterdir()):
+        raise SpyreRegressError(f"{dest} exists and is not empty; choose a new directory")
+    git.init_repository(dest)
+    copy_sources(source or project_root(), dest)
+    (dest / ".gitignore").write_text("/.asv/\n__pycache__/\n")
+    records = [CommitRecord(git.commit_all(dest, "import spyre-regress", START_TIME),
+                            "import spyre-regress", None)]
+    benign = iter(scenarios.BENIGN)
+    notes = 0
+    for index, step in enumerate(plan, start=1):
+        timestamp = START_TIME + 3600 * index
+        if step is None:
+            entry = next(benign, None)
+            if entry is None:
+                notes += 1
+                subject = f"docs: add release note {notes}"
+                note = dest / "docs" / "notes" / f"{notes:02d}.md"
+                note.parent.mkdir(parents=True, exist_ok=True)
+                note.write_text(f"# Release note {notes}\n\nNothing user-visible changed.\n")
+            else:
+                subject, edit = entry
+                scenarios.apply_edit(dest, edit)
+            records.append(CommitRecord(git.commit_all(dest, subject, timestamp), subject, None))
+        else:
+            injection = scenarios.INJECTIONS[step]
+            scenarios.apply(dest, injection)
+            records.append(CommitRecord(git.commit_all(dest, injection.subject, timestamp),
+                                        injection.subject, step))
+    return records

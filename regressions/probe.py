@@ -1,0 +1,277 @@
+"""The probe: measurements taken inside one commit's compiler, in a subprocess of its own.
+
+Run as a script with `python -P probe.py COMMAND REQUEST.json RESULT.json`, with PYTHONPATH
+set to a checkout of the commit under test. It imports torch, that checkout's `spyre_sim`,
+`asv_runner` and the workload catalogue (loaded by path from the current tree) and nothing
+from `regressions`, so the tools measure historical compilers with today's benchmarks and
+workloads, as asv does. Commands:
+
+  bench    run one asv benchmark (one param combination) through asv_runner
+  stages   compile a workload with stage capture; compile times, per-kernel device time,
+           per-stage numerical error against float64
+  knobs    the probe metric under each alternative value of each Config knob
+  timing   synchronized iterations for a report: host and device time, correctness, trace
+  worker   a persistent minimization worker: metric of each candidate program (JSON lines)
+
+Output is one JSON document with a "version" field; any failure writes {"status": ...}.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import json
+import math
+import os
+import statistics
+import sys
+import time
+import traceback
+import warnings
+
+FORMAT_VERSION = 1
+
+
+def _load_workloads(path: str):
+    spec = importlib.util.spec_from_file_location("spyre_regress_workloads", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up here
+    spec.loader.exec_module(module)
+    return module
+
+
+def _errors(output, reference, eager16) -> dict:
+    """max abs, max rel and RMSE relative to eager fp16 (torch's `same()` oracle idea)."""
+    import torch
+
+    out, ref, e16 = output.double(), reference.double(), eager16.double()
+    diff = (out - ref).abs()
+    rmse = diff.pow(2).mean().sqrt().item()
+    rmse_eager = (e16 - ref).pow(2).mean().sqrt().item()
+    scale = ref.abs().clamp_min(torch.finfo(torch.float16).tiny)
+    return {"max_abs": diff.max().item(), "max_rel": (diff / scale).max().item(),
+            "rmse": rmse, "rmse_ratio": rmse / rmse_eager if rmse_eager > 0 else
+            (0.0 if rmse == 0 else math.inf)}
+
+
+def _program(request: dict):
+    workloads = _load_workloads(request["workloads"])
+    if request.get("source"):
+        namespace: dict = {}
+        exec(compile(request["source"], "<minimized>", "exec"), namespace)  # noqa: S102
+        return namespace["program"], namespace["make_inputs"]()
+    return workloads.build(request["workload"], int(request["seq"]), request.get("width"))
+
+
+def _config(spyre_sim, request: dict, **overrides):
+    values = dict(request.get("config") or {})
+    values.update(overrides)
+    return spyre_sim.Config.from_dict(values) if hasattr(spyre_sim.Config, "from_dict") \
+        else spyre_sim.Config(**values)
+
+
+def cmd_bench(request: dict) -> dict:
+    """One asv benchmark, exactly as asv's own runner executes it."""
+    from asv_runner.discovery import get_benchmark_from_name
+
+    benchmark = get_benchmark_from_name(request["suite"], request["benchmark"])
+    # asv_runner keeps params as repr strings, the form asv writes into results files
+    combos = [tuple(combo) for combo in itertools.product(*benchmark.params)] \
+        if benchmark.params else [()]
+    wanted = tuple(request.get("params") or ())
+    if wanted not in combos:
+        return {"status": "untestable", "detail": f"params {wanted} not in {combos[:4]}..."}
+    index = combos.index(wanted)
+    benchmark = get_benchmark_from_name(request["suite"], f"{request['benchmark']}-{index}"
+                                        if benchmark.params else request["benchmark"])
+    started = time.time()
+    skip = benchmark.do_setup()
+    try:
+        if skip:
+            return {"status": "untestable", "detail": "benchmark skipped (setup)"}
+        result = benchmark.do_run()
+    finally:
+        benchmark.do_teardown()
+    described = {"started_at": started, "param_index": index, "combos": len(combos),
+                 "param_lists": [list(values) for values in benchmark.params],
+                 "benchmark_version": getattr(benchmark, "version", None)}
+    if isinstance(result, dict):
+        samples = [float(s) for s in result["samples"]]
+        return {"status": "ok", "samples": samples, "deterministic": False, **described}
+    if result is None or (isinstance(result, float) and math.isnan(result)):
+        return {"status": "untestable", "detail": "benchmark skipped (NaN)"}
+    return {"status": "ok", "samples": [float(result)], "deterministic": True, **described}
+
+
+def cmd_stages(request: dict) -> dict:
+    import torch
+
+    import spyre_sim
+
+    os.environ["TORCH_COMPILE_DEBUG"] = "1"
+    os.environ["SPYRE_SIM_DEBUG_DIR"] = request["capture_dir"]
+    program, inputs = _program(request)
+    compiled = spyre_sim.compile(program, inputs, _config(spyre_sim, request))
+    os.environ["TORCH_COMPILE_DEBUG"] = "0"
+    compile_times = [compiled.compile_times]
+    for _ in range(int(request.get("compile_repeats", 4)) - 1):
+        compile_times.append(spyre_sim.compile(program, inputs,
+                                               _config(spyre_sim, request)).compile_times)
+    quiet = spyre_sim.compile(program, inputs, _config(spyre_sim, request, noise_cv=0.0))
+    run = quiet.run(*inputs)
+    stage_errors = {}
+    if request.get("numerics", True):
+        reference = compiled.reference(*inputs)[0]
+        eager16 = compiled.reference(*inputs, dtype=torch.float16)[0]
+        for stage in spyre_sim.EXECUTABLE_STAGES:
+            stage_errors[stage] = _errors(compiled.run_stage(stage, *inputs)[0], reference,
+                                          eager16)
+    return {"status": "ok", "compile_times": compile_times,
+            "device_time_us": run.device_time_us,
+            "kernels": [{"name": k.name, "time_us": k.time_us, "bound": k.bound}
+                        for k in run.kernels],
+            "stage_errors": stage_errors, "stages": list(spyre_sim.STAGES),
+            "spyre_sim": spyre_sim.__file__}
+
+
+def _metric(spyre_sim, request: dict, program, inputs, config) -> float:
+    import torch
+
+    kind = request["metric"]
+    if kind == "compile_time":
+        # the stage's own compile time when one is named (a stage regression hides in the
+        # total), else the whole compile; the median of a few cold compiles
+        stage = request.get("stage")
+        times = []
+        for _ in range(int(request.get("compile_repeats", 5))):
+            start = time.perf_counter()
+            compiled = spyre_sim.compile(program, inputs, config)
+            total = time.perf_counter() - start
+            times.append(compiled.compile_times[stage] if stage else total)
+        return statistics.median(times)
+    compiled = spyre_sim.compile(program, inputs, config)
+    if kind == "device_time":
+        return compiled.run(*inputs).device_time_us
+    reference = compiled.reference(*inputs)[0]
+    eager16 = compiled.reference(*inputs, dtype=torch.float16)[0]
+    return _errors(compiled.run(*inputs).outputs[0], reference, eager16)[request["error"]]
+
+
+def cmd_knobs(request: dict) -> dict:
+    import logging
+
+    import spyre_sim
+
+    program, inputs = _program(request)
+    quiet = {"noise_cv": 0.0}
+    baseline = _metric(spyre_sim, request, program, inputs, _config(spyre_sim, request, **quiet))
+    trials = []
+    for knob in spyre_sim.KNOBS:
+        for value in knob.choices:
+            if value == getattr(spyre_sim.Config(), knob.name):
+                continue
+            config = _config(spyre_sim, request, **quiet, **{knob.name: value})
+            trials.append({"knob": knob.name, "stage": knob.stage, "value": value,
+                           "metric": _metric(spyre_sim, request, program, inputs, config)})
+    result = {"status": "ok", "baseline": baseline, "trials": trials}
+    scope = request.get("scope")
+    if scope:
+        knob, value = scope["knob"], scope["value"]
+        records: list[str] = []
+
+        class Collect(logging.Handler):
+            def emit(self, record):
+                records.append(record.getMessage())
+
+        logger = logging.getLogger("spyre_sim")
+        handler = Collect()
+        logger.addHandler(handler)
+        logger.setLevel(logging.DEBUG)
+        counts = []
+        for limit in scope["limits"]:
+            records.clear()
+            config = _config(spyre_sim, request, **quiet, **{knob: value},
+                             knob_scope=[[knob, limit]])
+            metric = _metric(spyre_sim, request, program, inputs, config)
+            applications = [r for r in records if r.startswith(f"decision {knob}#")]
+            counts.append({"limit": limit, "metric": metric, "applications": applications})
+        logger.removeHandler(handler)
+        result["scoped"] = counts
+    return result
+
+
+def cmd_timing(request: dict) -> dict:
+    import torch
+
+    import spyre_sim
+
+    program, inputs = _program(request)
+    compiled = spyre_sim.compile(program, inputs, _config(spyre_sim, request))
+    first = compiled.run(*inputs)  # uploads the weights
+    host, device = [], []
+    for _ in range(int(request.get("iterations", 100))):
+        start = time.perf_counter()
+        result = compiled.run(*inputs)  # returns once the simulated device is done
+        host.append(time.perf_counter() - start)
+        device.append(result.device_time_us)
+    reference = compiled.reference(*inputs)[0]
+    eager16 = compiled.reference(*inputs, dtype=torch.float16)[0]
+    errors = _errors(first.outputs[0], reference, eager16)
+    with open(request["trace"], "w") as handle:
+        json.dump(first.trace, handle)
+    return {"status": "ok", "host_s": host, "device_us": device, "errors": errors,
+            "kernels": [{"name": k.name, "time_us": k.time_us, "bound": k.bound,
+                         "cores": k.cores} for k in first.kernels],
+            "compile_times": compiled.compile_times,
+            "environment": {"torch": torch.__version__,
+                            "spyre_sim": getattr(spyre_sim, "__version__", "unknown"),
+                            "python": sys.version.split()[0],
+                            "cores": compiled.config.cores},
+            "config": compiled.config.to_dict() if hasattr(compiled.config, "to_dict") else {}}
+
+
+def cmd_worker(request: dict) -> dict:
+    """Answer candidate programs, one JSON request per stdin line, until stdin closes."""
+    import spyre_sim
+
+    for line in sys.stdin:
+        candidate = json.loads(line)
+        try:
+            program, inputs = _program({**request, **candidate})
+            config = _config(spyre_sim, request, noise_cv=0.0)
+            answer = {"status": "ok", "metric": _metric(spyre_sim, request, program, inputs,
+                                                         config)}
+        except Exception as error:  # a candidate the compiler rejects is just not a repro
+            answer = {"status": "failed", "detail": f"{type(error).__name__}: {error}"}
+        sys.stdout.write(json.dumps(answer) + "\n")
+        sys.stdout.flush()
+    return {"status": "ok"}
+
+
+COMMANDS = {"bench": cmd_bench, "stages": cmd_stages, "knobs": cmd_knobs,
+            "timing": cmd_timing, "worker": cmd_worker}
+
+
+def main(argv: list[str]) -> int:
+    command, request_path, result_path = argv
+    with open(request_path) as handle:
+        request = json.load(handle)
+    warnings.simplefilter("ignore")
+    try:
+        import spyre_sim  # noqa: F401  (an import failure makes the commit untestable)
+    except Exception as error:
+        outcome = {"status": "untestable", "detail": f"import spyre_sim: {error}"}
+    else:
+        try:
+            outcome = COMMANDS[command](request)
+        except Exception as error:
+            outcome = {"status": "failed", "detail": f"{type(error).__name__}: {error}",
+                       "traceback": traceback.format_exc(limit=8)}
+    outcome["version"] = FORMAT_VERSION
+    with open(result_path, "w") as handle:
+        json.dump(outcome, handle)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,173 @@
+"""Known regressions and harmless changes, as source edits: the ground truth for the demo and
+the end-to-end tests (ruptures ships its generators with the package for the same reason).
+
+Each `Injection` is a small, plausible commit to spyre_sim that makes one thing worse: one
+stage, one symptom. Each `Edit` must match exactly once in the tree it is applied to, so a
+refactor that moves the code breaks the scenario loudly instead of silently doing nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from regressions.errors import SpyreRegressError
+
+
+@dataclass(frozen=True)
+class Edit:
+    path: str  # relative to the repository root
+    old: str
+    new: str
+
+
+@dataclass(frozen=True)
+class Injection:
+    name: str
+    kind: str  # device_time | numerics | compile_time
+    stage: str  # the stage whose artifact (or compile time) changes first
+    subject: str  # commit subject
+    description: str
+    edits: tuple[Edit, ...]
+    workaround: str | None  # the knob expected to restore the metric, if any
+    probe: tuple[str, int]  # (workload, seq) that shows it
+
+
+INJECTIONS: dict[str, Injection] = {i.name: i for i in (
+    Injection(
+        "workdiv_m127", "device_time", "kernel",
+        "kernel: keep matmul N splits within one cohort of 8 cores",
+        "The cost-model split search stops splitting N across more than 8 cores. Shapes whose "
+        "M can be split (128) still fill 32 cores; M=127 is prime, so its matmuls fall back "
+        "to a K split whose partial sums cross the ring.",
+        (Edit("spyre_sim/stages/kernel.py",
+              "            if b * m * n * k > cores:\n                continue",
+              "            if b * m * n * k > cores or n > 8:  # keep N splits within one cohort\n"
+              "                continue"),),
+        "work_division", ("mlp", 127)),
+    Injection(
+        "fusion_off", "device_time", "lower",
+        "config: turn pointwise fusion off by default while investigating a fusion bug",
+        "Every op becomes its own kernel: more launches and DRAM round trips for every "
+        "epilogue.",
+        (Edit("spyre_sim/config.py", "    fusion: bool = True", "    fusion: bool = False"),),
+        "fusion", ("mlp", 128)),
+    Injection(
+        "restickify_a", "device_time", "layout",
+        "layout: always restickify matmul A onto K",
+        "Matmul operand A is copied into a fresh K-sticked buffer even when it already is "
+        "sticked on K: one extra restickify kernel per matmul.",
+        (Edit("spyre_sim/stages/layout.py",
+              "        a = self.stick_on(a, len(self.layouts[a].host_size) - 1)",
+              "        rank = len(self.layouts[a].host_size)\n"
+              "        a = self.restickify(a, _order_with_stick(rank, rank - 1))"),),
+        None, ("mlp", 128)),
+    Injection(
+        "fp16_reduction", "numerics", "kernel",
+        "config: accumulate reductions in fp16 (faster softmax and norms)",
+        "sum/mean/softmax/layernorm kernels keep their partial sums in fp16, one stick at a "
+        "time: the error of every normalisation grows.",
+        (Edit("spyre_sim/config.py", '    reduction_accumulation: str = "fp32"',
+              '    reduction_accumulation: str = "fp16"'),),
+        "reduction_accumulation", ("layernorm", 128)),
+    Injection(
+        "quick_gelu", "numerics", "decompose",
+        "decompose: lower GELU to x*sigmoid(1.702x) (the SFU has sigmoid)",
+        "The 'quick GELU' approximation replaces the exact erf GELU: every MLP's output is "
+        "off by up to ~2e-2, far above fp16 rounding.",
+        (Edit("spyre_sim/stages/decompose.py",
+              '    return b.emit(n.name, "gelu", (args[0],), '
+              'approximate=kwargs.get("approximate", "none"))',
+              '    scaled = b.emit(f"{n.name}_scaled", "mul", (args[0], 1.702))\n'
+              '    gate = b.emit(f"{n.name}_gate", "sigmoid", (scaled,))\n'
+              '    return b.emit(n.name, "mul", (args[0], gate))'),),
+        None, ("mlp", 128)),
+    Injection(
+        "quadratic_cse", "compile_time", "decompose",
+        "decompose: CSE compares canonical op text",
+        "Common-subexpression elimination compares each op's text with every op kept so far "
+        "instead of hashing a key: decompose time grows with the square of the graph size.",
+        (Edit("spyre_sim/stages/decompose.py",
+              '        if key in seen and decisions.use("cse", lambda n=node, k=key: '
+              'f"%{n.name} = %{seen[k]}"):\n'
+              "            rename[node.name] = seen[key]\n",
+              "        text = node.to_text().split(\" = \", 1)[1]\n"
+              "        match = next((k.name for k in kept if k.to_text().split(\" = \", 1)[1] "
+              "== text), None)\n"
+              '        if match is not None and decisions.use("cse", lambda n=node, m=match: '
+              'f"%{n.name} = %{m}"):\n'
+              "            rename[node.name] = match\n"),),
+        None, ("attention", 128)),
+    Injection(
+        "quadratic_fusion", "compile_time", "lower",
+        "lower: drop the consumer index from the fusion legality check",
+        "The fusion check finds a group's consumers by scanning every node for every member "
+        "and candidate: lowering time grows with the square of the graph size.",
+        (Edit("spyre_sim/stages/lower.py",
+              "                if any(tail < c < i for m in group_names "
+              "for c in consumers.get(m, ())\n"
+              "                       if nodes[c].name not in group_names):",
+              "                if any(tail < c < i for m in group_names\n"
+              "                       for c in range(len(nodes))\n"
+              "                       if m in nodes[c].node.value_inputs\n"
+              "                       and nodes[c].name not in group_names):"),),
+        None, ("attention", 128)),
+    Injection(
+        "gelu_fallback", "device_time", "decompose",
+        "ops: route GELU to the CPU until the SFU kernel is requalified",
+        "GELU joins the CPU fallbacks: every MLP pays a device-to-host copy, a CPU GELU and a "
+        "host-to-device copy per call.",
+        (Edit("spyre_sim/ops.py", '    "embedding", "arange",',
+              '    "embedding", "gelu", "arange",'),),
+        None, ("mlp", 128)),
+)}
+
+# Harmless commits between the injections: the artifacts and the timing do not change.
+BENIGN: tuple[tuple[str, Edit], ...] = (
+    ("docs: say what the stage-capture directory is for",
+     Edit("spyre_sim/capture.py", '"""The stage-capture protocol:',
+          '"""The stage-capture protocol (read by the stage bisector):')),
+    ("ops: comment on the vector classes",
+     Edit("spyre_sim/ops.py", "_POINTWISE: dict[str, tuple[str, str, Callable]] = {",
+          "# Transcendental ops run at the SFU rate; simple ALU ops faster (cost.py).\n"
+          "_POINTWISE: dict[str, tuple[str, str, Callable]] = {")),
+    ("layouts: name the stick constant's source once more",
+     Edit("spyre_sim/layouts.py", "STICK_BYTES = 128  # BYTES_IN_STICK",
+          "STICK_BYTES = 128  # 128-byte sticks: BYTES_IN_STICK")),
+    ("timeline: clarify the noise factor docstring",
+     Edit("spyre_sim/timeline.py", '    """Lognormal with mean 1',
+          '    """A lognormal factor with mean 1')),
+    ("executor: explain why values are stored as fp32",
+     Edit("spyre_sim/executor.py", 'STICK_ELEMS = 64',
+          "# fp16 values live in fp32 tensors: rounding, not storage, makes them fp16.\n"
+          "STICK_ELEMS = 64")),
+    ("errors: document the runtime error",
+     Edit("spyre_sim/errors.py", '    """The compiled program cannot run on the given inputs."""',
+          '    """The compiled program cannot run on the given inputs (shapes, layouts)."""')),
+    ("config: tidy the knob table comment",
+     Edit("spyre_sim/config.py", "KNOBS: tuple[Knob, ...] = (",
+          "# The decisions a knob bisector may toggle, in pipeline order.\n"
+          "KNOBS: tuple[Knob, ...] = (")),
+    ("sdsc: note where the core-to-slice map comes from",
+     Edit("spyre_sim/stages/sdsc.py", "def core_to_slice(",
+          "# superdsc.py: core_id -> Mod(floor(core_id / inner), split)\ndef core_to_slice(")),
+    ("backend: say why the binary is CBOR",
+     Edit("spyre_sim/stages/backend.py", "FORMAT_VERSION = 1",
+          "FORMAT_VERSION = 1  # CBOR, like DeepTools' historical g2.graph.cbor")),
+)
+
+
+def apply_edit(root: Path, edit: Edit) -> None:
+    path = root / edit.path
+    text = path.read_text()
+    count = text.count(edit.old)
+    if count != 1:
+        raise SpyreRegressError(
+            f"scenario edit for {edit.path} matches {count} times (expected exactly once); "
+            "the scenario no longer fits the sources — update regressions/scenarios.py")
+    path.write_text(text.replace(edit.old, edit.new))
+
+
+def apply(root: Path, injection: Injection) -> None:
+    for edit in injection.edits:
+        apply_edit(root, edit)

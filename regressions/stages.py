@@ -1,0 +1,167 @@
+"""Stage bisection: where do a good and a bad build of the compiler first differ?
+
+Pure functions over two stage captures (the stage-capture protocol of DESIGN.md, loaded by
+`store.load_capture`) and two probe measurements: unified diffs of each stage's canonical text,
+the first stage whose artifact differs, per-stage compile-time deltas, per-kernel device-time
+deltas, and for numerical regressions the first stage whose executed output drifts further
+from float64. When no artifact differs (a compile-time regression that computes the same
+program more slowly), the stage whose compile time grew significantly is the answer.
+"""
+
+from __future__ import annotations
+
+import difflib
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+
+from regressions import stats
+
+FORMAT_VERSION = 1
+COMPILE_RATIO_FLOOR = 1.5  # a stage must get at least this much slower to be named
+COMPILE_P = 0.05
+NUMERICS_TOLERANCE = 0.10  # bad's error more than 10% above good's at the same stage
+EXECUTABLE = ("decompose", "lower", "layout", "kernel", "runtime")
+
+
+@dataclass(frozen=True)
+class Capture:
+    stages: tuple[str, ...]
+    texts: Mapping[str, str]
+    wall_s: Mapping[str, float]
+    log: str = ""
+
+
+@dataclass(frozen=True)
+class StageDelta:
+    stage: str
+    changed: bool
+    diff_lines: int  # added + removed lines
+    compile_s_good: float
+    compile_s_bad: float
+    compile_ratio: float
+    compile_p: float | None
+
+
+@dataclass(frozen=True)
+class KernelDelta:
+    name: str
+    good_us: float | None
+    bad_us: float | None
+
+    @property
+    def delta_us(self) -> float:
+        return (self.bad_us or 0.0) - (self.good_us or 0.0)
+
+
+@dataclass
+class StageReport:
+    good: str
+    bad: str
+    workload: str
+    shape: str
+    first_divergent_stage: str | None
+    basis: str | None  # artifact | compile_time
+    stage_diff_lines: int
+    diff: str
+    stages: list[StageDelta]
+    kernels: list[KernelDelta]
+    device_time_us: dict[str, float]
+    numerics_first_divergent_stage: str | None = None
+    numerics: dict = field(default_factory=dict)
+    log_excerpt: str = ""
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["version"] = FORMAT_VERSION
+        return data
+
+
+def unified_diff(good: str, bad: str, stage: str) -> str:
+    lines = difflib.unified_diff(good.splitlines(keepends=True), bad.splitlines(keepends=True),
+                                 fromfile=f"good/{stage}", tofile=f"bad/{stage}", n=3)
+    return "".join(lines)
+
+
+def count_changed_lines(diff: str) -> int:
+    return sum(1 for line in diff.splitlines()
+               if line[:1] in "+-" and not line.startswith(("+++", "---")))
+
+
+def compile_deltas(stages: Sequence[str], good_times: Sequence[Mapping[str, float]],
+                   bad_times: Sequence[Mapping[str, float]],
+                   changed: Mapping[str, bool]) -> list[StageDelta]:
+    deltas = []
+    for stage in stages:
+        good = [t[stage] for t in good_times if stage in t]
+        bad = [t[stage] for t in bad_times if stage in t]
+        good_median = statistics.median(good) if good else 0.0
+        bad_median = statistics.median(bad) if bad else 0.0
+        ratio = bad_median / good_median if good_median > 0 else float("inf")
+        p = stats.mann_whitney(good, bad).pvalue if len(good) >= 3 and len(bad) >= 3 else None
+        deltas.append(StageDelta(stage, changed.get(stage, False), 0, good_median, bad_median,
+                                 ratio, p))
+    return deltas
+
+
+def kernel_deltas(good: Sequence[Mapping], bad: Sequence[Mapping]) -> list[KernelDelta]:
+    """Kernels matched by name; the largest absolute change first."""
+    good_by, bad_by = {k["name"]: k["time_us"] for k in good}, {k["name"]: k["time_us"]
+                                                                 for k in bad}
+    names = list(dict.fromkeys([*good_by, *bad_by]))
+    deltas = [KernelDelta(n, good_by.get(n), bad_by.get(n)) for n in names]
+    return sorted(deltas, key=lambda d: -abs(d.delta_us))
+
+
+def numerics_divergence(good: Mapping[str, Mapping[str, float]],
+                        bad: Mapping[str, Mapping[str, float]],
+                        metric: str = "rmse_ratio") -> str | None:
+    """First executable stage where the bad build's error exceeds the good build's by more
+    than the tolerance (both measured against float64 on the same inputs)."""
+    for stage in EXECUTABLE:
+        if stage in good and stage in bad:
+            before, after = good[stage][metric], bad[stage][metric]
+            if after > before * (1 + NUMERICS_TOLERANCE) + 1e-12:
+                return stage
+    return None
+
+
+def bisect_stages(good_capture: Capture, bad_capture: Capture, good_probe: Mapping,
+                  bad_probe: Mapping, good: str, bad: str, workload: str,
+                  shape: str) -> StageReport:
+    stages = good_capture.stages
+    diffs = {s: unified_diff(good_capture.texts.get(s, ""), bad_capture.texts.get(s, ""), s)
+             for s in stages}
+    changed = {s: bool(d) for s, d in diffs.items()}
+    deltas = compile_deltas(stages, good_probe["compile_times"], bad_probe["compile_times"],
+                            changed)
+    deltas = [StageDelta(d.stage, d.changed, count_changed_lines(diffs[d.stage]),
+                         d.compile_s_good, d.compile_s_bad, d.compile_ratio, d.compile_p)
+              for d in deltas]
+    first = next((s for s in stages if changed[s]), None)
+    basis = "artifact" if first else None
+    if first is None:
+        slower = [d for d in deltas if d.compile_ratio >= COMPILE_RATIO_FLOOR
+                  and d.compile_p is not None and d.compile_p < COMPILE_P]
+        if slower:
+            first = max(slower, key=lambda d: d.compile_ratio).stage
+            basis = "compile_time"
+    diff = diffs[first] if first and basis == "artifact" else ""
+    numerics_stage = numerics_divergence(good_probe.get("stage_errors", {}),
+                                         bad_probe.get("stage_errors", {}))
+    log_excerpt = _log_excerpt(bad_capture.log, first)
+    return StageReport(
+        good, bad, workload, shape, first, basis, count_changed_lines(diff), diff, deltas,
+        kernel_deltas(good_probe["kernels"], bad_probe["kernels"]),
+        {"good": good_probe["device_time_us"], "bad": bad_probe["device_time_us"]},
+        numerics_stage,
+        {"good": good_probe.get("stage_errors", {}), "bad": bad_probe.get("stage_errors", {})},
+        log_excerpt)
+
+
+def _log_excerpt(log: str, stage: str | None, limit: int = 40) -> str:
+    """The bad build's compile log lines from the divergent stage's logger."""
+    if not stage:
+        return ""
+    lines = [line for line in log.splitlines() if line.startswith(f"spyre_sim.{stage} ")]
+    return "\n".join(lines[:limit])
