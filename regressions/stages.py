@@ -5,7 +5,8 @@ Pure functions over two stage captures (the stage-capture protocol of DESIGN.md,
 the first stage whose artifact differs, per-stage compile-time deltas, per-kernel device-time
 deltas, and for numerical regressions the first stage whose executed output drifts further
 from float64. When no artifact differs (a compile-time regression that computes the same
-program more slowly), the stage whose compile time grew significantly is the answer.
+program more slowly), the stage that added the most compile time, among those that got
+significantly slower, is the answer.
 """
 
 from __future__ import annotations
@@ -144,7 +145,8 @@ def bisect_stages(good_capture: Capture, bad_capture: Capture, good_probe: Mappi
         slower = [d for d in deltas if d.compile_ratio >= COMPILE_RATIO_FLOOR
                   and d.compile_p is not None and d.compile_p < COMPILE_P]
         if slower:
-            first = max(slower, key=lambda d: d.compile_ratio).stage
+            # the stage that added the most time: a millisecond stage can double from noise
+            first = max(slower, key=lambda d: d.compile_s_bad - d.compile_s_good).stage
             basis = "compile_time"
     diff = diffs[first] if first and basis == "artifact" else ""
     numerics_stage = numerics_divergence(good_probe.get("stage_errors", {}),

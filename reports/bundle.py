@@ -1,0 +1,280 @@
+"""Writing a bundle: the one module in `reports` with side effects (files, the archive).
+
+`write_bundle` validates the investigation, scrubs it, builds every file's bytes in memory
+(pure functions elsewhere in the package), checks the bytes for secret values, and only then
+writes the folder (via a temporary sibling, so a failed run leaves no half bundle) and its
+`.tar.gz`. docs/reports.md describes the contents; docs/formats.md the file formats.
+"""
+
+from __future__ import annotations
+
+import csv
+import importlib.metadata
+import io
+import json
+import os
+import platform
+import re
+import shutil
+import tarfile
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from regressions.errors import SpyreRegressError
+from reports import html, markdown, plots, reproducer, secrets
+from reports.analysis import as_dict, config_differences, member_label
+from reports.investigation import validate_investigation
+from reports.narrative import Report, build_report
+
+BUNDLE_VERSION = 1
+ENVIRONMENT_VERSION = 1
+SUMMARY_VERSION = 1
+MARKER = "summary.json"  # a folder holding this is a bundle we may replace
+
+
+def bundle_name(document: Mapping[str, Any]) -> str:
+    """`<metric>-<commit>-<probe>`: stable for one alert, safe as a file name."""
+    commit = (document["commits"].get("culprit") or document["commits"]["bad"])["sha"]
+    probe = re.sub(r"[^A-Za-z0-9._-]+", "-", member_label(document["alert"]["probe"]))
+    slug = f"{document['metric']}-{re.sub(r'[^0-9A-Za-z]', '', commit)[:12]}-{probe.strip('-.')}"
+    return slug[:100].rstrip("-.") or "bundle"
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _installed(name: str) -> str | None:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def environment_manifest(document: Mapping[str, Any]) -> dict:
+    """Versions, commits, machine, Config and allow-listed variables (never anything else).
+
+    The probe measured each build in its own process; its `environment` is the record of what
+    ran. OS and CPU are read here, on the machine that ran the probe and writes the report.
+    """
+    timing = document["timing"]
+    measured = {side: timing[side].get("environment") for side in ("good", "bad")}
+    ran = measured["bad"] or measured["good"] or {}
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    good_config = timing["good"].get("config") or {}
+    return {
+        "version": ENVIRONMENT_VERSION,
+        "python": ran.get("python") or platform.python_version(),
+        "torch": ran.get("torch") or _installed("torch"),
+        "spyre_sim": {side: (measured[side] or {}).get("spyre_sim") for side in measured},
+        "measured": measured,
+        "commits": dict(document["commits"]),
+        "os": platform.platform(),
+        "cpu": {"model": _cpu_model(), "machine": platform.machine(),
+                "logical": os.cpu_count(), "usable": usable},
+        "sencores": os.environ.get("SENCORES"),
+        "config": document["probe"]["config"],
+        "config_good": good_config,
+        "config_differences": config_differences(good_config, document["probe"]["config"]),
+        "environment_variables": secrets.allowed_environment(),
+        "alert_machines": sorted({f"{m.get('machine', '')}/{m.get('env', '')}"
+                                  for m in document["alert"]["members"]}),
+        "report_tool": {"name": "spyre-regress", "version": _installed("spyre-regress"),
+                        "bundle_version": BUNDLE_VERSION},
+    }
+
+
+def _csv(header: list[str], rows: list[list[Any]]) -> bytes:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows(rows)
+    return buffer.getvalue().encode()
+
+
+def _json(value: Any) -> bytes:
+    return (json.dumps(value, indent=1, sort_keys=False, allow_nan=False,
+                       default=str) + "\n").encode()
+
+
+def _trace(path: str | None, field: str, secret_values: tuple[str, ...]) -> bytes | None:
+    if path is None:
+        return None
+    try:
+        trace = json.loads(Path(path).read_text())
+    except OSError as exc:
+        raise SpyreRegressError(f"investigation field `{field}` names {path}, which cannot be "
+                                f"read ({exc.strerror}); keep the probe's trace files until "
+                                "the report is written") from None
+    except json.JSONDecodeError:
+        raise SpyreRegressError(f"investigation field `{field}`: {path} is not a Chrome trace "
+                                "(JSON)") from None
+    trace = secrets.scrub(trace, secret_values)
+    if isinstance(trace, dict):
+        trace.setdefault("otherData", {}).setdefault("version", 1)
+    return (json.dumps(trace) + "\n").encode()
+
+
+def _data_files(report: Report, document: Mapping[str, Any]) -> dict[str, bytes]:
+    timing, stages = document["timing"], document["stages"]
+    rows = []
+    for side in ("good", "bad"):
+        if timing[side]["status"] == "ok":
+            rows += [[side, i, h, d] for i, (h, d) in
+                     enumerate(zip(timing[side]["host_s"], timing[side]["device_us"],
+                                   strict=False))]
+    files = {"timing_samples.csv": _csv(["build", "iteration", "host_s", "device_us"], rows),
+             "compile_stages.csv": _csv(
+                 ["stage", "changed", "diff_lines", "compile_s_good", "compile_s_bad",
+                  "compile_ratio", "compile_p"],
+                 [[r["stage"], r["changed"], r.get("diff_lines"), r["compile_s_good"],
+                   r["compile_s_bad"], r.get("compile_ratio"), r.get("compile_p")]
+                  for r in stages["stages"]]),
+             "kernels.csv": _csv(["name", "good_us", "bad_us"],
+                                 [[k["name"], k["good_us"], k["bad_us"]]
+                                  for k in stages["kernels"]])}
+    if report.numerics_rows:
+        files["numerics_stages.csv"] = _csv(
+            ["stage", "rmse_ratio_good", "rmse_ratio_bad", "max_abs_good", "max_abs_bad"],
+            [[r["stage"], r["good"], r["bad"], r["good_max_abs"], r["bad_max_abs"]]
+             for r in report.numerics_rows])
+    if report.diff and report.first_stage:
+        files[f"{re.sub(r'[^A-Za-z0-9_-]', '_', report.first_stage)}.diff"] = \
+            report.diff.encode()
+    if report.log_excerpt:
+        files["compile_log.txt"] = (report.log_excerpt.rstrip("\n") + "\n").encode()
+    return files
+
+
+def _figures(report: Report, document: Mapping[str, Any]) -> dict[str, bytes]:
+    timing = document["timing"]
+    ok = {side: timing[side] if timing[side]["status"] == "ok" else None
+          for side in ("good", "bad")}
+    figures = {"timing.png": plots.timing_figure(ok["good"], ok["bad"], report.title[:110])}
+    if report.stage_rows:
+        figures["compile_stages.png"] = plots.compile_figure(report.stage_rows,
+                                                             report.first_stage)
+    # the per-stage error plot only where it tells something: numerics alerts, or a drift
+    if report.numerics_rows and (report.metric == "numerics" or report.numerics_stage):
+        figures["numerics.png"] = plots.numerics_figure(
+            report.numerics_rows, report.tolerance.rmse_ratio, report.numerics_stage)
+    return figures
+
+
+def _summary(report: Report, name: str, files: list[str]) -> dict:
+    return {"version": SUMMARY_VERSION, "bundle": name, "title": report.title,
+            "metric": report.metric, "kind": report.kind,
+            "commits": {"good": report.commits["good"]["sha"],
+                        "bad": report.commits["bad"]["sha"],
+                        "culprit": (report.culprit or {}).get("sha")},
+            "first_divergent_stage": report.first_stage, "basis": report.basis,
+            "numerics_first_divergent_stage": report.numerics_stage,
+            "causal_statement": report.causal_statement,
+            "workaround_statement": report.workaround_statement,
+            "workaround": report.workaround, "device_time": as_dict(report.device),
+            "host_time": as_dict(report.host), "correctness": as_dict(report.correctness),
+            "tolerance": as_dict(report.tolerance), "members": list(report.members),
+            "files": files}
+
+
+def bundle_files(investigation: Mapping[str, Any], repo_name: str,
+                 environ: Mapping[str, str] | None = None) -> tuple[str, dict[str, bytes]]:
+    """(bundle name, {file name: bytes}) for an investigation; nothing is written."""
+    document = validate_investigation(investigation)
+    secret_values = secrets.secret_values(environ)
+    document = secrets.scrub(document, secret_values)
+    repo_name = secrets.scrub_text(repo_name, secret_values)
+    report = build_report(document, repo_name)
+    name = bundle_name(document)
+    files = _data_files(report, document)
+    for side in ("good", "bad"):
+        trace = _trace(document["traces"][side], f"traces.{side}", secret_values)
+        if trace is not None:
+            files[f"trace_{side}.json"] = trace
+    figures = _figures(report, document)
+    files.update(figures)
+    environment = environment_manifest(document)
+    files["environment.json"] = _json(environment)
+    # the probe's trace paths are local; inside the bundle the traces have their own names
+    shipped = {side: f"trace_{side}.json" if f"trace_{side}.json" in files else None
+               for side in ("good", "bad")}
+    files["investigation.json"] = _json({**document, "traces": shipped})
+    files["reproducer.py"] = reproducer.reproducer_source(report, document).encode()
+    names = sorted([*files, "report.md", "report.html", "summary.json"])
+    diff_file = next((n for n in files if n.endswith(".diff")), None)
+    usage = reproducer.usage_commands(report)
+    files["summary.json"] = _json(_summary(report, name, names))
+    files["report.md"] = markdown.render(report, names, usage, diff_file,
+                                         environment).encode()
+    files["report.html"] = html.render(report, figures, names, usage, diff_file,
+                                       environment).encode()
+    leaks = secrets.find_leaks(files, secret_values)
+    if leaks:  # scrubbing happens on input; reaching this is a bug, so refuse to write
+        raise SpyreRegressError(f"refusing to write the bundle: a secret value from the "
+                                f"environment appears in {leaks}; please report this")
+    return name, files
+
+
+def _archive(folder: Path) -> Path:
+    """`<folder>.tar.gz`, owner names and ids cleared (they would name the local user)."""
+    archive = folder.parent / f"{folder.name}.tar.gz"
+
+    def anonymous(info: tarfile.TarInfo) -> tarfile.TarInfo:
+        info.uid = info.gid = 0
+        info.uname = info.gname = ""
+        return info
+
+    partial = archive.with_name(archive.name + ".partial")
+    with tarfile.open(partial, "w:gz") as tar:
+        tar.add(folder, arcname=folder.name, filter=anonymous, recursive=False)
+        for path in sorted(folder.iterdir()):
+            tar.add(path, arcname=f"{folder.name}/{path.name}", filter=anonymous)
+    partial.replace(archive)
+    return archive
+
+
+def write_bundle(investigation: Mapping[str, Any], out_dir: Path,
+                 repo_name: str = "spyre_sim") -> Path:
+    """Write one alert's bundle: `<out_dir>/<name>/` and `<out_dir>/<name>.tar.gz`.
+
+    Args:
+        investigation: the investigation document (docs/formats.md), version 1.
+        out_dir: where the folder and the archive go; created if missing.
+        repo_name: the compiler's name in titles and instructions.
+
+    Returns:
+        The bundle folder; the archive is the sibling `<folder>.tar.gz`. An existing bundle
+        of the same name is replaced.
+
+    Raises:
+        SpyreRegressError: the investigation is invalid, a trace cannot be read, or the
+            folder exists and is not a bundle.
+    """
+    name, files = bundle_files(investigation, repo_name)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    folder = out_dir / name
+    if folder.exists() and not (folder / MARKER).is_file():
+        raise SpyreRegressError(f"{folder} exists and is not a report bundle; move it away or "
+                                "choose another output directory")
+    staging = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=out_dir))
+    try:
+        for file_name, data in files.items():
+            (staging / file_name).write_bytes(data)
+        if folder.exists():
+            shutil.rmtree(folder)
+        staging.rename(folder)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    folder.chmod(0o755)  # mkdtemp made it private
+    _archive(folder)
+    return folder

@@ -1,0 +1,190 @@
+"""The runtime of every bundle's reproducer.py, kept here as a module so it is linted and tested.
+
+`reports.reproducer` copies the code between the two marker comments into each reproducer,
+after the program and its SETTINGS, so that code imports only the standard library, torch and
+spyre_sim, takes everything it needs as arguments, and must run against old builds of
+spyre_sim as well as new ones (a Config field one build lacks is dropped and reported, never
+fatal). The measurement mirrors the probe's timing command, so a reproducer run with the
+recorded Config repeats the report's numbers: one cold compile, one warm-up call, then
+synchronized iterations (each call returns when the simulated device is done).
+"""
+
+# --- reproducer harness begins ---
+import argparse
+import dataclasses
+import json
+import math
+import statistics
+import sys
+import time
+import warnings
+
+import torch
+
+import spyre_sim
+
+REPRODUCER_OUTPUT_VERSION = 1
+
+
+def config_for(recorded, overrides):
+    """This build's Config from a recorded `Config.to_dict()`, plus `--set` overrides.
+
+    Returns (config, dropped): fields this build does not know are dropped, so a Config
+    recorded at the bad commit still runs on the good one.
+    """
+    known = {f.name for f in dataclasses.fields(spyre_sim.Config)}
+    values = {k: v for k, v in recorded.items() if k in known}
+    dropped = sorted(set(recorded) - known)
+    device = values.get("device")
+    if isinstance(device, dict) and hasattr(spyre_sim, "DeviceParams"):
+        device_known = {f.name for f in dataclasses.fields(spyre_sim.DeviceParams)}
+        dropped += sorted(f"device.{k}" for k in set(device) - device_known)
+        values["device"] = {k: v for k, v in device.items() if k in device_known}
+    for name, value in overrides.items():
+        if name not in known:
+            raise SystemExit(f"--set {name}=...: this build's Config has no field {name!r}; "
+                             f"known: {sorted(known)}")
+        values[name] = value
+    if hasattr(spyre_sim.Config, "from_dict"):
+        return spyre_sim.Config.from_dict(values), dropped
+    values.pop("device", None)
+    values.pop("knob_scope", None)
+    return spyre_sim.Config(**values), dropped
+
+
+def output_errors(output, reference, eager16):
+    """max abs, max rel and RMSE vs float64; RMSE relative to eager fp16's (torch same())."""
+    out, ref, e16 = output.double(), reference.double(), eager16.double()
+    diff = (out - ref).abs()
+    rmse = diff.pow(2).mean().sqrt().item()
+    rmse_eager = (e16 - ref).pow(2).mean().sqrt().item()
+    scale = ref.abs().clamp_min(torch.finfo(torch.float16).tiny)
+    if rmse_eager > 0:
+        ratio = rmse / rmse_eager
+    else:
+        ratio = 0.0 if rmse == 0 else math.inf
+    return {"max_abs": diff.max().item(), "max_rel": (diff / scale).max().item(),
+            "rmse": rmse, "rmse_ratio": ratio}
+
+
+def failures(errors, tolerance):
+    """Why `errors` fail `tolerance` (empty: pass)."""
+    reasons = []
+    if not (math.isfinite(errors["max_abs"]) and math.isfinite(errors["rmse"])):
+        reasons.append("non-finite output (NaN or inf)")
+    if not errors["rmse_ratio"] <= tolerance["rmse_ratio"]:
+        reasons.append(f"RMSE ratio {errors['rmse_ratio']:.3g} > {tolerance['rmse_ratio']:g}")
+    if not errors["max_abs"] <= tolerance["max_abs"]:
+        reasons.append(f"max abs {errors['max_abs']:.3g} > {tolerance['max_abs']:g}")
+    return reasons
+
+
+def summarize(values):
+    """n, median, quartiles (numpy's linear interpolation) and geometric mean."""
+    if len(values) > 1:
+        q1, median, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    else:
+        q1 = median = q3 = values[0]
+    geomean = math.exp(statistics.fmean(math.log(v) for v in values)) \
+        if all(v > 0 for v in values) else math.nan
+    return {"n": len(values), "median": median, "q1": q1, "q3": q3, "geomean": geomean,
+            "min": min(values), "max": max(values)}
+
+
+def measure(program, inputs, config, iterations, compile_repeats):
+    """Cold compiles, a warm-up call, `iterations` synchronized calls, and the errors."""
+    compiles = []
+    for _ in range(max(1, compile_repeats)):
+        start = time.perf_counter()
+        compiled = spyre_sim.compile(program, inputs, config)
+        compiles.append({**compiled.compile_times, "total": time.perf_counter() - start})
+    first = compiled.run(*inputs)  # uploads the weights, as the probe's warm-up does
+    host, device = [], []
+    for _ in range(iterations):
+        start = time.perf_counter()
+        result = compiled.run(*inputs)  # returns once the simulated device is done
+        host.append(time.perf_counter() - start)
+        device.append(result.device_time_us)
+    reference = compiled.reference(*inputs)[0]
+    eager16 = compiled.reference(*inputs, dtype=torch.float16)[0]
+    return {"host_s": host, "device_us": device,
+            "errors": output_errors(first.outputs[0], reference, eager16),
+            "compile_s": {stage: statistics.median(c[stage] for c in compiles)
+                          for stage in compiles[0]},
+            "kernels": [{"name": k.name, "time_us": k.time_us} for k in first.kernels]}
+
+
+def parse_value(text):
+    """`--set` values: JSON when they parse (true, 3, "x"), else the plain string."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def describe(outcome, settings):
+    device, host = outcome["device_us"], outcome["host_s"]
+    correctness = outcome["correctness"]
+    lines = [
+        f"spyre_sim {outcome['build']['spyre_sim']} from {outcome['build']['path']} "
+        f"(torch {outcome['build']['torch']}, python {outcome['build']['python']})",
+        f"config: recorded '{outcome['config']}'" + "".join(
+            f", {k}={v!r}" for k, v in outcome["overrides"].items())
+        + (f"; dropped (unknown to this build): {', '.join(outcome['dropped'])}"
+           if outcome["dropped"] else ""),
+        "compile (s): " + ", ".join(f"{k} {v:.4f}" for k, v in outcome["compile_s"].items()),
+        f"device time: median {device['median']:.2f} us, IQR {device['q1']:.2f}-"
+        f"{device['q3']:.2f} us, geomean {device['geomean']:.2f} us (n={device['n']})",
+        f"host time:   median {host['median'] * 1e3:.3f} ms, IQR {host['q1'] * 1e3:.3f}-"
+        f"{host['q3'] * 1e3:.3f} ms (n={host['n']})",
+        "correctness vs float64: " + ", ".join(
+            f"{k} {correctness[k]:.3g}" for k in ("max_abs", "max_rel", "rmse", "rmse_ratio"))
+        + (" -> PASS" if correctness["pass"] else " -> FAIL (" + "; ".join(
+            correctness["reasons"]) + ")"),
+        f"tolerance: {settings['tolerance_text']}",
+    ]
+    expected = settings.get("expected") or {}
+    if expected:
+        lines.append("when the report was written: " + expected.get("summary", ""))
+    return "\n".join(lines)
+
+
+def main(argv, program, make_inputs, settings):
+    parser = argparse.ArgumentParser(
+        description="Reproduce the regression: run once with each build and compare.")
+    parser.add_argument("--config", choices=sorted(settings["configs"]),
+                        default=settings["default_config"],
+                        help="which recorded Config to apply (default: %(default)s)")
+    parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                        help="override one Config field, e.g. a workaround knob")
+    parser.add_argument("--iterations", type=int, default=settings["iterations"])
+    parser.add_argument("--compile-repeats", type=int, default=settings["compile_repeats"])
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+    args = parser.parse_args(argv)
+    overrides = {}
+    for item in args.set:
+        name, sep, value = item.partition("=")
+        if not sep:
+            parser.error(f"--set {item!r}: expected FIELD=VALUE")
+        overrides[name.strip()] = parse_value(value.strip())
+    warnings.filterwarnings("ignore", message="spyre_sim: (float32|int64) tensors")
+    torch.manual_seed(settings["seed"])
+    inputs = make_inputs()
+    config, dropped = config_for(settings["configs"][args.config], overrides)
+    measured = measure(program, inputs, config, args.iterations, args.compile_repeats)
+    reasons = failures(measured["errors"], settings["tolerance"])
+    outcome = {
+        "version": REPRODUCER_OUTPUT_VERSION,
+        "build": {"spyre_sim": getattr(spyre_sim, "__version__", "unknown"),
+                  "path": spyre_sim.__file__, "torch": torch.__version__,
+                  "python": sys.version.split()[0]},
+        "config": args.config, "overrides": overrides, "dropped": dropped,
+        "compile_s": measured["compile_s"],
+        "device_us": summarize(measured["device_us"]),
+        "host_s": summarize(measured["host_s"]),
+        "correctness": {**measured["errors"], "pass": not reasons, "reasons": reasons},
+        "kernels": measured["kernels"],
+    }
+    print(json.dumps(outcome, indent=1) if args.json else describe(outcome, settings))
+    return 0
+# --- reproducer harness ends ---

@@ -1,0 +1,240 @@
+"""reproducer.py: one standalone file a maintainer runs with the good and with the bad build.
+
+Assembled from three parts: a usage docstring (commands, what to expect), the program under
+test (the minimized program's source, pasted verbatim so it can be read), and the harness
+(`reports.harness`, copied between its markers). Text from the investigation enters the file
+only through `docstring_text` (inside the docstring) or `python_literal` (as data), and the
+assembled source is compiled before it is written, so no name or subject can break out into
+code. When the program's top-level names collide with the harness's, or it needs a
+`__future__` import, it is embedded as a string and executed in a namespace of its own.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import pprint
+import shlex
+import textwrap
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from regressions.errors import SpyreRegressError
+from reports import harness
+from reports.narrative import Report, short
+
+BEGIN, END = "# --- reproducer harness begins ---", "# --- reproducer harness ends ---"
+SEED = 0
+CATALOGUE = Path(__file__).resolve().parents[1] / "benchmarks" / "workloads.py"
+
+
+def harness_source() -> str:
+    source = Path(harness.__file__).read_text()
+    return source[source.index(BEGIN) + len(BEGIN):source.index(END)].strip("\n") + "\n"
+
+
+def _harness_parts() -> tuple[str, str]:
+    """(import lines, everything else) of the harness."""
+    lines = harness_source().splitlines()
+    imports = [line for line in lines if line.startswith(("import ", "from "))]
+    body = "\n".join(line for line in lines if line not in imports).strip("\n")
+    # isort's groups: the standard library, then torch, then spyre_sim
+    grouped = "\n".join(imports).replace("\nimport torch", "\n\nimport torch")
+    grouped = grouped.replace("\nimport spyre_sim", "\n\nimport spyre_sim")
+    return grouped + "\n", body + "\n"
+
+
+def docstring_text(value: str) -> str:
+    """Text safe inside a triple-quoted docstring: nothing in it can end the string."""
+    value = value.replace("\\", "\\\\")
+    while '""' in value:  # no two quotes in a row, so no run of three anywhere
+        value = value.replace('""', '"\\"')
+    return value + (" " if value.endswith('"') else "")
+
+
+def python_literal(value: Any) -> str:
+    """A readable Python expression for JSON-like data (non-finite floats included)."""
+    pretty = pprint.pformat(value, width=96, sort_dicts=False)
+    try:
+        if ast.literal_eval(pretty) == value:
+            return pretty
+    except (ValueError, SyntaxError):
+        pass  # inf or nan: pprint writes them as bare names
+    return _flat_literal(value)
+
+
+def _flat_literal(value: Any) -> str:
+    if isinstance(value, float) and not math.isfinite(value):
+        return f'float("{value}")'
+    if isinstance(value, dict):
+        items = ", ".join(f"{_flat_literal(str(k))}: {_flat_literal(v)}"
+                          for k, v in value.items())
+        return "{" + items + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_flat_literal(v) for v in value) + "]"
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return repr(value)
+    return repr(str(value))
+
+
+def _top_level_names(source: str) -> set[str]:
+    names: set[str] = set()
+    for node in ast.parse(source).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return names
+
+
+def program_section(document: Mapping[str, Any]) -> str:
+    """The program and `make_inputs`, pasted when safe, else executed from a string."""
+    minimized = document.get("minimized")
+    if minimized is None:
+        return _catalogue_section(document["probe"])
+    source = minimized["source"]
+    try:
+        names = _top_level_names(source)
+    except SyntaxError as exc:
+        raise SpyreRegressError(f"investigation field `minimized.source` is not Python "
+                                f"({exc.msg}, line {exc.lineno})") from None
+    missing = {"program", "make_inputs"} - names
+    if missing:
+        raise SpyreRegressError(f"investigation field `minimized.source` must define "
+                                f"{sorted(missing)} (regressions.minimize.to_source does)")
+    harness_names = _top_level_names(harness_source()) | {"SETTINGS"}
+    if (names & harness_names) - {"torch"} or "from __future__" in source:
+        return ("# The program under test (embedded as text: its names would clash with the "
+                "harness's).\n"
+                f"PROGRAM_SOURCE = {source!r}\n"
+                "_program_namespace = {'__name__': 'reproducer_program'}\n"
+                "exec(compile(PROGRAM_SOURCE, '<program>', 'exec'), _program_namespace)\n"
+                "program = _program_namespace['program']\n"
+                "make_inputs = _program_namespace['make_inputs']\n")
+    return ("# " + "-" * 30 + " the program under test " + "-" * 30 + "\n"
+            + source.rstrip() + "\n# " + "-" * 84 + "\n")
+
+
+def _catalogue_section(probe: Mapping[str, Any]) -> str:
+    """No minimized program: embed the workload catalogue and build the probe workload."""
+    if not CATALOGUE.is_file():
+        raise SpyreRegressError("investigation field `minimized` is null and the workload "
+                                "catalogue (benchmarks/workloads.py) is not beside the "
+                                "reports package; pass the program as `minimized.source`")
+    return (
+        "# The probe workload, built by the project's workload catalogue (embedded).\n"
+        "import types as _types\n"
+        f"CATALOGUE_SOURCE = {CATALOGUE.read_text()!r}\n"
+        "_catalogue = _types.ModuleType('reproducer_workloads')\n"
+        "sys.modules[_catalogue.__name__] = _catalogue  # dataclasses look their module up\n"
+        "exec(compile(CATALOGUE_SOURCE, '<workloads>', 'exec'), _catalogue.__dict__)\n"
+        f"_BUILT = _catalogue.build({probe['workload']!r}, {int(probe['seq'])!r}, "
+        f"{probe.get('width')!r}, seed={SEED})\n"
+        "program = _BUILT[0]\n\n\n"
+        "def make_inputs():\n"
+        "    return _BUILT[1]\n")
+
+
+def _set_argument(knob: str, value: Any) -> str:
+    rendered = value if isinstance(value, str) else json.dumps(value)
+    if isinstance(value, str):
+        try:
+            json.loads(value)
+            rendered = json.dumps(value)  # "true" the string, not the boolean
+        except ValueError:
+            pass
+    return shlex.quote(f"{knob}={rendered}")
+
+
+def usage_commands(report: Report) -> str:
+    """The shell lines of the reproduction recipe (also shown in report.md and .html)."""
+    good, bad = short(report.commits["good"]["sha"]), short(report.commits["bad"]["sha"])
+    lines = [f"# the good build ({good})",
+             f"PYTHONPATH=<checkout of {good}> python reproducer.py --config good",
+             f"# the bad build ({bad})",
+             f"PYTHONPATH=<checkout of {bad}> python reproducer.py --config bad"]
+    workaround = report.workaround
+    if workaround:
+        lines += ["# the bad build with the workaround knob",
+                  f"PYTHONPATH=<checkout of {bad}> python reproducer.py --config bad --set "
+                  + _set_argument(workaround["knob"], workaround.get("value"))]
+    if report.config_changes:
+        lines += ["# one build, both recorded Configs: emulates the change of defaults",
+                  "python reproducer.py --config good && python reproducer.py --config bad"]
+    return "\n".join(lines)
+
+
+def expected_summary(report: Report) -> str:
+    device = report.device
+    good, bad = report.correctness
+    text = ""
+    if device.ratio is not None:
+        text = (f"device time median {device.good.median:.2f} us (good) vs "
+                f"{device.bad.median:.2f} us (bad), x{device.ratio:.3f} "
+                f"({device.confidence:.0%} CI {device.ci[0]:.3f}-{device.ci[1]:.3f}); ")
+    if report.metric != "device_time":
+        label, value, detail = report.headline
+        text = f"{label} {value} ({detail}); " + text
+    return text + (f"correctness good {'PASS' if good.passed else 'FAIL'}, bad "
+                   f"{'PASS' if bad.passed else 'FAIL'}")
+
+
+def settings(report: Report, document: Mapping[str, Any]) -> dict:
+    timing = document["timing"]
+    recorded_bad = document["probe"]["config"]
+    good_timing = timing["good"]
+    recorded_good = (good_timing.get("config") if good_timing["status"] == "ok" else None) \
+        or recorded_bad
+    return {"version": 1, "configs": {"good": recorded_good, "bad": recorded_bad},
+            "default_config": "bad", "seed": SEED,
+            "iterations": max((len(timing[s]["device_us"]) for s in ("good", "bad")
+                               if timing[s]["status"] == "ok"), default=100),
+            "compile_repeats": 3 if report.metric == "compile_time" else 1,
+            "tolerance": {"rmse_ratio": report.tolerance.rmse_ratio,
+                          "max_abs": report.tolerance.max_abs},
+            "tolerance_text": report.tolerance.describe(), "metric": report.metric,
+            "expected": {"summary": expected_summary(report)}}
+
+
+def reproducer_source(report: Report, document: Mapping[str, Any]) -> str:
+    """The complete reproducer.py text; compiled here so a broken file is never written."""
+    usage = usage_commands(report)
+    doc = "\n".join([
+        f"Reproducer: {report.title}",
+        "",
+        textwrap.fill(report.causal_statement, 96),
+        "",
+        "Needs only torch and spyre_sim. One cold compile, one warm-up call, then synchronized",
+        "iterations; prints device and host time (median, IQR) and the output's error against",
+        "float64 with a PASS/FAIL verdict. Usage:",
+        "",
+        textwrap.indent(usage, "    "),
+        "",
+        "--config good|bad applies the Config recorded at that commit exactly; --set FIELD=VALUE",
+        "overrides one field; --iterations N; --json prints one JSON document.",
+        "",
+        textwrap.fill("When the report was written: " + expected_summary(report) + ".", 96),
+    ])
+    imports, body = _harness_parts()
+    parts = [
+        f'"""{docstring_text(doc)}\n"""\n',
+        imports,
+        f"SETTINGS = {python_literal(settings(report, document))}\n",
+        program_section(document),
+        body,
+        'if __name__ == "__main__":',
+        "    sys.exit(main(sys.argv[1:], program, make_inputs, SETTINGS))",
+        "",
+    ]
+    source = "\n".join(parts)
+    try:
+        compile(source, "reproducer.py", "exec")
+    except SyntaxError as exc:  # a bug here, not in the input: the pieces are escaped
+        raise SpyreRegressError(f"the assembled reproducer does not compile ({exc.msg}, "
+                                f"line {exc.lineno}); please report this") from None
+    return source

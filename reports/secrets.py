@@ -1,0 +1,120 @@
+"""Keeping secrets out of a bundle that is meant to be pasted into a public issue.
+
+Two rules. Environment variables enter a bundle only by name from `ENV_ALLOWLIST`, never by
+pattern. And every string that came from elsewhere (the investigation's subjects, logs, diffs,
+program source, the traces) is scrubbed before anything is rendered: the value of any
+environment variable that is not harmless is replaced wherever it occurs, and well-known
+credential shapes (GitHub, AWS and Slack tokens, private keys, `password=...`, URLs with a
+user:password part, `Authorization: Bearer ...`) are replaced even when the value is not in
+this process's environment. A final check (`find_leaks`) reads back every file of the bundle.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+REDACTED = "[redacted]"
+
+# The only environment variables a bundle records: the ones that change what the compiler or
+# the measurement does (torch-spyre's SENCORES, thread counts, torch's debug/log switches).
+ENV_ALLOWLIST = (
+    "SENCORES",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "TORCH_COMPILE_DEBUG",
+    "SPYRE_SIM_DEBUG_DIR",
+    "TORCH_LOGS",
+    "TORCHDYNAMO_VERBOSE",
+    "PYTHONHASHSEED",
+)
+# Variables whose values are shared, well-known strings (paths, locale); scrubbing them would
+# mangle ordinary text without protecting anything.
+_HARMLESS = {
+    "PATH", "HOME", "PWD", "OLDPWD", "SHELL", "TERM", "LANG", "LANGUAGE", "USER", "LOGNAME",
+    "SHLVL", "_", "TMPDIR", "TZ", "COLUMNS", "LINES", "PYTHONPATH", "VIRTUAL_ENV",
+}
+# Names that say "this is a credential": their values are scrubbed from 4 characters up.
+# Any other variable's value is scrubbed from 8 characters up, where a chance match with
+# ordinary report text is unlikely.
+_SECRET_NAME = re.compile(
+    r"TOKEN|SECRET|PASSW|PASSPHRASE|API_?KEY|ACCESS_?KEY|PRIVATE|CREDENTIAL|AUTH|COOKIE|"
+    r"SESSION|SIGNATURE|(^|_)KEY($|_)|(^|_)PWD$|(^|_)PAT$", re.IGNORECASE)
+_MIN_SECRET_NAMED = 4
+_MIN_OTHER = 8
+
+_KEYWORD = (r"[A-Za-z0-9_.-]*(?:token|secret|passw(?:or)?d|passphrase|api[_-]?key|"
+            r"access[_-]?key|private[_-]?key|credentials?|auth)")
+_PATTERNS = (
+    # -----BEGIN ... PRIVATE KEY----- blocks
+    (re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(-----END [A-Z ]*PRIVATE KEY-----|$)",
+                re.DOTALL), REDACTED),
+    # GitHub (ghp_, gho_, ghu_, ghs_, ghr_, github_pat_), Slack, AWS access key ids
+    (re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9_]{6,}|github_pat_[A-Za-z0-9_]{10,})"), REDACTED),
+    (re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{8,}"), REDACTED),
+    (re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"), REDACTED),
+    # scheme://user:password@host
+    (re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://)[^\s/:@]+:[^\s/@]+@"), r"\1" + REDACTED + "@"),
+    # Authorization headers
+    (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}"), r"\1 " + REDACTED),
+    # NAME=value, NAME: value, "name": "value" where NAME says credential
+    (re.compile(r"(?i)\b(" + _KEYWORD + r")\b(\"?\s*[:=]\s*)(\"[^\"]*\"|'[^']*'|[^\s,;]+)"),
+     r"\1\2" + REDACTED),
+)
+
+
+def is_secret_name(name: str) -> bool:
+    return bool(_SECRET_NAME.search(name))
+
+
+def allowed_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The allow-listed variables that are set, scrubbed like any other text."""
+    environ = os.environ if environ is None else environ
+    return {name: scrub_text(environ[name], ()) for name in ENV_ALLOWLIST if name in environ}
+
+
+def secret_values(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """Values to scrub: every environment value that is not allow-listed or harmless.
+
+    Longest first, so a value containing another is replaced whole.
+    """
+    environ = os.environ if environ is None else environ
+    values = set()
+    for name, value in environ.items():
+        if name in ENV_ALLOWLIST or name in _HARMLESS or name.startswith("LC_"):
+            continue
+        minimum = _MIN_SECRET_NAMED if is_secret_name(name) else _MIN_OTHER
+        if len(value.strip()) >= minimum:
+            values.add(value.strip())
+    return tuple(sorted(values, key=lambda v: (-len(v), v)))
+
+
+def scrub_text(text: str, secrets: Iterable[str]) -> str:
+    """`text` with every secret value and every credential-shaped substring redacted."""
+    for value in secrets:
+        if value in text:
+            text = text.replace(value, REDACTED)
+    for pattern, replacement in _PATTERNS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def scrub(value: Any, secrets: Iterable[str]) -> Any:
+    """A copy of a JSON-like value with every string (keys included) scrubbed."""
+    secrets = tuple(secrets)
+    if isinstance(value, str):
+        return scrub_text(value, secrets)
+    if isinstance(value, Mapping):
+        return {scrub(k, secrets): scrub(v, secrets) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [scrub(v, secrets) for v in value]
+    return value
+
+
+def find_leaks(contents: Mapping[str, bytes], secrets: Iterable[str]) -> list[str]:
+    """Names of the files whose bytes contain a secret value (expected: none)."""
+    encoded = [s.encode() for s in secrets]
+    return sorted(name for name, data in contents.items() if any(s in data for s in encoded))
