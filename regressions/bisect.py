@@ -23,6 +23,9 @@ FORMAT_VERSION = 1
 RELATIVE_EPSILON = 1e-9  # deterministic metrics: any larger relative change is real
 DEFAULT_BATCH = 10  # Pinpoint adds repeats 10 at a time (_REPEAT_COUNT_INCREASE)
 MAX_BATCHES = 6  # hard stop per commit when the power cap is larger
+DEFAULT_MAGNITUDE = 0.05  # expected step when the caller gives none (e.g. no alert ratio)
+MIN_MAGNITUDE = 0.01  # smallest step the verdicts are sized for
+REPRODUCE_SAMPLES = 40  # samples per side before "not reproduced" is believed
 
 
 @dataclass(frozen=True)
@@ -124,17 +127,17 @@ def _classify(samples: _Samples, commit: str, good: str, bad: str, magnitude: fl
         to_bad = stats.compare(current.samples, samples.get(bad).samples, magnitude=magnitude)
         n = len(current.samples)
         median = _median(current.samples)
-        if to_good.verdict == "same" and to_bad.verdict != "same":
+        # decide only when one end is "same" and the other "different": a lone "same" can
+        # be a miss at low power, so anything else gets another batch
+        if to_good.verdict == "same" and to_bad.verdict == "different":
             log.append(Step(commit, n, median, "good", to_good.pvalue, "good"))
             return "good"
-        if to_bad.verdict == "same" and to_good.verdict != "same":
+        if to_bad.verdict == "same" and to_good.verdict == "different":
             log.append(Step(commit, n, median, "bad", to_bad.pvalue, "bad"))
             return "bad"
-        if to_good.verdict == "different" and to_bad.verdict == "same":
-            log.append(Step(commit, n, median, "bad", to_bad.pvalue, "bad"))
-            return "bad"
-        cap = min(to_good.samples_cap, DEFAULT_BATCH * max_batches)
-        if n >= cap or batches >= max_batches:
+        # compare's own cap forces each verdict at low power; only a same/different pair
+        # decides, so keep adding batches up to the hard stop
+        if batches >= max_batches:
             # Out of budget: the nearer end (in log space) wins, and the log says so.
             good_median = _median(samples.get(good).samples)
             bad_median = _median(samples.get(bad).samples)
@@ -170,21 +173,23 @@ def bisect_commits(commits: Sequence[str], measure: Measure, magnitude: float | 
         raise SpyreRegressError(f"the bad commit {bad[:12]} cannot be tested: {bad_m.detail}")
     if bad_m.status == "failed":
         result.kind = "failure"
-    elif magnitude is None:
-        magnitude = abs(_median(bad_m.samples) / _median(good_m.samples) - 1) or 0.05
-    if result.kind == "performance" and not _reproduced(samples, good, bad, magnitude,
-                                                        max_batches, steps):
+    elif not _reproduced(samples, good, bad, magnitude or DEFAULT_MAGNITUDE, max_batches,
+                         steps):
         result.reproduced = False
         result.commits_measured = len(samples.by_commit)
         return result
+    elif not good_m.deterministic:
+        # the step as measured, from every sample gathered so far; never below the floor
+        step = abs(_median(samples.get(bad).samples) / _median(samples.get(good).samples) - 1)
+        magnitude = max(step, MIN_MAGNITUDE)
     low, high = 0, len(commits) - 1
     skipped: set[int] = set()
     while high - low > 1:
         middle = _pick_middle(low, high, skipped)
         if middle is None:
             break
-        verdict = _classify(samples, commits[middle], good, bad, magnitude or 0.05,
-                            max_batches, steps)
+        verdict = _classify(samples, commits[middle], good, bad,
+                            magnitude or DEFAULT_MAGNITUDE, max_batches, steps)
         if verdict in ("skip", "failed"):
             skipped.add(middle)
         elif verdict == "good":
@@ -209,12 +214,14 @@ def _reproduced(samples: _Samples, good: str, bad: str, magnitude: float, max_ba
     for _ in range(max_batches):
         verdict = stats.compare(samples.get(good).samples, samples.get(bad).samples,
                                 magnitude=magnitude)
-        steps.append(Step(bad, len(samples.get(bad).samples), _median(samples.get(bad).samples),
-                          "good", verdict.pvalue, {"different": "bad"}.get(verdict.verdict,
-                                                                          verdict.verdict),
+        n = len(samples.get(bad).samples)
+        steps.append(Step(bad, n, _median(samples.get(bad).samples), "good", verdict.pvalue,
+                          {"different": "bad"}.get(verdict.verdict, verdict.verdict),
                           "good vs bad"))
-        if verdict.verdict != "unknown":
-            return verdict.verdict == "different"
+        if verdict.verdict == "different":
+            return True
+        if verdict.verdict == "same" and n >= REPRODUCE_SAMPLES:
+            return False  # the alert said otherwise: dismiss it only on plenty of samples
         samples.more(good)
         samples.more(bad)
     return False

@@ -84,8 +84,10 @@ def target_for(benchmark: str, params: tuple[str, ...], param_names: tuple[str, 
 
 class Investigator:
     def __init__(self, repo: Path, work_dir: Path, results_dir: Path | None = None,
-                 machine: str = "bisect", progress: Progress = lambda _: None) -> None:
+                 machine: str = "bisect", progress: Progress = lambda _: None,
+                 env: dict[str, str] | None = None) -> None:
         self.repo = Path(repo).resolve()
+        self.env = dict(env or {})  # for every probe, e.g. the benchmark grid
         self.work_dir = Path(work_dir).resolve()
         self.results_dir = results_dir
         self.machine = machine
@@ -118,7 +120,7 @@ class Investigator:
             started = time.monotonic()
             answer = runner.run_probe(self.checkouts.path(commit), "bench", {
                 "suite": str(self.suite), "benchmark": target.benchmark,
-                "params": list(target.params)})
+                "params": list(target.params)}, env=self.env)
             self.progress(f"measured {commit[:10]}: {answer['status']} "
                           f"({len(answer.get('samples', []))} samples, "
                           f"{time.monotonic() - started:.1f} s)")
@@ -154,7 +156,8 @@ class Investigator:
         if capture_root.exists():
             shutil.rmtree(capture_root)
         answer = runner.run_probe(self.checkouts.path(commit), "stages",
-                                  self.request(target, capture_dir=str(capture_root)))
+                                  self.request(target, capture_dir=str(capture_root)),
+                                  env=self.env)
         if answer["status"] != "ok":
             raise SpyreRegressError(f"the stage probe failed at {commit[:12]}: "
                                     f"{answer.get('detail')}")
@@ -174,7 +177,7 @@ class Investigator:
     def knobs(self, bad: str, target: Target, good_metric: float) -> dict | None:
         self.progress(f"toggling compiler knobs at {bad[:10]}")
         checkout = self.checkouts.path(bad)
-        answer = runner.run_probe(checkout, "knobs", self.request(target))
+        answer = runner.run_probe(checkout, "knobs", self.request(target), env=self.env)
         if answer["status"] != "ok":
             self.progress(f"knob probe failed: {answer.get('detail')}")
             return None
@@ -189,7 +192,7 @@ class Investigator:
                     "metric_good": good_metric}
         scoped = runner.run_probe(checkout, "knobs", self.request(
             target, scope={"knob": best["knob"], "value": best["value"],
-                           "limits": list(SCOPE_LIMITS)}))
+                           "limits": list(SCOPE_LIMITS)}), env=self.env)
         decisive = None
         if scoped["status"] == "ok":
             for entry in scoped["scoped"]:
@@ -223,7 +226,8 @@ class Investigator:
             return None
         request = self.request(target)
         request["config"] = {**request["config"], "noise_cv": 0.0}
-        workers = [runner.Worker(self.checkouts.path(c), request) for c in (good, bad)]
+        workers = [runner.Worker(self.checkouts.path(c), request, self.env)
+                   for c in (good, bad)]
 
         def ratio_of(source: str) -> float | None:
             with ThreadPoolExecutor(2) as pool:
@@ -253,7 +257,7 @@ class Investigator:
                iterations: int = 100) -> dict:
         request = self.request(target, source=source, iterations=iterations, trace=str(trace))
         request["config"] = {"noise_seed": None}  # independent run-to-run noise per build
-        answer = runner.run_probe(self.checkouts.path(commit), "timing", request)
+        answer = runner.run_probe(self.checkouts.path(commit), "timing", request, env=self.env)
         if answer["status"] != "ok":
             raise SpyreRegressError(f"the timing probe failed at {commit[:12]}: "
                                     f"{answer.get('detail')}")

@@ -137,7 +137,7 @@ def _investigate_and_report(options, alert, alert_id, param_names, widths, resul
 
     work_dir = options.state_dir / "work"
     investigator = investigate.Investigator(options.repo, work_dir, results_dir,
-                                            options.machine, progress)
+                                            options.machine, progress, options.asv_env)
     out_dir = options.reports_dir / f"alert-{alert_id:03d}"
     document = investigate.investigate(investigator, alert, param_names, widths, out_dir)
     store.write_json(out_dir / "investigation.json", document)

@@ -85,6 +85,10 @@ def cmd_bench(request: dict) -> dict:
     benchmark = get_benchmark_from_name(request["suite"], f"{request['benchmark']}-{index}"
                                         if benchmark.params else request["benchmark"])
     started = time.time()
+    if benchmark.setup_cache_key is not None:  # asv runs this in a process of its own first
+        benchmark.set_cache(benchmark.do_setup_cache())
+    else:
+        benchmark.set_cache(None)
     skip = benchmark.do_setup()
     try:
         if skip:

@@ -37,16 +37,17 @@ class Checkouts:
         return target
 
 
-def _environment(checkout: Path) -> dict[str, str]:
+def _environment(checkout: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if k not in ("PYTHONPATH", "TORCH_COMPILE_DEBUG", "SPYRE_SIM_DEBUG_DIR")}
+    env.update(extra or {})
     env["PYTHONPATH"] = str(checkout)
     env.setdefault("OMP_NUM_THREADS", "1")
     return env
 
 
 def run_probe(checkout: Path, command: str, request: dict[str, Any],
-              timeout: float = 600.0) -> dict[str, Any]:
+              timeout: float = 600.0, env: dict[str, str] | None = None) -> dict[str, Any]:
     """Run one probe command in `checkout`; its JSON answer (status ok/failed/untestable)."""
     with tempfile.TemporaryDirectory(prefix="spyre-probe-") as scratch:
         request_path, result_path = Path(scratch, "request.json"), Path(scratch, "result.json")
@@ -54,7 +55,7 @@ def run_probe(checkout: Path, command: str, request: dict[str, Any],
         try:
             done = subprocess.run(
                 [sys.executable, "-P", str(PROBE), command, str(request_path), str(result_path)],
-                cwd=scratch, env=_environment(checkout), capture_output=True, text=True,
+                cwd=scratch, env=_environment(checkout, env), capture_output=True, text=True,
                 timeout=timeout, check=False)
         except subprocess.TimeoutExpired:
             return {"status": "failed", "detail": f"probe timed out after {timeout:.0f} s"}
@@ -68,7 +69,8 @@ def run_probe(checkout: Path, command: str, request: dict[str, Any],
 class Worker:
     """A long-lived probe answering one candidate program per line (for minimization)."""
 
-    def __init__(self, checkout: Path, request: dict[str, Any]) -> None:
+    def __init__(self, checkout: Path, request: dict[str, Any],
+                 env: dict[str, str] | None = None) -> None:
         self._scratch = tempfile.TemporaryDirectory(prefix="spyre-worker-")
         scratch = Path(self._scratch.name)
         request_path = scratch / "request.json"
@@ -76,7 +78,7 @@ class Worker:
         self._process = subprocess.Popen(
             [sys.executable, "-P", str(PROBE), "worker", str(request_path),
              str(scratch / "result.json")],
-            cwd=scratch, env=_environment(checkout), stdin=subprocess.PIPE,
+            cwd=scratch, env=_environment(checkout, env), stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
 
     def ask(self, candidate: dict[str, Any]) -> dict[str, Any]:

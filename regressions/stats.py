@@ -28,6 +28,7 @@ CAP_POWER = 0.8
 CI_CONFIDENCE = 0.99
 # Two values closer than this (relative) are the same value: float noise, not a change.
 EPSILON = 1e-9
+MIN_DECISIVE = 20  # samples per side before the power cap may force "same" or "different"
 
 Alternative = Literal["two-sided", "less", "greater"]
 Verdict = Literal["same", "different", "unknown"]
@@ -224,6 +225,11 @@ def _spread(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.sqrt(np.sum(pooled**2) / max(pooled.size - 2, 1)))
 
 
+def _pooled_sd(a: np.ndarray, b: np.ndarray) -> float:
+    pooled = np.concatenate([a - a.mean(), b - b.mean()])
+    return float(np.sqrt(np.sum(pooled**2) / max(pooled.size - 2, 1)))
+
+
 def compare(
     before: Sequence[float],
     after: Sequence[float],
@@ -268,8 +274,11 @@ def compare(
         delta = math.log1p(magnitude)
     else:  # an additive metric (values can be 0): the magnitude is relative to the level before
         delta = magnitude * (abs(float(a.mean())) or 1.0)
-    sigma = _spread(a, b)
-    cap = samples_cap(sigma, delta, alpha=low_threshold, power=power)
+    # The larger of the IQR- and sd-based spreads, and never fewer than MIN_DECISIVE samples
+    # before the cap forces a verdict: with 10 samples a side both estimates can be far too
+    # small, and a forced "same" at p = 0.02 would end a bisection on the wrong side.
+    sigma = max(_spread(a, b), _pooled_sd(a, b))
+    cap = max(MIN_DECISIVE, samples_cap(sigma, delta, alpha=low_threshold, power=power))
     if min(a.size, b.size) >= cap:
         high = low_threshold
     else:

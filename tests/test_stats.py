@@ -120,9 +120,10 @@ def test_compare_verdicts():
     assert different.pvalue <= stats.LOW_THRESHOLD
     few = stats.compare(lognormal(9, 3), lognormal(10, 3, shift=0.04), magnitude=0.04)
     assert few.verdict == "unknown"
-    assert few.samples_cap == stats.samples_cap(stats._spread(np.log(lognormal(9, 3)),
-                                                              np.log(lognormal(10, 3, 0.04))),
-                                                math.log1p(0.04))
+    logs = np.log(lognormal(9, 3)), np.log(lognormal(10, 3, 0.04))
+    spread = max(stats._spread(*logs), stats._pooled_sd(*logs))
+    assert few.samples_cap == max(stats.MIN_DECISIVE,
+                                  stats.samples_cap(spread, math.log1p(0.04)))
 
 
 def test_compare_is_decisive_at_the_cap():

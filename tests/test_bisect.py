@@ -1,0 +1,84 @@
+"""Commit bisection on synthetic histories: noise, skips, failures, deterministic metrics."""
+
+import pytest
+
+from regressions.bisect import Measurement, bisect_commits
+from regressions.errors import SpyreRegressError
+from regressions.simulate import bisection_quality, step_history
+
+
+def test_meets_the_quality_target_on_five_percent_steps():
+    """The issue's target: >= 95% right over 40 seeded 32-commit histories, on average at
+    most ceil(log2 32) + 2 = 7 commits measured; skipped commits never derail it."""
+    clean = bisection_quality(40, 32, 0.05, 0.03, untestable=0)
+    assert clean["right"] >= 0.95 and clean["mean_commits_measured"] <= 7
+    skips = bisection_quality(40, 32, 0.05, 0.03, untestable=3)
+    assert skips["bracketed"] >= 0.95
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_finds_a_ten_percent_step_under_three_percent_noise(seed):
+    history = step_history(32, 5 + 4 * seed, 0.10, seed=seed)
+    measure, _ = history.measure_factory(0.03, 10, seed)
+    result = bisect_commits(history.commits, measure)
+    assert result.culprit == history.culprit
+    assert result.commits_measured <= 8
+    assert result.steps and all(s.verdict in ("good", "bad", "unknown", "skip") for s in
+                                result.steps)
+
+
+def test_untestable_commits_are_skipped_not_blamed():
+    history = step_history(16, 9, 0.10, untestable=4, seed=3)
+    measure, _ = history.measure_factory(0.02, 10, 1)
+    result = bisect_commits(history.commits, measure)
+    skipped = {s.commit for s in result.steps if s.verdict == "skip"}
+    assert skipped <= history.untestable
+    assert result.culprit == history.culprit or (
+        history.culprit in result.candidates
+        and set(result.candidates) - {history.culprit} <= history.untestable)
+
+
+def test_deterministic_metrics_take_one_measurement_per_commit():
+    commits = [f"{i:040d}" for i in range(20)]
+    calls = []
+
+    def measure(commit):
+        calls.append(commit)
+        value = 2.5 if commits.index(commit) >= 13 else 1.0
+        return Measurement(commit, "ok", (value,), deterministic=True)
+
+    result = bisect_commits(commits, measure)
+    assert result.culprit == commits[13]
+    assert len(calls) == len(set(calls)) == result.commits_measured
+    assert result.commits_measured <= 7  # good, bad and ceil(log2 19) = 5 midpoints
+
+
+def test_a_benchmark_that_starts_failing_is_a_failure_bisection():
+    history = step_history(12, 7, 0.0, seed=1)
+    history.failing_from = 7
+    measure, _ = history.measure_factory(0.02, 10, 2)
+    result = bisect_commits(history.commits, measure)
+    assert result.kind == "failure"
+    assert result.culprit == history.commits[7]
+
+
+def test_no_step_is_not_reproduced():
+    history = step_history(10, 5, 0.0, seed=4)
+    measure, _ = history.measure_factory(0.03, 10, 5)
+    result = bisect_commits(history.commits, measure)
+    assert not result.reproduced and result.culprit is None
+
+
+def test_a_good_commit_that_cannot_be_measured_is_a_user_error():
+    commits = ["a" * 40, "b" * 40]
+    with pytest.raises(SpyreRegressError, match="good commit"):
+        bisect_commits(commits, lambda c: Measurement(c, "untestable", detail="no module"))
+
+
+def test_result_json_carries_the_documented_fields():
+    history = step_history(8, 3, 0.2, seed=2)
+    measure, _ = history.measure_factory(0.01, 10, 3)
+    data = bisect_commits(history.commits, measure).to_dict()
+    assert data["version"] == 1
+    assert {"culprit", "commits_in_range", "commits_measured", "steps"} <= set(data)
+    assert data["commits_in_range"] == 7

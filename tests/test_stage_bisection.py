@@ -1,0 +1,73 @@
+"""Stage bisection and minimization as pure functions, on hand-made captures and programs."""
+
+import torch
+from torch.fx.experimental.proxy_tensor import make_fx
+
+from regressions import minimize, stages
+from regressions.stages import Capture
+
+STAGES = ("dynamo", "decompose", "lower", "layout", "kernel")
+
+
+def _capture(texts):
+    return Capture(STAGES, dict(zip(STAGES, texts, strict=True)), {s: 0.0 for s in STAGES})
+
+
+def _probe(times, errors=None, kernels=(("k0", 10.0),), device=10.0):
+    return {"compile_times": [dict(zip(STAGES, t, strict=True)) for t in times],
+            "kernels": [{"name": n, "time_us": t} for n, t in kernels],
+            "device_time_us": device, "stage_errors": errors or {}}
+
+
+def test_the_first_artifact_that_differs_is_named_with_its_diff():
+    good = _capture(["g\n", "d\n", "l\n", "a\nb\n", "k1\n"])
+    bad = _capture(["g\n", "d\n", "l\n", "a\nc\n", "k2\n"])
+    timing = [[0.1] * 5] * 4
+    report = stages.bisect_stages(good, bad, _probe(timing), _probe(timing), "g", "b", "mlp",
+                                  "seq127")
+    assert report.first_divergent_stage == "layout" and report.basis == "artifact"
+    assert report.stage_diff_lines == 2
+    assert "-b" in report.diff and "+c" in report.diff
+
+
+def test_identical_artifacts_fall_back_to_the_stage_that_added_compile_time():
+    same = _capture(["x\n"] * 5)
+    good_times = [[0.1, 0.010, 0.0002, 0.001, 0.005]] * 5
+    bad_times = [[0.1, 0.011, 0.0030, 0.001, 0.005], [0.1, 0.010, 0.0031, 0.001, 0.005],
+                 [0.1, 0.010, 0.0029, 0.001, 0.005], [0.1, 0.011, 0.0032, 0.001, 0.005],
+                 [0.1, 0.010, 0.0030, 0.001, 0.005]]
+    report = stages.bisect_stages(same, same, _probe(good_times), _probe(bad_times), "g", "b",
+                                  "attention", "seq128")
+    assert report.first_divergent_stage == "lower" and report.basis == "compile_time"
+
+
+def test_numerics_divergence_is_the_first_stage_whose_error_grows():
+    good = {s: {"rmse_ratio": 1.0} for s in ("decompose", "lower", "layout", "kernel", "runtime")}
+    bad = {**good, "kernel": {"rmse_ratio": 1.6}, "runtime": {"rmse_ratio": 1.6}}
+    assert stages.numerics_divergence(good, bad) == "kernel"
+    assert stages.numerics_divergence(good, good) is None
+
+
+def test_kernel_deltas_sort_by_change():
+    deltas = stages.kernel_deltas([{"name": "a", "time_us": 10}, {"name": "b", "time_us": 5}],
+                                  [{"name": "a", "time_us": 11}, {"name": "c", "time_us": 50}])
+    assert [d.name for d in deltas] == ["c", "b", "a"]
+
+
+def test_minimize_keeps_only_the_op_that_carries_the_regression():
+    def program(x, w, v):
+        hidden = torch.relu(x @ w)
+        return torch.exp(hidden) @ v
+
+    inputs = (torch.randn(8, 16), torch.randn(16, 16), torch.randn(16, 4))
+    graph = make_fx(program)(*inputs)  # ATen ops with shapes, as AOTAutograd hands them over
+    candidate = minimize.from_graph(graph, inputs)
+
+    def ratio(source):  # "the regression" lives in exp: present iff exp is computed
+        return 2.0 if "exp" in source.split("def make_inputs")[0] else 1.0
+
+    result = minimize.minimize(candidate, ratio, 1.5)
+    assert result.ops_after == 1 and "exp" in result.source
+    namespace = {}
+    exec(result.source, namespace)
+    assert namespace["program"](*namespace["make_inputs"]())[0].shape == (8, 16)
