@@ -1,0 +1,75 @@
+"""Execute family: a warm call of a compiled program, as simulated device time and host time.
+
+Device time is what the timing model says the Spyre card would take. `timer` reads
+`spyre_sim.device_clock`, which advances by each run's simulated time, so every sample is one
+run's device time and asv's Mann-Whitney test works on real distributions. The programs use
+`Config(numerics=False, noise_seed=None)`: the timeline is the same as with numerics (values
+are simply not computed) and each process draws its own run-to-run noise (default CV 1.5%).
+
+Host time is the cost of the same call with the default config (fp16 numerics computed on
+the CPU): the simulator's own work, which a slower executor or an accidental per-call
+conversion would change. Its clock is the process's CPU time, not wall time: the call runs on
+one thread without I/O, so on an idle machine the two agree, while on a shared 2-core machine
+wall time mostly measures the neighbours (see bench_compile). Device time is not affected.
+"""
+
+from __future__ import annotations
+
+import time
+
+from benchmarks import prepare, workloads
+from benchmarks.prepare import spyre_sim
+
+WORKLOAD_NAMES = list(workloads.WORKLOADS)
+
+
+def _missing_device_clock() -> float:
+    raise NotImplementedError("spyre_sim.device_clock is missing at this commit")
+
+
+class ExecuteDeviceTime:
+    """Simulated device time of one run: every workload, decode to the [1024, 4096] class."""
+
+    params = (prepare.grid(WORKLOAD_NAMES, ["mlp", "attention"]),
+              prepare.grid([1, 127, 128, 512, 1024], [127, 128]))
+    param_names = ("workload", "seq")
+    # The simulated clock; a commit without it skips in setup before the timer is read.
+    timer = staticmethod(getattr(spyre_sim, "device_clock", _missing_device_clock))
+    number = 1  # one run per sample: the sample is exactly that run's device time
+    repeat = (10, 10, 20.0)  # 10 per round x 2 rounds = 20 samples per commit
+    rounds = 2
+    warmup_time = 0.0  # the simulated clock has no warm-up effects
+    timeout = 120
+    version = "execute-device-1"
+
+    def setup(self, workload: str, seq: int) -> None:
+        prepare.require("compile", "Config", "device_clock", "Program.run")
+        prepare.steady_process()
+        self.program = prepare.program(workload, seq, numerics=False, noise_seed=None)
+        self.inputs = prepare.workload(workload, seq)[1]
+
+    def time_device(self, workload: str, seq: int) -> None:
+        self.program.run(*self.inputs)
+
+
+class ExecuteHostTime:
+    """Host CPU time of a warm call with fp16 numerics, at decode and prefill-128 shapes."""
+
+    params = (prepare.grid(WORKLOAD_NAMES, ["mlp"]), prepare.grid([1, 128], [128]))
+    param_names = ("workload", "seq")
+    timer = staticmethod(time.process_time)
+    number = 1  # calls take 0.3-110 ms, far above the timer's resolution
+    repeat = (10, 10, 10.0)
+    rounds = 2
+    warmup_time = 0.05  # at least one unmeasured call: the executor is built on first use
+    timeout = 120
+    version = "execute-host-1"
+
+    def setup(self, workload: str, seq: int) -> None:
+        prepare.require("compile", "Config", "Program.run")
+        prepare.steady_process()
+        self.program = prepare.program(workload, seq)
+        self.inputs = prepare.workload(workload, seq)[1]
+
+    def time_run(self, workload: str, seq: int) -> None:
+        self.program.run(*self.inputs)

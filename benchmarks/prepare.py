@@ -1,0 +1,129 @@
+"""What the benchmark families share: API checks, thread pinning, workloads and programs.
+
+asv runs the suite in the working tree against the compiler code of *older* commits too, so
+every benchmark first asks `require(...)` for the public spyre_sim API it needs. A missing name
+raises NotImplementedError, which asv records as "skipped" (NaN). Any other exception in either
+commit makes `asv continuous` exit 2 without printing its comparison table.
+
+asv_runner >= 0.3 re-runs `setup` before every timed sample (every call when `number > 1`).
+Setups that only fetch something use the per-process caches below, so a re-run costs nothing.
+Setups that must start cold (the compile family) rebuild what they need on purpose.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+from typing import Any
+
+import torch
+
+from benchmarks import workloads
+
+try:
+    import spyre_sim
+except ImportError:  # a commit from before the package existed: every benchmark skips
+    spyre_sim = None
+
+# Literal copies of spyre_sim.STAGES and EXECUTABLE_STAGES. The parameter grid must not depend
+# on the commit under test, or asv could not compare two commits' results.
+STAGES = ("dynamo", "decompose", "lower", "layout", "kernel", "sdsc", "backend", "runtime")
+EXECUTABLE_STAGES = ("decompose", "lower", "layout", "kernel", "runtime")
+
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt() parameters, glibc's malloc.h
+
+# SPYRE_REGRESS_GRID=demo picks the small grid `spyre-regress demo` benchmarks in its nightly
+# (asv passes the environment on to discovery and to every benchmark process).
+GRID = os.environ.get("SPYRE_REGRESS_GRID", "full")
+
+
+def grid(full: list, demo: list) -> list:
+    """A parameter list: the full one, or the demo's subset under SPYRE_REGRESS_GRID=demo."""
+    return demo if GRID == "demo" else full
+
+
+def require(*names: str) -> None:
+    """Skip (NotImplementedError) unless spyre_sim has every dotted name, e.g. "Program.run"."""
+    for name in names:
+        target: Any = spyre_sim
+        for part in name.split("."):
+            target = getattr(target, part, None)
+        if target is None:
+            raise NotImplementedError(f"spyre_sim.{name} is missing at this commit")
+
+
+def require_stage(stage: str, attribute: str = "STAGES") -> None:
+    """Skip a stage that this commit's spyre_sim does not have (in STAGES or EXECUTABLE_STAGES)."""
+    require(attribute)
+    if stage not in getattr(spyre_sim, attribute):
+        raise NotImplementedError(f"stage {stage!r} is not in spyre_sim.{attribute} here")
+
+
+@functools.cache
+def steady_process() -> None:
+    """Quiet this benchmark process, once: one intra-op thread and no allocator page faults.
+
+    One thread: on a shared 2-core machine a second one mostly adds noise (asv.conf.json also
+    sets OMP_NUM_THREADS=1, so the forkserver holds no thread pool when it forks).
+
+    Fixed malloc thresholds: glibc serves large blocks (a [128, 4096] activation) with mmap
+    and raises its threshold as blocks are freed, so whether a call page-faults depends on
+    the process's history. Measured on softmax and layernorm at seq 128: whole processes ran
+    at 7.5-8.1 ms with 1700-2500 minor faults per call, others at 3.3 ms with almost none.
+    Pinning the thresholds (as MALLOC_MMAP_THRESHOLD_/MALLOC_TRIM_THRESHOLD_ would) keeps
+    freed blocks in the heap and removes that mode.
+    """
+    torch.set_num_threads(1)
+    try:
+        libc = ctypes.CDLL(None)
+        libc.mallopt(_M_MMAP_THRESHOLD, 32 << 20)  # glibc's maximum on 64-bit
+        libc.mallopt(_M_TRIM_THRESHOLD, 1 << 30)
+    except (OSError, AttributeError):  # not glibc (macOS, musl): nothing to pin
+        pass
+
+
+def reset_compile_caches() -> None:
+    """Forget every compiled frame, so the next compile starts cold.
+
+    No `gc.collect()` here: with torch loaded it takes ~150 ms, more than most samples, and
+    asv's timer disables the garbage collector while it times a call anyway.
+    """
+    torch._dynamo.reset()
+
+
+@functools.cache
+def workload(name: str, seq: int, width: int | None = None) -> tuple[Any, tuple]:
+    """The workload's callable and inputs, built once per process (weights are seeded)."""
+    return workloads.build(name, seq, width)
+
+
+@functools.cache
+def program(name: str, seq: int, width: int | None = None, **config: Any) -> Any:
+    """A compiled `spyre_sim.Program` for the workload, compiled once per process."""
+    fn, inputs = workload(name, seq, width)
+    return spyre_sim.compile(fn, inputs, spyre_sim.Config(**config))
+
+
+@functools.cache
+def captured_graphs(name: str, seq: int, width: int | None = None) -> tuple:
+    """The workload's stage-1 capture (its graphs, ready for `decompose`), once per process.
+
+    Later stages only read a captured graph, so one capture serves every sample; capturing
+    again per sample would cost ~70 ms, far more than the stages after it.
+    """
+    fn, inputs = workload(name, seq, width)
+    return spyre_sim.capture(fn, inputs).graphs
+
+
+def artifacts_before(stage: str, name: str, seq: int, width: int | None = None) -> list:
+    """Fresh input artifacts of `stage`, one per captured graph of the workload.
+
+    Runs every stage between the capture and `stage` again, so the timed stage never sees an
+    artifact that an earlier sample already worked on.
+    """
+    artifacts = list(captured_graphs(name, seq, width))
+    config = spyre_sim.Config()
+    for earlier in STAGES[1:STAGES.index(stage)]:
+        artifacts = [spyre_sim.run_stage(earlier, artifact, config) for artifact in artifacts]
+    return artifacts

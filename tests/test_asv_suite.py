@@ -1,0 +1,148 @@
+"""The asv suite as asv sees it: `asv check`, names, grids, attributes, skips, and one sample each.
+
+Fast tests: no asv environment is built. `asv check -E existing:<this python>` imports the suite
+with the interpreter running pytest (the project is installed in it), which is all it needs.
+"""
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from asv_runner.discovery import disc_benchmarks
+
+import spyre_sim
+from benchmarks import bench_compile, bench_execute, bench_numerics, prepare, workloads
+
+ROOT = Path(__file__).resolve().parents[1]
+FAMILIES = ("compile", "execute", "numerics")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def restore_thread_count():
+    """The benchmarks pin one intra-op thread for their process; give the others theirs back."""
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def suite():
+    """Every benchmark of the suite, as asv_runner discovers it, by name."""
+    return {b.name: b for b in disc_benchmarks(str(ROOT / "benchmarks"))}
+
+
+def test_asv_check_passes_in_the_current_interpreter():
+    result = subprocess.run(
+        [sys.executable, "-m", "asv", "check", "-E", f"existing:{sys.executable}"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "No problems found" in result.stdout
+
+
+def test_config_pins_torch_and_the_runner_and_keeps_results_out_of_git():
+    lines = (ROOT / "asv.conf.json").read_text().splitlines()
+    config = json.loads("\n".join(line for line in lines if not line.strip().startswith("//")))
+    assert config["matrix"]["req"] == {"torch": ["2.13.0"], "pip+asv_runner": ["0.3.2"]}
+    assert config["branches"] == ["main"]
+    assert all(config[key].startswith(".asv/")
+               for key in ("env_dir", "results_dir", "html_dir"))
+    assert "/.asv/" in (ROOT / ".gitignore").read_text().split()
+    assert "--no-deps" in config["build_command"][0]
+
+
+def test_each_family_is_selected_by_its_name_alone(suite):
+    for family in FAMILIES:
+        selected = {name for name in suite if re.search(family, name)}
+        assert selected, family
+        assert all(name.startswith(f"bench_{family}.") for name in selected), selected
+    assert all(any(re.search(family, name) for family in FAMILIES) for name in suite)
+
+
+def test_every_benchmark_sets_its_measurement_attributes(suite):
+    for name, benchmark in suite.items():
+        owner = vars(type(benchmark.func.__self__)) if hasattr(benchmark.func, "__self__") else {}
+        assert "version" in owner and benchmark.version == owner["version"], name
+        assert "timeout" in owner, name
+        if benchmark.type == "time":
+            for attribute in ("number", "repeat", "rounds", "warmup_time"):
+                assert attribute in owner, (name, attribute)
+            low, _, _ = benchmark.repeat
+            # asv's Mann-Whitney test needs >= 6 samples per commit to reach p < 0.002.
+            assert benchmark.rounds * low >= 6, name
+        else:
+            assert benchmark.unit != "unit", name
+
+
+def test_stage_grids_match_spyre_sim():
+    assert prepare.STAGES == spyre_sim.STAGES
+    assert prepare.EXECUTABLE_STAGES == spyre_sim.EXECUTABLE_STAGES
+    assert bench_compile.CompileStage.params[0] == list(spyre_sim.STAGES)
+    assert bench_numerics.NumericsStageError.params[2] == list(spyre_sim.EXECUTABLE_STAGES)
+
+
+def test_grids_cover_the_workloads_and_the_127_128_pair():
+    all_workloads = list(workloads.WORKLOADS)
+    assert bench_compile.CompileTotal.params[0] == all_workloads
+    assert bench_execute.ExecuteDeviceTime.params == (all_workloads, list(workloads.SEQ_LENGTHS))
+    assert bench_execute.ExecuteHostTime.params[0] == all_workloads
+    assert bench_numerics.NumericsStageError.params[0] == all_workloads
+    assert set(workloads.NUMERICS_WIDTHS) == set(all_workloads)
+    for grid in (bench_compile.CompileTotal.params[1], bench_compile.CompileStage.params[2],
+                 bench_execute.ExecuteDeviceTime.params[1], bench_numerics.SEQ_LENGTHS):
+        assert {127, 128} <= set(grid)
+    assert 1024 in bench_execute.ExecuteDeviceTime.params[1]  # the [1024, 4096] class
+
+
+@pytest.mark.parametrize("missing, benchmark, params", [
+    ("compile", bench_compile.CompileTotal, ("softmax", 127)),
+    ("run_stage", bench_compile.CompileStage, ("lower", "mlp", 127)),
+    ("device_clock", bench_execute.ExecuteDeviceTime, ("softmax", 1)),
+])
+def test_a_commit_without_the_api_skips(monkeypatch, missing, benchmark, params):
+    monkeypatch.delattr(spyre_sim, missing)
+    with pytest.raises(NotImplementedError, match=missing):
+        benchmark().setup(*params)
+
+
+def test_a_commit_without_spyre_sim_skips_every_family(monkeypatch):
+    monkeypatch.setattr(prepare, "spyre_sim", None)
+    with pytest.raises(NotImplementedError):
+        bench_execute.ExecuteHostTime().setup("softmax", 1)
+    values = bench_numerics.NumericsStageError().setup_cache()
+    with pytest.raises(NotImplementedError):
+        bench_numerics.NumericsStageError().setup(values, "softmax", 127, "kernel")
+
+
+def test_a_device_time_sample_is_that_run_s_simulated_time():
+    benchmark = bench_execute.ExecuteDeviceTime()
+    benchmark.setup("softmax", 1)
+    start = benchmark.timer()
+    benchmark.time_device("softmax", 1)
+    sample = benchmark.timer() - start
+    expected = benchmark.program.run(*benchmark.inputs).device_time_us / 1e6
+    assert sample == pytest.approx(expected, rel=0.1)  # the noise model: CV 1.5% per run
+    assert sample > 0
+
+
+def test_every_stage_benchmark_runs_once():
+    for stage in prepare.STAGES:
+        benchmark = bench_compile.CompileStage()
+        benchmark.setup(stage, "attention", 127)
+        benchmark.time_stage(stage, "attention", 127)
+    benchmark = bench_compile.CompileTotal()
+    benchmark.setup("softmax", 127)
+    benchmark.time_compile("softmax", 127)
+
+
+def test_numerics_values_are_errors_against_float64():
+    errors = bench_numerics.stage_errors("linear", 127, prepare.EXECUTABLE_STAGES)
+    again = bench_numerics.stage_errors("linear", 127, ["kernel"])
+    assert errors["kernel"] == again["kernel"]  # deterministic: track_, no statistics needed
+    for metrics in errors.values():
+        assert 0 < metrics["max_rel"] < 2.0 ** -9  # about one fp16 rounding of the output
+        assert 0 < metrics["max_abs"]
+        assert 0.9 < metrics["rmse_vs_eager_fp16"] < 1.5  # as accurate as eager fp16
