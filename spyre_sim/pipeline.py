@@ -86,7 +86,9 @@ _STAGE_RUNNERS: dict[str, Callable[[Any, Config], Any]] = {
 
 def capture(fn: Callable, example_inputs: Sequence[Any],
             config: Config | None = None) -> DynamoArtifact:
-    """Stage 1 alone: Dynamo + AOTAutograd capture of `fn` (graphs run eagerly to capture)."""
+    """Stage 1 alone: Dynamo + AOTAutograd capture of `fn`. The capture call computes no
+    values (graphs return zeros), so Python branching on data between graph breaks sees
+    zeros."""
     torch._dynamo.reset()
     artifact, _, _ = dynamo.run(fn, tuple(example_inputs), config or Config())
     return artifact
