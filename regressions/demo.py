@@ -19,8 +19,8 @@ from regressions.errors import SpyreRegressError
 FORMAT_VERSION = 1
 # One commit per entry after the import: None is a harmless change.
 PLAN: list[str | None] = [
-    None, None, None, "quick_gelu",  # numerics, decompose
-    None, None, None, None, "quadratic_fusion",  # compile time, lower
+    None, None, None, "sdsc_fp16_accumulate",  # numerics, sdsc (outputs drift at runtime)
+    None, None, None, None, "quadratic_verify",  # compile time, decompose
     None, None, None, "workdiv_m127",  # device time at seq 127 only, kernel
     None, None, None, None,
 ]

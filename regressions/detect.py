@@ -194,8 +194,8 @@ def cluster_alerts(regressions: Sequence[Regression]) -> list[Alert]:
 
     One alert per probable root cause, as Perfherder groups alerts by push and Chromium by
     revision range. The alert's range is the intersection of its members' ranges; its probe
-    is the narrowest member (`param_size`, then the smaller level before the change), the
-    cheapest reproducer for bisection.
+    is the narrowest member (`param_size`); among equally narrow members, the one that moved
+    most (a faint member makes a fragile bisection), then the cheaper one.
     """
     alerts = []
     for kind in sorted({r.kind for r in regressions}):
@@ -211,7 +211,8 @@ def cluster_alerts(regressions: Sequence[Regression]) -> list[Alert]:
             members = tuple(sorted(group, key=lambda r: (r.benchmark, r.params, r.machine, r.env)))
             latest_good = max(group, key=lambda r: r.good_position)
             probe = min(members, key=lambda r: (
-                param_size(r.params), math.inf if r.baseline is None else r.baseline))
+                param_size(r.params), -abs(math.log(r.ratio)) if r.ratio and r.ratio > 0 else 0,
+                math.inf if r.baseline is None else r.baseline))
             alerts.append(Alert(kind, latest_good.good_commit, group[0].bad_commit, members, probe))
     return sorted(alerts, key=lambda a: (a.members[0].bad_position, a.kind))
 

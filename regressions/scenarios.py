@@ -83,35 +83,32 @@ INJECTIONS: dict[str, Injection] = {i.name: i for i in (
               '    return b.emit(n.name, "mul", (args[0], gate))'),),
         None, ("mlp", 128)),
     Injection(
-        "quadratic_cse", "compile_time", "decompose",
-        "decompose: CSE compares canonical op text",
-        "Common-subexpression elimination compares each op's text with every op kept so far "
-        "instead of hashing a key: decompose time grows with the square of the graph size.",
+        "quadratic_verify", "compile_time", "decompose",
+        "decompose: verify every op's shape after each emitted op",
+        "A debugging aid left on: after every op the builder re-infers the shape of every op "
+        "emitted so far, so decompose time grows with the square of the graph size.",
         (Edit("spyre_sim/stages/decompose.py",
-              '        if key in seen and decisions.use("cse", lambda n=node, k=key: '
-              'f"%{n.name} = %{seen[k]}"):\n'
-              "            rename[node.name] = seen[key]\n",
-              "        text = node.to_text().split(\" = \", 1)[1]\n"
-              "        match = next((k.name for k in kept if k.to_text().split(\" = \", 1)[1] "
-              "== text), None)\n"
-              '        if match is not None and decisions.use("cse", lambda n=node, m=match: '
-              'f"%{n.name} = %{m}"):\n'
-              "            rename[node.name] = match\n"),),
+              "        self.values[name] = (tuple(shape), dtype)\n        return name\n",
+              "        self.values[name] = (tuple(shape), dtype)\n        self.verify()\n"
+              "        return name\n\n"
+              "    def verify(self) -> None:\n"
+              '        """Every device op still infers the shape it was given."""\n'
+              "        for node in self.nodes:\n"
+              '            if node.placement == "device":\n'
+              "                inferred = self._infer_shape(node.op, node.inputs, node.attr)\n"
+              "                assert inferred == node.shape, node.to_text()\n"),),
         None, ("attention", 128)),
     Injection(
-        "quadratic_fusion", "compile_time", "lower",
-        "lower: drop the consumer index from the fusion legality check",
-        "The fusion check finds a group's consumers by scanning every node for every member "
-        "and candidate: lowering time grows with the square of the graph size.",
-        (Edit("spyre_sim/stages/lower.py",
-              "                if any(tail < c < i for m in group_names "
-              "for c in consumers.get(m, ())\n"
-              "                       if nodes[c].name not in group_names):",
-              "                if any(tail < c < i for m in group_names\n"
-              "                       for c in range(len(nodes))\n"
-              "                       if m in nodes[c].node.value_inputs\n"
-              "                       and nodes[c].name not in group_names):"),),
-        None, ("attention", 128)),
+        "sdsc_fp16_accumulate", "numerics", "sdsc",
+        "sdsc: emit softmax and norm kernels in the SFP's fp16 accumulate mode",
+        "The descriptor generator overrides the kernel spec's accumulation for softmax and "
+        "layernorm kernels: the spec still says fp32, the binary accumulates in fp16, and the "
+        "outputs drift at runtime.",
+        (Edit("spyre_sim/stages/sdsc.py",
+              '"accumulation_": spec.accumulation},',
+              '"accumulation_": "fp16" if spec.kind in ("softmax", "layernorm")\n'
+              "                            else spec.accumulation},"),),
+        None, ("layernorm", 128)),
     Injection(
         "gelu_fallback", "device_time", "decompose",
         "ops: route GELU to the CPU until the SFU kernel is requalified",
