@@ -1,0 +1,105 @@
+"""End to end on scratch git repositories built from the project's own sources.
+
+Each history holds one injected regression among harmless commits (regressions/scenarios.py).
+Commit bisection must name the injected commit and stage bisection its stage; the probes run
+the real asv benchmarks in subprocesses at each commit, on the demo's small grid.
+"""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from regressions import git, history, investigate, scenarios
+
+pytestmark = pytest.mark.slow
+
+GRID = {"SPYRE_REGRESS_GRID": "demo"}
+DEVICE = ("bench_execute.ExecuteDeviceTime.time_device", ("workload", "seq"))
+NUMERICS = ("bench_numerics.NumericsStageError.track_rmse_vs_eager_fp16",
+            ("workload", "seq", "stage"))
+COMPILE = ("bench_compile.CompileStage.time_stage", ("stage", "workload", "seq"))
+CASES = {
+    "workdiv_m127": (DEVICE, ("'mlp'", "127")),
+    "fusion_off": (DEVICE, ("'mlp'", "128")),
+    "restickify_a": (DEVICE, ("'mlp'", "128")),
+    "fp16_reduction": (NUMERICS, ("'layernorm'", "128", "'runtime'")),
+    "quadratic_verify": (COMPILE, ("'decompose'", "'attention'", "128")),
+    "gelu_fallback": (DEVICE, ("'mlp'", "128")),
+}
+
+
+def _scenario(tmp_path: Path, name: str):
+    records = history.build(tmp_path / "repo", [None, name, None])
+    investigator = investigate.Investigator(tmp_path / "repo", tmp_path / "work", env=GRID)
+    (benchmark, names), params = CASES[name]
+    target = investigate.target_for(benchmark, params, names, {"layernorm": 512})
+    return records, investigator, target
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_culprit_and_first_divergent_stage(tmp_path, name):
+    records, investigator, target = _scenario(tmp_path, name)
+    injected = next(r.sha for r in records if r.injection == name)
+    result = investigator.bisect(records[0].sha, records[-1].sha, target)
+    assert result.culprit == injected, [s.__dict__ for s in result.steps]
+    assert result.commits_measured <= result.commits_in_range + 1
+    report = investigator.stages(git.resolve(investigator.repo, f"{injected}~1"), injected,
+                                 target)
+    assert report.first_divergent_stage == scenarios.INJECTIONS[name].stage, report.to_dict()
+    if target.metric == "numerics":
+        assert report.numerics_first_divergent_stage == "kernel"
+
+
+def test_knob_bisection_finds_the_work_division_workaround(tmp_path):
+    records, investigator, target = _scenario(tmp_path, "workdiv_m127")
+    injected = next(r.sha for r in records if r.injection == "workdiv_m127")
+    good = git.resolve(investigator.repo, f"{injected}~1")
+    report = investigator.stages(good, injected, target)
+    workaround = investigator.knobs(injected, target, investigate.good_metric(report, target))
+    assert workaround["knob"] == "work_division" and workaround["value"] == "output_first"
+    assert workaround["recovered"] >= 0.75
+    assert workaround["decisive_application"].startswith("decision work_division#")
+
+
+def test_minimize_shrinks_mlp_and_attention_to_three_ops(tmp_path):
+    records, investigator, _ = _scenario(tmp_path, "workdiv_m127")
+    injected = next(r.sha for r in records if r.injection == "workdiv_m127")
+    good = git.resolve(investigator.repo, f"{injected}~1")
+    target = investigate.Target("", (), "block", 127, None, "device_time")
+    candidate = investigator.full_candidate(target)
+    assert candidate.op_count > 20
+    result = investigator.minimize(good, injected, target, candidate)
+    assert result is not None and result.ops_after <= 3, result.steps
+    assert result.ratio_after > 1.2
+    module = tmp_path / "minimized.py"
+    module.write_text(result.source)
+    run = subprocess.run([sys.executable, "-c", "import runpy; m = runpy.run_path("
+                          f"{str(module)!r}); print(len(m['program'](*m['make_inputs']())))"],
+                         capture_output=True, text=True, check=True)
+    assert run.stdout.strip() == "1"
+
+
+def test_cli_stages_writes_json(tmp_path):
+    records = history.build(tmp_path / "repo", [None, "fusion_off"])
+    out = tmp_path / "stages.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "regressions.cli", "stages", "--repo", str(tmp_path / "repo"),
+         "--good", records[1].sha, "--bad", records[2].sha, "--workload", "mlp",
+         "--shape", "seq128", "--width", "256", "--json", str(out)],
+        capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(out.read_text())
+    assert data["version"] == 1 and data["first_divergent_stage"] == "lower"
+    assert data["stage_diff_lines"] > 0 and "first divergent stage: lower" in done.stdout
+
+
+def test_cli_rejects_option_like_refs(tmp_path):
+    records = history.build(tmp_path / "repo", [])
+    done = subprocess.run(
+        [sys.executable, "-m", "regressions.cli", "stages", "--repo", str(tmp_path / "repo"),
+         "--good=--output=/tmp/x", "--bad", records[0].sha, "--workload", "mlp",
+         "--shape", "8"], capture_output=True, text=True)
+    assert done.returncode == 2 and "must not start with '-'" in done.stderr
