@@ -20,7 +20,7 @@ import time
 from benchmarks import prepare, workloads
 from benchmarks.prepare import spyre_sim
 
-WORKLOAD_NAMES = list(workloads.WORKLOADS)
+WORKLOAD_NAMES = list(workloads.SUITE)
 
 
 def _missing_device_clock() -> float:

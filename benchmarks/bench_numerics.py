@@ -24,7 +24,7 @@ import torch
 from benchmarks import prepare, workloads
 from benchmarks.prepare import spyre_sim
 
-WORKLOAD_NAMES = prepare.grid(list(workloads.WORKLOADS), ["layernorm"])
+WORKLOAD_NAMES = prepare.grid(list(workloads.SUITE), ["layernorm"])
 SEQ_LENGTHS = prepare.grid([127, 128], [128])
 
 

@@ -145,6 +145,11 @@ NUMERICS_WIDTHS: dict[str, int] = {
 }
 
 
+# The workloads the asv suite measures ("block" exists for the minimizer: it is the sum of two).
+SUITE: tuple[str, ...] = ("linear", "mlp", "attention", "rmsnorm", "layernorm", "softmax",
+                          "embedding")
+
+
 def build(name: str, seq: int, width: int | None = None, seed: int = 0):
     if name not in WORKLOADS:
         raise KeyError(f"unknown workload {name!r}; known: {sorted(WORKLOADS)}")

@@ -459,9 +459,11 @@ def _add_demo(sub: argparse._SubParsersAction) -> None:
 def _run_demo(args: argparse.Namespace) -> int:
     _show_warnings()
     summary = demo.run(args.out, _progress)
+    out = Path(args.out).resolve()
     table = pd.DataFrame([{"culprit": r["commit"][:10], "stage": r["stage"], "kind": r["kind"],
                            "cost": f"x{r['ratio']:.2f}", "workaround": r["workaround"] or "-",
-                           "report": r["report"]} for r in summary["regressions"]])
+                           "report": str(Path(r["report"]).relative_to(out))}
+                          for r in summary["regressions"]])
     print(table.to_string(index=False) if len(table) else "no regressions found")
     print(f"summary: {Path(args.out) / 'summary.json'}")
     if summary.get("dashboard"):

@@ -9,6 +9,7 @@ alert is investigated and reported once, and can then be triaged.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -75,7 +76,17 @@ def benchmark(options: NightlyOptions, commits: list[str], progress: Progress) -
         arguments += ["--bench", options.bench]
     arguments.append(f"HASHFILE:{hashes}")
     started = time.monotonic()
-    done = runner.run_asv(arguments, options.repo, env=options.asv_env, stream=progress)
+
+    def with_time_left(line: str) -> None:
+        """asv's own "[ 25.00%]" progress, plus the time left at the rate so far."""
+        match = re.search(r"\[\s*([\d.]+)%\]", line)
+        fraction = float(match.group(1)) / 100 if match else 0.0
+        if fraction > 0.02:
+            elapsed = time.monotonic() - started
+            line += f"  (about {elapsed * (1 - fraction) / fraction:.0f} s left)"
+        progress(line)
+
+    done = runner.run_asv(arguments, options.repo, env=options.asv_env, stream=with_time_left)
     if done.returncode not in (0, 2):  # 2: some benchmark failed; detection reports it
         raise SpyreRegressError(f"asv run failed (exit {done.returncode}): "
                                 f"{(done.stdout or '').strip().splitlines()[-1:]}")
@@ -109,7 +120,8 @@ def run(options: NightlyOptions, progress: Progress) -> NightlyRun:
                 alert["status"] = row["status"]
                 if row["status"] != "new":
                     continue
-                progress(f"alert {alert_id}: investigating {alert['kind']} regression "
+                progress(f"alert {alert_id} ({alerts.index(alert) + 1} of {len(alerts)}): "
+                         f"investigating {alert['kind']} regression "
                          f"{alert['good_commit'][:8]}..{alert['bad_commit'][:8]}")
                 try:
                     outcome = _investigate_and_report(options, alert, alert_id, names,
