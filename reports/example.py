@@ -15,7 +15,6 @@ import contextlib
 import difflib
 import hashlib
 import json
-import logging
 import statistics
 import sys
 import time
@@ -30,6 +29,7 @@ import spyre_sim
 from regressions import minimize, stats
 from reports.harness import output_errors
 from reports.investigation import INVESTIGATION_VERSION
+from spyre_sim.capture import compile_log
 
 ALERT_KINDS = {"device_time": "time", "compile_time": "compile", "numerics": "numerics"}
 NUMERICS_TOLERANCE = 0.10  # a stage's error must grow by 10% to count as the first drift
@@ -71,39 +71,18 @@ def load_program(source: str) -> tuple[Callable, tuple]:
     return namespace["program"], tuple(namespace["make_inputs"]())
 
 
-class _Log(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.lines: list[str] = []
-        self.setFormatter(logging.Formatter("%(name)s %(levelname)s %(message)s"))
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(self.format(record))
-
-
-@contextlib.contextmanager
-def _logging_to(handler: logging.Handler):
-    logger = logging.getLogger("spyre_sim")
-    level = logger.level
-    logger.addHandler(handler)
-    logger.setLevel(logging.DEBUG)
-    try:
-        yield
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(level)
-
-
 def measure_build(build: EmulatedBuild, program: Callable, inputs: tuple, iterations: int,
                   compile_repeats: int, trace_path: Path) -> dict:
     """The probe's timing document for one build, plus what stage bisection needs."""
-    handler = _Log()
+    log_lines: list[str] = []
     with build.patch():
         compiles = []
         for attempt in range(compile_repeats):
             last = attempt == compile_repeats - 1  # the compile log of the last compile
-            with _logging_to(handler) if last else contextlib.nullcontext():
+            with compile_log(last) as lines:
                 compiled = spyre_sim.compile(program, inputs, build.config)
+            if last:
+                log_lines = lines
             compiles.append(compiled.compile_times)
         first = compiled.run(*inputs)
         host, device = [], []
@@ -130,7 +109,7 @@ def measure_build(build: EmulatedBuild, program: Callable, inputs: tuple, iterat
                         "python": sys.version.split()[0], "cores": build.config.cores},
         "config": build.config.to_dict()}
     return {"timing": timing, "texts": compiled.artifacts, "compiles": compiles,
-            "stage_errors": stage_errors, "log": "\n".join(handler.lines),
+            "stage_errors": stage_errors, "log": "\n".join(log_lines),
             "quiet_us": quiet_run.device_time_us,
             "quiet_kernels": {k.name: k.time_us for k in quiet_run.kernels}}
 

@@ -91,6 +91,21 @@ class Node:
         return f"%{self.name} = {self.op}({args}) : {format_shape(self.dtype, self.shape)}{where}"
 
 
+class UniqueNames:
+    """Value names not yet taken in a graph: base, base_1, base_2, ... (stable across runs)."""
+
+    def __init__(self, taken: Any = ()) -> None:
+        self.taken = set(taken)
+
+    def fresh(self, base: str) -> str:
+        name, k = base, 0
+        while name in self.taken:
+            k += 1
+            name = f"{base}_{k}"
+        self.taken.add(name)
+        return name
+
+
 def make_attrs(**attrs: Any) -> tuple[tuple[str, Any], ...]:
     return tuple(sorted((k, v) for k, v in attrs.items() if v is not None))
 

@@ -20,7 +20,7 @@ import torch
 
 from spyre_sim.config import Config, Decisions
 from spyre_sim.errors import FallbackWarning, SpyreCompileError
-from spyre_sim.ir import CapturedGraph, Graph, Node, Value, make_attrs
+from spyre_sim.ir import CapturedGraph, Graph, Node, UniqueNames, Value, make_attrs
 from spyre_sim.ops import FALLBACK_OPS, OPS, VIEW_OPS, apply_view
 
 log = logging.getLogger("spyre_sim.decompose")
@@ -76,17 +76,12 @@ class _Builder:
         self.nodes: list[Node] = []
         self.values: dict[str, tuple[tuple[int, ...], str]] = {}  # name -> (shape, dtype)
         self.env: dict[torch.fx.Node, Any] = {}
-        self.names: set[str] = set()
+        self.names = UniqueNames()
         self.inputs: list[Value] = []
         self.constants: list[tuple[str, torch.Tensor]] = []
 
     def fresh(self, base: str) -> str:
-        name, k = base, 0
-        while name in self.names:
-            k += 1
-            name = f"{base}_{k}"
-        self.names.add(name)
-        return name
+        return self.names.fresh(base)
 
     def shape(self, name: str) -> tuple[int, ...]:
         return self.values[name][0]

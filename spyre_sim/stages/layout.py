@@ -14,7 +14,15 @@ from __future__ import annotations
 import logging
 
 from spyre_sim.config import Config, Decisions
-from spyre_sim.ir import FusionGroup, LayoutGraph, LoopGraph, LoopNode, Node, make_attrs
+from spyre_sim.ir import (
+    FusionGroup,
+    LayoutGraph,
+    LoopGraph,
+    LoopNode,
+    Node,
+    UniqueNames,
+    make_attrs,
+)
 from spyre_sim.layouts import TensorLayout, elems_per_stick, permuted_layout, stick_layout
 
 log = logging.getLogger("spyre_sim.layout")
@@ -33,15 +41,7 @@ class _Propagation:
         self.nodes: list[LoopNode] = []
         self.inserted: dict[tuple[str, tuple], str] = {}
         self.copy_of_view: dict[str, str] = {}
-        self.names = {v.name for v in loop.inputs} | {n.name for n in loop.nodes}
-
-    def fresh(self, base: str) -> str:
-        name, k = base, 0
-        while name in self.names:
-            k += 1
-            name = f"{base}_{k}"
-        self.names.add(name)
-        return name
+        self.names = UniqueNames([v.name for v in loop.inputs] + [n.name for n in loop.nodes])
 
     def prepacked_orders(self) -> dict[str, tuple[int, ...]]:
         """Parameters read by a matmul through a transpose: stick them on N at load time."""
@@ -74,7 +74,7 @@ class _Propagation:
         key = (operand, order)
         if key not in self.inserted:
             source = self.layouts[operand]
-            node = Node(self.fresh(f"restick_{operand}"), "restickify", (operand,),
+            node = Node(self.names.fresh(f"restick_{operand}"), "restickify", (operand,),
                         make_attrs(dim_order=list(order)), source.host_size, source.dtype)
             self.inserted[key] = self.add(node, "pointwise",
                                           stick_layout(source.host_size, source.dtype, order))
@@ -84,7 +84,7 @@ class _Propagation:
         key = (operand, ("pad", rows))
         if key not in self.inserted:
             source = self.layouts[operand]
-            node = Node(self.fresh(f"pad_{operand}"), "pad_rows", (operand,),
+            node = Node(self.names.fresh(f"pad_{operand}"), "pad_rows", (operand,),
                         make_attrs(dim=len(source.host_size) - 2, rows=rows),
                         source.host_size, source.dtype)
             self.inserted[key] = self.add(node, "pointwise", source)
