@@ -100,6 +100,6 @@ def test_cli_rejects_option_like_refs(tmp_path):
     records = history.build(tmp_path / "repo", [])
     done = subprocess.run(
         [sys.executable, "-m", "regressions.cli", "stages", "--repo", str(tmp_path / "repo"),
-         "--good=--output=/tmp/x", "--bad", records[0].sha, "--workload", "mlp",
+         "--good=--output=x", "--bad", records[0].sha, "--workload", "mlp",
          "--shape", "8"], capture_output=True, text=True)
     assert done.returncode == 2 and "must not start with '-'" in done.stderr
