@@ -23,6 +23,8 @@ from regressions import bisect, git, minimize, runner, stages, store
 from regressions.errors import SpyreRegressError
 
 FORMAT_VERSION = 1
+# The reproducers' measurement code; probes load it by path so report and probe agree.
+HARNESS = Path(__file__).resolve().parents[1] / "reports" / "harness.py"
 WORKTREE_ENV = "worktree-probe"  # env name of bisection measurements in the results store
 RESTORED = 0.75  # a knob restores the metric when it recovers 75% of the regression
 SCOPE_LIMITS = (0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
@@ -107,7 +109,8 @@ class Investigator:
     # -- shared probe request -------------------------------------------------------------
     def request(self, target: Target, **extra: Any) -> dict:
         config = {"numerics": target.metric == "numerics"}
-        request = {"workloads": str(self.workloads), "workload": target.workload,
+        request = {"workloads": str(self.workloads), "harness": str(HARNESS),
+                   "workload": target.workload,
                    "seq": target.seq, "width": target.width, "config": config,
                    "metric": "device_time" if target.metric == "host_time" else target.metric,
                    "stage": target.stage, "error": target.error}

@@ -32,30 +32,22 @@ import warnings
 FORMAT_VERSION = 1
 
 
-def _load_workloads(path: str):
-    spec = importlib.util.spec_from_file_location("spyre_regress_workloads", path)
+def _load(path: str, name: str):
+    """A module of the current tree, by file path (never the checkout's own copy)."""
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up here
     spec.loader.exec_module(module)
     return module
 
 
-def _errors(output, reference, eager16) -> dict:
-    """max abs, max rel and RMSE relative to eager fp16 (torch's `same()` oracle idea)."""
-    import torch
-
-    out, ref, e16 = output.double(), reference.double(), eager16.double()
-    diff = (out - ref).abs()
-    rmse = diff.pow(2).mean().sqrt().item()
-    rmse_eager = (e16 - ref).pow(2).mean().sqrt().item()
-    scale = ref.abs().clamp_min(torch.finfo(torch.float16).tiny)
-    return {"max_abs": diff.max().item(), "max_rel": (diff / scale).max().item(),
-            "rmse": rmse, "rmse_ratio": rmse / rmse_eager if rmse_eager > 0 else
-            (0.0 if rmse == 0 else math.inf)}
+def _harness(request: dict):
+    """reports/harness.py: the reproducers' measurement, so probes and reports agree."""
+    return _load(request["harness"], "spyre_regress_harness")
 
 
 def _program(request: dict):
-    workloads = _load_workloads(request["workloads"])
+    workloads = _load(request["workloads"], "spyre_regress_workloads")
     if request.get("source"):
         namespace: dict = {}
         exec(compile(request["source"], "<minimized>", "exec"), namespace)  # noqa: S102
@@ -127,9 +119,10 @@ def cmd_stages(request: dict) -> dict:
     if request.get("numerics", True):
         reference = compiled.reference(*inputs)[0]
         eager16 = compiled.reference(*inputs, dtype=torch.float16)[0]
+        errors = _harness(request).output_errors
         for stage in spyre_sim.EXECUTABLE_STAGES:
-            stage_errors[stage] = _errors(compiled.run_stage(stage, *inputs)[0], reference,
-                                          eager16)
+            stage_errors[stage] = errors(compiled.run_stage(stage, *inputs)[0], reference,
+                                         eager16)
     return {"status": "ok", "compile_times": compile_times,
             "device_time_us": run.device_time_us,
             "kernels": [{"name": k.name, "time_us": k.time_us, "bound": k.bound}
@@ -158,7 +151,8 @@ def _metric(spyre_sim, request: dict, program, inputs, config) -> float:
         return compiled.run(*inputs).device_time_us
     reference = compiled.reference(*inputs)[0]
     eager16 = compiled.reference(*inputs, dtype=torch.float16)[0]
-    return _errors(compiled.run(*inputs).outputs[0], reference, eager16)[request["error"]]
+    errors = _harness(request).output_errors
+    return errors(compiled.run(*inputs).outputs[0], reference, eager16)[request["error"]]
 
 
 def cmd_knobs(request: dict) -> dict:
@@ -210,28 +204,18 @@ def cmd_timing(request: dict) -> dict:
     import spyre_sim
 
     program, inputs = _program(request)
-    compiled = spyre_sim.compile(program, inputs, _config(spyre_sim, request))
-    first = compiled.run(*inputs)  # uploads the weights
-    host, device = [], []
-    for _ in range(int(request.get("iterations", 100))):
-        start = time.perf_counter()
-        result = compiled.run(*inputs)  # returns once the simulated device is done
-        host.append(time.perf_counter() - start)
-        device.append(result.device_time_us)
-    reference = compiled.reference(*inputs)[0]
-    eager16 = compiled.reference(*inputs, dtype=torch.float16)[0]
-    errors = _errors(first.outputs[0], reference, eager16)
+    config = _config(spyre_sim, request)
+    measured = _harness(request).measure(program, inputs, config,
+                                         int(request.get("iterations", 100)), 1,
+                                         keep_trace=True)
     with open(request["trace"], "w") as handle:
-        json.dump(first.trace, handle)
-    return {"status": "ok", "host_s": host, "device_us": device, "errors": errors,
-            "kernels": [{"name": k.name, "time_us": k.time_us, "bound": k.bound,
-                         "cores": k.cores} for k in first.kernels],
-            "compile_times": compiled.compile_times,
+        json.dump(measured.pop("trace"), handle)
+    compile_times = {k: v for k, v in measured.pop("compile_s").items() if k != "total"}
+    return {"status": "ok", **measured, "compile_times": compile_times,
             "environment": {"torch": torch.__version__,
                             "spyre_sim": getattr(spyre_sim, "__version__", "unknown"),
-                            "python": sys.version.split()[0],
-                            "cores": compiled.config.cores},
-            "config": compiled.config.to_dict() if hasattr(compiled.config, "to_dict") else {}}
+                            "python": sys.version.split()[0], "cores": config.cores},
+            "config": config.to_dict() if hasattr(config, "to_dict") else {}}
 
 
 def cmd_worker(request: dict) -> dict:

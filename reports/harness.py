@@ -91,8 +91,11 @@ def summarize(values):
             "min": min(values), "max": max(values)}
 
 
-def measure(program, inputs, config, iterations, compile_repeats):
-    """Cold compiles, a warm-up call, `iterations` synchronized calls, and the errors."""
+def measure(program, inputs, config, iterations, compile_repeats, keep_trace=False):
+    """Cold compiles, a warm-up call, `iterations` synchronized calls, and the errors.
+
+    With `keep_trace`, the warm-up call's Chrome trace comes back too (the probes save it).
+    """
     compiles = []
     for _ in range(max(1, compile_repeats)):
         start = time.perf_counter()
@@ -107,11 +110,15 @@ def measure(program, inputs, config, iterations, compile_repeats):
         device.append(result.device_time_us)
     reference = compiled.reference(*inputs)[0]
     eager16 = compiled.reference(*inputs, dtype=torch.float16)[0]
-    return {"host_s": host, "device_us": device,
-            "errors": output_errors(first.outputs[0], reference, eager16),
-            "compile_s": {stage: statistics.median(c[stage] for c in compiles)
-                          for stage in compiles[0]},
-            "kernels": [{"name": k.name, "time_us": k.time_us} for k in first.kernels]}
+    measured = {"host_s": host, "device_us": device,
+                "errors": output_errors(first.outputs[0], reference, eager16),
+                "compile_s": {stage: statistics.median(c[stage] for c in compiles)
+                              for stage in compiles[0]},
+                "kernels": [{"name": k.name, "time_us": k.time_us, "bound": k.bound,
+                             "cores": k.cores} for k in first.kernels]}
+    if keep_trace:
+        measured["trace"] = first.trace
+    return measured
 
 
 def parse_value(text):
