@@ -75,7 +75,7 @@ INJECTIONS: dict[str, Injection] = {i.name: i for i in (
         "decompose: lower GELU to x*sigmoid(1.702x) (the SFU has sigmoid)",
         "The 'quick GELU' approximation replaces the exact erf GELU: every MLP's output is "
         "off by up to ~2e-2, far above fp16 rounding.",
-        (Edit("spyre_sim/stages/decompose.py",
+        (Edit("spyre_sim/decompositions.py",
               '    return b.emit(n.name, "gelu", (args[0],), '
               'approximate=kwargs.get("approximate", "none"))',
               '    scaled = b.emit(f"{n.name}_scaled", "mul", (args[0], 1.702))\n'
@@ -87,7 +87,7 @@ INJECTIONS: dict[str, Injection] = {i.name: i for i in (
         "decompose: verify every op's shape after each emitted op",
         "A debugging aid left on: after every op the builder re-infers the shape of every op "
         "emitted so far, so decompose time grows with the square of the graph size.",
-        (Edit("spyre_sim/stages/decompose.py",
+        (Edit("spyre_sim/decompositions.py",
               "        self.values[name] = (tuple(shape), dtype)\n        return name\n",
               "        self.values[name] = (tuple(shape), dtype)\n        self.verify()\n"
               "        return name\n\n"
