@@ -9,7 +9,6 @@ cached checkouts, a copy of the current benchmark suite and the asv results stor
 from __future__ import annotations
 
 import ast
-import json
 import shutil
 import sys
 import time
@@ -333,6 +332,3 @@ def good_metric(report: stages.StageReport, target: Target) -> float | None:
         return times[target.stage] if target.stage else sum(times.values())
     return report.device_time_us["good"]
 
-
-def to_json(document: dict) -> str:
-    return json.dumps(document, indent=1, sort_keys=True, default=str)

@@ -11,7 +11,6 @@ default multiplier) and add a max-abs bound so one wildly wrong element cannot h
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -169,10 +168,6 @@ def total_compile_s(timing: Mapping[str, Any]) -> float | None:
     if timing["status"] != "ok":
         return None
     return float(sum(timing["compile_times"].values()))
-
-
-def median_or_none(values: Sequence[float]) -> float | None:
-    return statistics.median(values) if values else None
 
 
 def member_label(member: Mapping[str, Any]) -> str:

@@ -64,11 +64,6 @@ def noise_factor(rng: random.Random, cv: float) -> float:
     return math.exp(rng.gauss(-0.5 * sigma * sigma, sigma))
 
 
-def span_us(steps: tuple[JobStep, ...]) -> float:
-    """Noise-free device time: steps run back to back on one stream."""
-    return sum(s.launch_us + s.duration_us for s in steps)
-
-
 def _meta(name: str, pid: int, tid: int, label: str) -> dict:
     return {"name": name, "ph": "M", "ts": 0, "pid": pid, "tid": tid, "args": {"name": label}}
 
