@@ -91,7 +91,8 @@ def count_changed_lines(diff: str) -> int:
 
 def compile_deltas(stages: Sequence[str], good_times: Sequence[Mapping[str, float]],
                    bad_times: Sequence[Mapping[str, float]],
-                   changed: Mapping[str, bool]) -> list[StageDelta]:
+                   diffs: Mapping[str, str]) -> list[StageDelta]:
+    """Per stage: did the artifact change, by how many lines, and the compile-time change."""
     deltas = []
     for stage in stages:
         good = [t[stage] for t in good_times if stage in t]
@@ -100,8 +101,9 @@ def compile_deltas(stages: Sequence[str], good_times: Sequence[Mapping[str, floa
         bad_median = statistics.median(bad) if bad else 0.0
         ratio = bad_median / good_median if good_median > 0 else float("inf")
         p = stats.mann_whitney(good, bad).pvalue if len(good) >= 3 and len(bad) >= 3 else None
-        deltas.append(StageDelta(stage, changed.get(stage, False), 0, good_median, bad_median,
-                                 ratio, p))
+        diff = diffs.get(stage, "")
+        deltas.append(StageDelta(stage, bool(diff), count_changed_lines(diff), good_median,
+                                 bad_median, ratio, p))
     return deltas
 
 
@@ -133,13 +135,9 @@ def bisect_stages(good_capture: Capture, bad_capture: Capture, good_probe: Mappi
     stages = good_capture.stages
     diffs = {s: unified_diff(good_capture.texts.get(s, ""), bad_capture.texts.get(s, ""), s)
              for s in stages}
-    changed = {s: bool(d) for s, d in diffs.items()}
     deltas = compile_deltas(stages, good_probe["compile_times"], bad_probe["compile_times"],
-                            changed)
-    deltas = [StageDelta(d.stage, d.changed, count_changed_lines(diffs[d.stage]),
-                         d.compile_s_good, d.compile_s_bad, d.compile_ratio, d.compile_p)
-              for d in deltas]
-    first = next((s for s in stages if changed[s]), None)
+                            diffs)
+    first = next((d.stage for d in deltas if d.changed), None)
     basis = "artifact" if first else None
     if first is None:
         slower = [d for d in deltas if d.compile_ratio >= COMPILE_RATIO_FLOOR

@@ -147,8 +147,7 @@ def to_device(value: torch.Tensor, binding_dtype: str, layout: L.TensorLayout | 
     host = _host_tensor(value, binding_dtype)
     if layout is None:
         return host
-    device = L.host_to_device(host.to(torch.float32) if binding_dtype != "i32" else host, layout)
-    return L.device_to_logical(device, layout)
+    return L.device_to_logical(L.host_to_device(host, layout), layout)
 
 
 def to_host(value: torch.Tensor, layout: L.TensorLayout | None) -> torch.Tensor:
