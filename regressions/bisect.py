@@ -14,12 +14,12 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 from regressions import stats
 from regressions.errors import SpyreRegressError
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # the JSON `spyre-regress bisect --json` writes
 RELATIVE_EPSILON = 1e-9  # deterministic metrics: any larger relative change is real
 DEFAULT_BATCH = 10  # Pinpoint adds repeats 10 at a time (_REPEAT_COUNT_INCREASE)
 MAX_BATCHES = 6  # hard stop per commit when the power cap is larger
@@ -62,11 +62,9 @@ class BisectResult:
     reproduced: bool = True
     candidates: list[str] = field(default_factory=list)  # when skips leave several
     kind: str = "performance"  # performance | failure
-
-    def to_dict(self) -> dict:
-        data = asdict(self)
-        data["version"] = FORMAT_VERSION
-        return data
+    # every sample measured, per commit: the evidence behind each verdict
+    samples: dict[str, tuple[float, ...]] = field(default_factory=dict)
+    deterministic: bool = False
 
 
 class _Samples:
@@ -176,7 +174,7 @@ def bisect_commits(commits: Sequence[str], measure: Measure, magnitude: float | 
     elif not _reproduced(samples, good, bad, magnitude or DEFAULT_MAGNITUDE, max_batches,
                          steps):
         result.reproduced = False
-        result.commits_measured = len(samples.by_commit)
+        _keep_samples(result, samples)
         return result
     elif not good_m.deterministic:
         # the step as measured, from every sample gathered so far; never below the floor
@@ -199,8 +197,14 @@ def bisect_commits(commits: Sequence[str], measure: Measure, magnitude: float | 
     remaining = list(commits[low + 1:high + 1])  # anything left between was skipped
     result.culprit = commits[high] if len(remaining) == 1 else None
     result.candidates = remaining if result.culprit is None else []
-    result.commits_measured = len(samples.by_commit)
+    _keep_samples(result, samples)
     return result
+
+
+def _keep_samples(result: BisectResult, samples: _Samples) -> None:
+    result.commits_measured = len(samples.by_commit)
+    result.samples = {c: m.samples for c, m in samples.by_commit.items() if m.status == "ok"}
+    result.deterministic = any(m.deterministic for m in samples.by_commit.values())
 
 
 def _reproduced(samples: _Samples, good: str, bad: str, magnitude: float, max_batches: int,

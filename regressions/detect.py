@@ -14,38 +14,15 @@ import ast
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
 
-from regressions import stats
+from regressions import metrics, stats
 from regressions.changepoints import ALPHA, MIN_SIZE, Change, detect_changes, looks_deterministic
+from regressions.errors import SpyreRegressError
 
 # False discovery rate across all series of one run (Benjamini & Hochberg 1995).
 FDR = 0.05
-JSON_VERSION = 1
-
-
-@dataclass(frozen=True)
-class Family:
-    """Benchmarks whose asv name matches `pattern` (re.search): their symptom and floor."""
-
-    pattern: str
-    kind: str
-    floor: float
-
-
-# First match wins. Floors are the smallest relative worsening worth an alert.
-FAMILIES: tuple[Family, ...] = (
-    # asv's default `regressions_thresholds` (asv/config.py, 0.05): host wall-clock compile
-    # time drifts by a few percent between runs.
-    Family(r"^(bench_)?compile\.", "compile", 0.05),
-    Family(r"^(bench_)?numerics\.", "numerics", 0.05),
-    # host wall time of a call on a shared machine: 10% (the asv suite's publish threshold)
-    Family(r"HostTime\.", "host_time", 0.10),
-    # Chromium's dashboard drops changes below 1% relative (find_change_points.py).
-    Family(r"\.track_", "track", 0.01),
-    Family(r"\.(peak)?mem_", "memory", 0.05),
-    Family(r"", "time", 0.01),
-)
+JSON_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -91,6 +68,23 @@ class Regression:
     q: float | None
     baseline: float | None
 
+    @property
+    def name(self) -> str:
+        return f"{self.benchmark}{self.params}"
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["ci"] = None if self.ci is None else [_number(x) for x in self.ci]
+        for key in ("ratio", "p", "q", "baseline"):
+            data[key] = _number(data[key])
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Regression:
+        ci = data.get("ci")
+        return cls(**{f.name: data.get(f.name) for f in fields(cls) if f.name != "ci"},
+                   ci=None if ci is None else (float(ci[0]), float(ci[1])))
+
 
 @dataclass(frozen=True)
 class Alert:
@@ -102,18 +96,26 @@ class Alert:
     members: tuple[Regression, ...]
     probe: Regression
 
+    def to_dict(self) -> dict:
+        return {"good_commit": self.good_commit, "bad_commit": self.bad_commit,
+                "kind": self.kind, "members": [m.to_dict() for m in self.members],
+                "probe": {"benchmark": self.probe.benchmark, "params": self.probe.params,
+                          "machine": self.probe.machine, "env": self.probe.env}}
 
-def family_of(name: str) -> Family:
-    """The first family in `FAMILIES` whose pattern matches the asv name."""
-    return next(f for f in FAMILIES if re.search(f.pattern, name))
+    @classmethod
+    def from_dict(cls, data: dict) -> Alert:
+        members = tuple(Regression.from_dict(m) for m in data["members"])
+        ident = data["probe"]
+        probe = next((m for m in members if (m.benchmark, m.params) ==
+                      (ident["benchmark"], ident["params"])), None)
+        if probe is None:
+            raise ValueError(f"the probe {ident['benchmark']}{ident['params']} is not a member")
+        return cls(data["kind"], data["good_commit"], data["bad_commit"], members, probe)
 
 
-def floor_for(name: str, floors: Sequence[tuple[str, float]] = ()) -> float:
-    """Magnitude floor for an asv name: the first matching user override, else its family's."""
-    for pattern, floor in floors:
-        if re.search(pattern, name):
-            return floor
-    return family_of(name).floor
+def _number(x: float | None) -> float | None:
+    """JSON has no inf or NaN: those are written as null."""
+    return x if x is not None and math.isfinite(x) else None
 
 
 def worsening(change: Change, higher_is_better: bool) -> float:
@@ -153,7 +155,7 @@ def find_regressions(
             measured = [i for i in measured if all(math.isfinite(x) for x in s.samples[i])]
         points = [s.samples[i] for i in measured]
         changes = detect_changes(points, alpha=alpha, min_size=min_size, deterministic=exact)
-        floor = floor_for(s.name, floors)
+        floor = metrics.floor_for(s.name, floors)
         candidates = len(tested)
         for c in changes:
             w = worsening(c, s.higher_is_better)
@@ -177,7 +179,7 @@ def find_regressions(
 def _failures(s: Series) -> list[Regression]:
     """A benchmark that stops running is its own symptom, not a slowdown: one per ok->failed."""
     return [
-        Regression(s.machine, s.env, s.benchmark, s.params, "failure", s.commits[i - 1],
+        Regression(s.machine, s.env, s.benchmark, s.params, metrics.FAILURE, s.commits[i - 1],
                    s.commits[i], s.positions[i - 1], s.positions[i], None, None, None, None,
                    None)
         for i in range(1, len(s.samples))
@@ -186,7 +188,7 @@ def _failures(s: Series) -> list[Regression]:
 
 
 def _regression(s: Series, c: Change, good: int, bad: int, q: float | None) -> Regression:
-    return Regression(s.machine, s.env, s.benchmark, s.params, family_of(s.name).kind,
+    return Regression(s.machine, s.env, s.benchmark, s.params, metrics.metric_for(s.name).name,
                       s.commits[good], s.commits[bad], s.positions[good], s.positions[bad],
                       c.ratio, c.ci, c.pvalue, q, c.before)
 
@@ -240,29 +242,37 @@ def _numbers(value: object):
 
 
 def alerts_to_json(alerts: Sequence[Alert]) -> dict:
-    """The versioned JSON document `spyre-regress detect --json` writes (docs/detection.md)."""
+    """The versioned JSON document `spyre-regress detect --json` writes (docs/formats.md)."""
+    return {"version": JSON_VERSION, "alerts": [a.to_dict() for a in alerts]}
 
-    def number(x: float | None) -> float | None:
-        return x if x is not None and math.isfinite(x) else None
 
-    def ident(r: Regression) -> dict:
-        return {"benchmark": r.benchmark, "params": r.params, "machine": r.machine, "env": r.env}
+def alerts_from_json(document: object, source: str) -> list[Alert]:
+    """The alerts of a `detect --json` document, checked; `source` names it in errors."""
+    if not isinstance(document, dict) or not isinstance(document.get("alerts"), list):
+        raise SpyreRegressError(f"{source} is not an alerts file (no \"alerts\" list); pass "
+                                "the file `spyre-regress detect --json` wrote")
+    version = document.get("version")
+    if version not in (1, JSON_VERSION):
+        raise SpyreRegressError(f"{source} has alerts format version {version!r}; this "
+                                f"spyre-regress reads versions 1 and {JSON_VERSION}")
+    try:
+        return [Alert.from_dict(_update_to_2(a) if version == 1 else a)
+                for a in document["alerts"]]
+    except (KeyError, TypeError, ValueError) as error:
+        raise SpyreRegressError(f"{source}: malformed alert ({type(error).__name__}: "
+                                f"{error}); pass a file `spyre-regress detect --json` "
+                                "wrote") from None
 
-    return {
-        "version": JSON_VERSION,
-        "alerts": [
-            {
-                "good_commit": a.good_commit,
-                "bad_commit": a.bad_commit,
-                "kind": a.kind,
-                "members": [
-                    {**ident(r), "ratio": number(r.ratio),
-                     "ci": None if r.ci is None else [number(x) for x in r.ci],
-                     "p": number(r.p), "q": number(r.q)}
-                    for r in a.members
-                ],
-                "probe": ident(a.probe),
-            }
-            for a in alerts
-        ],
-    }
+
+# Version 1 named the kinds after the old family table and left positions out.
+_KINDS_V1 = {"compile": "compile_time"}
+
+
+def _update_to_2(alert: dict) -> dict:
+    kind = _KINDS_V1.get(alert["kind"], alert["kind"])
+    if kind == "time" and "ExecuteDeviceTime" in alert["probe"]["benchmark"]:
+        kind = "device_time"
+    members = [{"good_commit": alert["good_commit"], "bad_commit": alert["bad_commit"],
+                "good_position": 0, "bad_position": 1, "baseline": None, **m, "kind": kind}
+               for m in alert["members"]]
+    return {**alert, "kind": kind, "members": members}

@@ -1,4 +1,4 @@
-"""The one error type a user can fix: caught once in `regressions.cli`, printed as one line."""
+"""The one error type a user can fix: caught once in `spyre_regress.cli`, printed as one line."""
 
 
 class SpyreRegressError(Exception):

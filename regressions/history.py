@@ -8,7 +8,10 @@ regression from `scenarios`, with fixed dates so commit order and dates agree.
 
 from __future__ import annotations
 
+import importlib.metadata
+import json
 import shutil
+import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,7 +19,7 @@ from regressions import git, scenarios
 from regressions.errors import SpyreRegressError
 
 SOURCES = ("pyproject.toml", "README.md", "asv.conf.json", "spyre_sim", "regressions",
-           "reports", "benchmarks")
+           "reports", "spyre_regress", "benchmarks")
 START_TIME = 1_767_225_600  # 2026-01-01T00:00:00Z; commits are an hour apart
 
 
@@ -28,15 +31,22 @@ class CommitRecord:
 
 
 def project_root() -> Path:
-    """The source tree spyre_sim is imported from (an editable install or a checkout)."""
-    import spyre_sim
-
-    root = Path(spyre_sim.__file__).resolve().parents[1]
+    """The source tree spyre-regress was installed from, as its installation records it
+    (PEP 610 `direct_url.json`, written by `pip install -e .` and `pip install <dir>`)."""
+    install = ("install spyre-regress from a source checkout with `pip install -e .`")
+    # every record of the name: a build's egg-info in the source tree has no direct_url.json
+    recorded = next((text for dist in importlib.metadata.distributions(name="spyre-regress")
+                     if (text := dist.read_text("direct_url.json"))), None)
+    url = urllib.parse.urlparse((json.loads(recorded) if recorded else {}).get("url", ""))
+    if url.scheme != "file":
+        raise SpyreRegressError(f"the demo builds its history from the project's sources, "
+                                f"and this installation does not record where they are; "
+                                f"{install}")
+    root = Path(urllib.parse.unquote(url.path))
     missing = [name for name in SOURCES if not (root / name).exists()]
     if missing:
         raise SpyreRegressError(
-            f"the project sources are incomplete at {root} (missing {missing}); install "
-            "spyre-regress from a source checkout with `pip install -e .`")
+            f"the project sources are incomplete at {root} (missing {missing}); {install}")
     return root
 
 

@@ -1,52 +1,64 @@
 """From an alert to an explanation: bisect the commit, the stage and the knob, minimize, time.
 
-Each step measures in a subprocess inside the commit under test (`runner.run_probe`), with
-today's benchmark suite and workload catalogue, and the results come back as plain data for
-`reports.write_bundle`. The `Investigator` holds what the steps share: the repository, the
-cached checkouts, a copy of the current benchmark suite and the asv results store.
+The `Investigator` is the one producer of `Investigation`s. It decides what to measure and
+what the measurements mean; a `History` names the commits and a `Prober` measures inside one
+build, so the same investigation runs on a git repository with a probe subprocess per commit
+(`regressions.probing`) and on builds emulated in this process (`regressions.emulate`).
 """
 
 from __future__ import annotations
 
 import ast
-import shutil
-import sys
-import time
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
-from regressions import bisect, git, minimize, runner, stages, store
+from regressions import bisect, metrics, minimize, stages
+from regressions import investigation as model
+from regressions.detect import Alert, Regression
 from regressions.errors import SpyreRegressError
+from regressions.investigation import Target
 
-FORMAT_VERSION = 1
-# The reproducers' measurement code; probes load it by path so report and probe agree.
-HARNESS = Path(__file__).resolve().parents[1] / "reports" / "harness.py"
-WORKTREE_ENV = "worktree-probe"  # env name of bisection measurements in the results store
 RESTORED = 0.75  # a knob restores the metric when it recovers 75% of the regression
 SCOPE_LIMITS = (0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
+TIMING_ITERATIONS = 100
 
 Progress = Callable[[str], None]
+RatioOf = Callable[[str], float | None]  # program source -> bad/good metric ratio
 
 
-@dataclass(frozen=True)
-class Target:
-    """What one benchmark of the suite measures, as the probes need it."""
+class History(Protocol):
+    """The commits of the project under test."""
 
-    benchmark: str
-    params: tuple[str, ...]  # asv's repr strings, in param order
-    workload: str
-    seq: int
-    width: int | None
-    metric: str  # device_time | host_time | compile_time | numerics
-    stage: str | None = None
-    error: str | None = None  # numerics: max_abs | max_rel | rmse_ratio
+    def resolve(self, ref: str) -> str: ...
+    def between(self, good: str, bad: str) -> list[str]: ...  # good first, bad last
+    def parent(self, sha: str) -> str: ...
+    def describe(self, sha: str) -> model.CommitInfo: ...
 
-    @property
-    def shape(self) -> str:
-        return f"seq{self.seq}"
+
+class Prober(Protocol):
+    """Measurements inside one build of the compiler (the probe commands of probe.py)."""
+
+    def bench(self, commit: str, target: Target) -> bisect.Measurement: ...
+    def stages(self, commits: Sequence[str], target: Target,
+               traces: Sequence[Path | None] | None = None
+               ) -> list[tuple[dict, stages.Capture]]: ...  # one probe per commit
+    def knobs(self, commit: str, target: Target, scope: dict | None = None) -> dict: ...
+    def ratios(self, good: str, bad: str, target: Target
+               ) -> AbstractContextManager[RatioOf]: ...
+    def timing(self, commit: str, target: Target, source: str, iterations: int) -> dict: ...
+    def full_candidate(self, target: Target) -> minimize.Candidate: ...
+
+
+class NotReproduced(SpyreRegressError):
+    """The investigation's own measurement does not confirm the alert; `evidence` says why."""
+
+    def __init__(self, message: str, bisection: bisect.BisectResult,
+                 confirmation: model.Confirmation | None = None) -> None:
+        super().__init__(message)
+        self.bisection = bisection
+        self.confirmation = confirmation
 
 
 def parse_params(text: str) -> tuple[str, ...]:
@@ -62,186 +74,98 @@ def parse_params(text: str) -> tuple[str, ...]:
     return tuple(repr(v) for v in values)
 
 
-def target_for(benchmark: str, params: tuple[str, ...], param_names: tuple[str, ...],
+def target_for(benchmark: str, params: tuple[str, ...], param_names: Sequence[str],
                numerics_widths: dict[str, int]) -> Target:
+    """What a probe measures for one benchmark series, from the metrics table."""
+    if len(params) != len(param_names):
+        raise SpyreRegressError(f"{benchmark} takes parameters {list(param_names)}; got "
+                                f"{len(params)} value(s)")
     values = dict(zip(param_names, (ast.literal_eval(p) for p in params), strict=True))
     workload, seq = values.get("workload"), values.get("seq")
-    if workload is None or seq is None:
-        raise SpyreRegressError(f"{benchmark}{params}: the probe needs 'workload' and 'seq' "
-                                f"parameters; this benchmark has {list(param_names)}")
-    name = benchmark.lower()
-    if "numerics" in name:
-        error = "max_abs" if "max_abs" in name else "max_rel" if "max_rel" in name \
-            else "rmse_ratio"
+    metric = metrics.metric_for(benchmark)
+    if metric.probe is None or workload is None or seq is None:
+        raise SpyreRegressError(f"{benchmark}{params}: the probes need a known metric and "
+                                f"'workload' and 'seq' parameters; this benchmark is "
+                                f"'{metric.name}' with {list(param_names)}")
+    if metric.probe == "numerics":
         return Target(benchmark, params, workload, int(seq), numerics_widths.get(workload),
-                      "numerics", None, error)
-    if "compile" in name:
-        return Target(benchmark, params, workload, int(seq), None, "compile_time",
-                      values.get("stage"))
-    if "host" in name:
-        return Target(benchmark, params, workload, int(seq), None, "host_time")
-    return Target(benchmark, params, workload, int(seq), None, "device_time")
+                      metric.name, None, metrics.numerics_error(benchmark))
+    stage = values.get("stage") if metric.probe == "compile_time" else None
+    return Target(benchmark, params, workload, int(seq), None, metric.name, stage)
+
+
+def alert_target(alert: Alert, param_names: dict[str, tuple[str, ...]],
+                 numerics_widths: dict[str, int]) -> Target:
+    probe = alert.probe
+    if probe.benchmark not in param_names:
+        raise SpyreRegressError(f"{probe.benchmark} is not in the suite's benchmark list; "
+                                "pass the results directory the alert was detected in")
+    return target_for(probe.benchmark, parse_params(probe.params), param_names[probe.benchmark],
+                      numerics_widths)
 
 
 class Investigator:
-    def __init__(self, repo: Path, work_dir: Path, results_dir: Path | None = None,
-                 machine: str = "bisect", progress: Progress = lambda _: None,
-                 env: dict[str, str] | None = None) -> None:
-        self.repo = Path(repo).resolve()
-        self.env = dict(env or {})  # for every probe, e.g. the benchmark grid
-        self.work_dir = Path(work_dir).resolve()
-        self.results_dir = results_dir
-        self.machine = machine
-        self.progress = progress
-        self.checkouts = runner.Checkouts(self.repo, self.work_dir / "checkouts")
-        suite_source = self.repo / "benchmarks"
-        if not (suite_source / "workloads.py").exists():
-            raise SpyreRegressError(f"{suite_source} has no workloads.py: point --repo at a "
-                                    "checkout with the benchmark suite and workload catalogue")
-        self.suite = self.work_dir / "suite" / "benchmarks"
-        if self.suite.exists():
-            shutil.rmtree(self.suite)
-        shutil.copytree(suite_source, self.suite,
-                        ignore=shutil.ignore_patterns("__pycache__"))
-        self.workloads = self.suite / "workloads.py"
+    """Runs the steps of an investigation; `history` and `prober` do every measurement."""
 
-    # -- shared probe request -------------------------------------------------------------
-    def request(self, target: Target, **extra: Any) -> dict:
-        config = {"numerics": target.metric == "numerics"}
-        request = {"workloads": str(self.workloads), "harness": str(HARNESS),
-                   "workload": target.workload,
-                   "seq": target.seq, "width": target.width, "config": config,
-                   "metric": "device_time" if target.metric == "host_time" else target.metric,
-                   "stage": target.stage, "error": target.error}
-        request.update(extra)
-        return request
+    def __init__(self, history: History, prober: Prober,
+                 progress: Progress = lambda _: None) -> None:
+        self.history, self.prober, self.progress = history, prober, progress
 
     # -- 1. commit bisection ------------------------------------------------------------
-    def measure(self, target: Target) -> bisect.Measure:
-        def measure(commit: str) -> bisect.Measurement:
-            started = time.monotonic()
-            answer = runner.run_probe(self.checkouts.path(commit), "bench", {
-                "suite": str(self.suite), "benchmark": target.benchmark,
-                "params": list(target.params)}, env=self.env)
-            self.progress(f"measured {commit[:10]}: {answer['status']} "
-                          f"({len(answer.get('samples', []))} samples, "
-                          f"{time.monotonic() - started:.1f} s)")
-            if answer["status"] != "ok":
-                return bisect.Measurement(commit, answer["status"],
-                                          detail=answer.get("detail", ""))
-            if self.results_dir is not None:
-                info = git.commit_info(self.repo, commit)
-                params = [list(p) for p in answer.get("param_lists", [])]
-                store.record_measurement(
-                    self.results_dir, self.machine, WORKTREE_ENV, commit,
-                    int(info.date.timestamp() * 1000), target.benchmark, answer["param_index"],
-                    answer["combos"], params, answer["samples"], answer["deterministic"],
-                    answer.get("benchmark_version"))
-            return bisect.Measurement(commit, "ok", tuple(answer["samples"]),
-                                      bool(answer["deterministic"]))
-        return measure
-
     def bisect(self, good: str, bad: str, target: Target) -> bisect.BisectResult:
-        commits = git.first_parent_history(self.repo, bad, good)
-        commits = [git.resolve(self.repo, good)] + commits
+        commits = self.history.between(good, bad)
         if len(commits) < 2:
             raise SpyreRegressError(f"{bad} is not a descendant of {good} on the first-parent "
                                     "chain; pass the older commit as --good")
         self.progress(f"bisecting {len(commits) - 1} commits between {good[:10]} and "
-                      f"{bad[:10]} on {target.benchmark}{target.params}")
-        return bisect.bisect_commits(commits, self.measure(target))
+                      f"{bad[:10]} on {target.label}")
+        return bisect.bisect_commits(commits, lambda c: self.prober.bench(c, target))
 
     # -- 2. stage bisection --------------------------------------------------------------
-    def stage_probe(self, commit: str, target: Target) -> tuple[dict, stages.Capture]:
-        capture_root = self.work_dir / "captures" / f"{commit[:12]}-{target.workload}-" \
-                                                    f"{target.seq}"
-        if capture_root.exists():
-            shutil.rmtree(capture_root)
-        answer = runner.run_probe(self.checkouts.path(commit), "stages",
-                                  self.request(target, capture_dir=str(capture_root)),
-                                  env=self.env)
-        if answer["status"] != "ok":
-            raise SpyreRegressError(f"the stage probe failed at {commit[:12]}: "
-                                    f"{answer.get('detail')}")
-        return answer, store.load_capture(store.single_capture(capture_root))
-
-    def stages(self, good: str, bad: str, target: Target) -> stages.StageReport:
+    def stages(self, good: str, bad: str, target: Target,
+               traces: Sequence[Path] | None = None) -> stages.StageReport:
+        """The first divergent stage; with `traces` (good, bad), each build's noise-free run
+        of the program is written there as a Chrome trace."""
         self.progress(f"capturing stages at {good[:10]} (good) and {bad[:10]} (bad)")
-        with ThreadPoolExecutor(2) as pool:
-            good_future = pool.submit(self.stage_probe, good, target)
-            bad_future = pool.submit(self.stage_probe, bad, target)
-            (good_probe, good_capture), (bad_probe, bad_capture) = \
-                good_future.result(), bad_future.result()
+        (good_probe, good_capture), (bad_probe, bad_capture) = self.prober.stages(
+            (good, bad), target, traces)
         return stages.bisect_stages(good_capture, bad_capture, good_probe, bad_probe, good, bad,
-                                    target.workload, target.shape)
+                                    target.workload, target.seq, good_probe.get("width"))
 
     # -- 3. knob bisection ---------------------------------------------------------------
-    def knobs(self, bad: str, target: Target, good_metric: float) -> dict | None:
+    def knobs(self, bad: str, target: Target, good_metric: float, width: int | None = None
+              ) -> model.Workaround | None:
+        """The knob whose other value recovers most of the regression, if it recovers at
+        least `RESTORED`, narrowed to its decisive application."""
         self.progress(f"toggling compiler knobs at {bad[:10]}")
-        checkout = self.checkouts.path(bad)
-        answer = runner.run_probe(checkout, "knobs", self.request(target), env=self.env)
+        answer = self.prober.knobs(bad, target)
         if answer["status"] != "ok":
             self.progress(f"knob probe failed: {answer.get('detail')}")
             return None
         bad_metric = answer["baseline"]
         spread = bad_metric - good_metric
-        if spread <= 0:
+        if spread <= 0 or not answer["trials"]:
             return None
-        best = max(answer["trials"], key=lambda t: (bad_metric - t["metric"]) / spread)
-        recovered = (bad_metric - best["metric"]) / spread
+        trials = tuple(model.KnobTrial(t["knob"], t["stage"], t["value"], t["metric"])
+                       for t in answer["trials"])
+        best = max(trials, key=lambda t: (bad_metric - t.metric) / spread)
+        recovered = (bad_metric - best.metric) / spread
         if recovered < RESTORED:
-            return {"knob": None, "trials": answer["trials"], "metric_bad": bad_metric,
-                    "metric_good": good_metric}
-        scoped = runner.run_probe(checkout, "knobs", self.request(
-            target, scope={"knob": best["knob"], "value": best["value"],
-                           "limits": list(SCOPE_LIMITS)}), env=self.env)
-        decisive = None
-        if scoped["status"] == "ok":
-            for entry in scoped["scoped"]:
-                if entry["limit"] and (bad_metric - entry["metric"]) / spread >= RESTORED:
-                    applications = entry["applications"]
-                    decisive = applications[entry["limit"] - 1] if len(applications) >= \
-                        entry["limit"] else None
-                    break
-        return {"knob": best["knob"], "value": best["value"], "stage": best["stage"],
-                "metric_bad": bad_metric, "metric_with_knob": best["metric"],
-                "metric_good": good_metric, "recovered": recovered,
-                "decisive_application": decisive, "trials": answer["trials"]}
+            return None
+        scoped = self.prober.knobs(bad, target, {"knob": best.knob, "value": best.value,
+                                                 "limits": list(SCOPE_LIMITS)})
+        metric = metrics.by_name(target.metric)
+        program = model.Program(target.workload, target.seq, width, "full")
+        return model.Workaround(best.knob, best.value, best.stage, program, target.metric,
+                                probe_unit(metric), bad_metric, best.metric, good_metric,
+                                recovered, _decisive(scoped, bad_metric, spread), trials)
 
     # -- 4. minimization -----------------------------------------------------------------
-    def full_candidate(self, target: Target) -> minimize.Candidate:
-        import importlib.util
-
-        import spyre_sim
-
-        spec = importlib.util.spec_from_file_location("spyre_regress_workloads", self.workloads)
-        catalogue = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = catalogue  # dataclasses look their module up here
-        spec.loader.exec_module(catalogue)
-        program, inputs = catalogue.build(target.workload, target.seq, target.width)
-        graph = spyre_sim.capture(program, inputs).graphs[0]
-        return minimize.from_graph(graph.graph_module, graph.example_inputs)
-
     def minimize(self, good: str, bad: str, target: Target,
                  candidate: minimize.Candidate) -> minimize.MinimizeResult | None:
-        if target.metric not in ("device_time", "numerics"):
-            return None
-        request = self.request(target)
-        request["config"] = {**request["config"], "noise_cv": 0.0}
-        workers = [runner.Worker(self.checkouts.path(c), request, self.env)
-                   for c in (good, bad)]
-
-        def ratio_of(source: str) -> float | None:
-            with ThreadPoolExecutor(2) as pool:
-                good_answer, bad_answer = pool.map(lambda w: w.ask({"source": source}),
-                                                   workers)
-            if good_answer["status"] != "ok" or bad_answer["status"] != "ok":
-                return None
-            if good_answer["metric"] <= 0:
-                return None
-            return bad_answer["metric"] / good_answer["metric"]
-
-        try:
+        if target.probe not in ("device_time", "numerics"):
+            return None  # a compile-time cost vanishes with the graph that pays it
+        with self.prober.ratios(good, bad, target) as ratio_of:
             full = ratio_of(minimize.to_source(candidate))
             if full is None or full <= 1.0:
                 self.progress("minimization skipped: the full program shows no regression")
@@ -250,85 +174,112 @@ class Investigator:
             self.progress(f"minimizing {candidate.op_count} ops (ratio {full:.3f}, keep "
                           f">= {threshold:.3f})")
             return minimize.minimize(candidate, ratio_of, threshold, self.progress)
-        finally:
-            for worker in workers:
-                worker.close()
 
     # -- 5. timing for the report --------------------------------------------------------
-    def timing(self, commit: str, target: Target, source: str, trace: Path,
-               iterations: int = 100) -> dict:
-        request = self.request(target, source=source, iterations=iterations, trace=str(trace))
-        request["config"] = {"noise_seed": None}  # independent run-to-run noise per build
-        answer = runner.run_probe(self.checkouts.path(commit), "timing", request, env=self.env)
+    def timing(self, commit: str, target: Target, source: str) -> model.BuildRun:
+        answer = self.prober.timing(commit, target, source, TIMING_ITERATIONS)
         if answer["status"] != "ok":
-            raise SpyreRegressError(f"the timing probe failed at {commit[:12]}: "
-                                    f"{answer.get('detail')}")
-        return answer
+            return model.BuildRun(answer["status"], str(answer.get("detail", "")))
+        kernels = tuple(model.KernelTime(k["name"], k["time_us"], k.get("bound", ""),
+                                         k.get("cores")) for k in answer["kernels"])
+        return model.BuildRun("ok", "", tuple(answer["host_s"]), tuple(answer["device_us"]),
+                              model.errors_from(answer["errors"]), kernels,
+                              answer["compile_times"], answer.get("environment", {}),
+                              answer.get("config", {}))
+
+    # -- the whole investigation ---------------------------------------------------------
+    def investigate(self, alert: Alert, target: Target, out_dir: Path,
+                    floors: Sequence[tuple[str, float]] = ()) -> model.Investigation:
+        """Every step for one alert.
+
+        Raises:
+            NotReproduced: bisection or the confirmation at the culprit does not show the
+                regression; nothing more is measured.
+            SpyreRegressError: no single culprit (untestable commits), or a probe failed.
+        """
+        good, bad = self.history.resolve(alert.good_commit), self.history.resolve(alert.bad_commit)
+        result = self.bisect(good, bad, target)
+        if not result.reproduced:
+            raise NotReproduced(f"the regression did not reproduce between {good[:10]} and "
+                                f"{bad[:10]}", result)
+        if result.culprit is None:
+            raise SpyreRegressError(f"bisection between {good[:10]} and {bad[:10]} named no "
+                                    f"single culprit (candidates: "
+                                    f"{[c[:10] for c in result.candidates]})")
+        culprit, parent = result.culprit, self.history.parent(result.culprit)
+        confirmed = confirm(result, parent, culprit, target, alert.probe, floors)
+        if confirmed is not None and not confirmed.confirmed:
+            raise NotReproduced(f"at the culprit {culprit[:10]} the benchmark measures "
+                                f"x{confirmed.ratio:.3f} ({confirmed.confidence:.0%} CI "
+                                f"{confirmed.ci[0]:.3f}-{confirmed.ci[1]:.3f}), not beyond "
+                                f"the {confirmed.floor:.0%} floor", result, confirmed)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        traces = {"good": out_dir / "trace_good.json", "bad": out_dir / "trace_bad.json"}
+        report = self.stages(parent, culprit, target, (traces["good"], traces["bad"]))
+        workaround = None
+        baseline = good_metric(report, target)
+        if baseline is not None:
+            workaround = self.knobs(culprit, target, baseline, report.width)
+        candidate = self.prober.full_candidate(target)
+        minimized = self.minimize(parent, culprit, target, candidate)
+        source = minimized.source if minimized else minimize.to_source(
+            candidate, "The probe program.")
+        program = model.Program(target.workload, target.seq, report.width,
+                                "minimized" if minimized else "full",
+                                minimized.ops_after if minimized else candidate.op_count)
+        self.progress(f"timing {TIMING_ITERATIONS} synchronized iterations at the good and the "
+                      "bad build")
+        runs = {side: self.timing(commit, target, source)
+                for side, commit in (("good", parent), ("bad", culprit))}
+        commits = model.Commits(self.history.describe(parent), self.history.describe(culprit),
+                                self.history.describe(culprit))
+        return model.Investigation(
+            model.VERSION, alert, target, commits, result, confirmed, report, workaround,
+            minimized, source, model.timing(program, runs["good"], runs["bad"]),
+            {side: str(path) if path.is_file() else None for side, path in traces.items()})
 
 
-def describe_commit(repo: Path, sha: str | None) -> dict | None:
-    if sha is None:
+def confirm(result: bisect.BisectResult, parent: str, culprit: str, target: Target,
+            member: Regression, floors: Sequence[tuple[str, float]] = ()
+            ) -> model.Confirmation | None:
+    """The bisection's samples at the culprit and its parent, judged against the floor."""
+    if result.kind == "failure" or parent not in result.samples or culprit not in result.samples:
         return None
-    info = git.commit_info(repo, sha)
-    return {"sha": info.sha, "subject": info.subject, "date": info.date.isoformat()}
-
-
-def investigate(investigator: Investigator, alert: dict, param_names: dict[str, tuple],
-                numerics_widths: dict[str, int], out_dir: Path) -> dict:
-    """Every step for one alert; returns the investigation document reports render."""
-    probe = alert["probe"]
-    benchmark = probe["benchmark"]
-    target = target_for(benchmark, parse_params(probe["params"]), param_names[benchmark],
-                        numerics_widths)
-    repo = investigator.repo
-    good, bad = git.resolve(repo, alert["good_commit"]), git.resolve(repo, alert["bad_commit"])
-    result = investigator.bisect(good, bad, target)
-    culprit = result.culprit
-    if culprit is None:
-        raise SpyreRegressError(f"bisection between {good[:10]} and {bad[:10]} named no single "
-                                f"culprit (candidates: {[c[:10] for c in result.candidates]})")
-    culprit_parent = git.resolve(repo, f"{culprit}~1")
-    report = investigator.stages(culprit_parent, culprit, target)
-    metric_good = good_metric(report, target)
-    workaround = investigator.knobs(culprit, target, metric_good) if metric_good is not None \
-        else None
-    candidate = investigator.full_candidate(target)
-    minimized = investigator.minimize(culprit_parent, culprit, target, candidate)
-    source = minimized.source if minimized else minimize.to_source(candidate,
-                                                                  "The probe program.")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    traces = {"good": out_dir / "trace_good.json", "bad": out_dir / "trace_bad.json"}
-    investigator.progress("timing 100 synchronized iterations at the good and the bad build")
-    timing = {name: investigator.timing(commit, target, source, traces[name])
-              for name, commit in (("good", culprit_parent), ("bad", culprit))}
-    return {
-        "version": FORMAT_VERSION,
-        "alert": alert,
-        "metric": "device_time" if target.metric == "host_time" else target.metric,
-        "commits": {"good": describe_commit(repo, culprit_parent),
-                    "bad": describe_commit(repo, culprit),
-                    "culprit": describe_commit(repo, culprit)},
-        "bisect": result.to_dict(),
-        "stages": report.to_dict(),
-        "workaround": workaround if workaround and workaround.get("knob") else None,
-        "minimized": ({**minimized.to_dict(), "source": minimized.source} if minimized else
-                      {"source": source, "ops_before": candidate.op_count,
-                       "ops_after": candidate.op_count, "queries": 0, "ratio_before": None,
-                       "ratio_after": None}),
-        "probe": {"workload": target.workload, "seq": target.seq, "width": target.width,
-                  "benchmark": target.benchmark, "params": list(target.params),
-                  "config": timing["bad"].get("config", {})},
-        "timing": timing,
-        "traces": {k: str(v) for k, v in traces.items()},
-    }
+    metric = metrics.by_name(target.metric)
+    program = model.Program(target.workload, target.seq, target.width, "benchmark")
+    floor = metrics.floor_for(member.name, tuple(floors))
+    # detection reports worsenings only: one with a ratio below 1 is a higher-is-better series
+    higher = member.ratio is not None and member.ratio < 1
+    return model.confirmation(program, metric, result.samples[parent], result.samples[culprit],
+                              floor, higher)
 
 
 def good_metric(report: stages.StageReport, target: Target) -> float | None:
     """The good build's metric, from the stage probe (the knob probe measures the same way)."""
-    if target.metric == "numerics":
-        return report.numerics.get("good", {}).get("runtime", {}).get(target.error)
-    if target.metric == "compile_time":
+    if target.probe == "numerics":
+        return report.numerics.get("good", {}).get("runtime", {}).get(target.error or "")
+    if target.probe == "compile_time":
         times = {d.stage: d.compile_s_good for d in report.stages}
         return times[target.stage] if target.stage else sum(times.values())
+    if target.probe == "host_time":
+        return None  # the stage probe does not time host calls; no knob search
     return report.device_time_us["good"]
+
+
+def probe_unit(metric: metrics.Metric) -> str:
+    """The unit the probes report a metric in (device time in us, compile time in s)."""
+    return {"device_time": "us", "host_time": "s", "compile_time": "s"}.get(
+        metric.probe or "", metric.unit)
+
+
+def _decisive(scoped: dict, bad_metric: float, spread: float) -> str | None:
+    """The application of the knob after which its value restores the metric."""
+    if scoped.get("status") != "ok":
+        return None
+    for entry in scoped["scoped"]:
+        if entry["limit"] and (bad_metric - entry["metric"]) / spread >= RESTORED:
+            applications = entry["applications"]
+            return applications[entry["limit"] - 1] if len(applications) >= entry["limit"] \
+                else None
+    return None
 

@@ -16,8 +16,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import torch
-
 FORMAT_VERSION = 1
 
 
@@ -54,6 +52,8 @@ class Candidate:
 
 
 def _encode(value: Any) -> Any:
+    import torch
+
     if isinstance(value, torch.fx.Node):
         return {"ref": value.name}
     if isinstance(value, torch.dtype):
@@ -65,34 +65,40 @@ def _encode(value: Any) -> Any:
     return value
 
 
-class _Recorder(torch.fx.Interpreter):
-    """Runs the graph once in fp32 and keeps each float result's mean and std."""
+def _moments(graph_module, example_inputs) -> dict[str, tuple[float, float]]:
+    """Each float result's mean and std, from one fp32 run of the graph."""
+    import torch
 
-    def __init__(self, module: torch.fx.GraphModule) -> None:
-        super().__init__(module)
-        self.moments: dict[str, tuple[float, float]] = {}
+    moments: dict[str, tuple[float, float]] = {}
 
-    def run_node(self, n: torch.fx.Node) -> Any:
-        result = super().run_node(n)
-        if isinstance(result, torch.Tensor) and result.is_floating_point() and result.numel():
-            value = result.detach().float()
-            std = float(value.std()) if value.numel() > 1 else 1.0
-            self.moments[n.name] = (float(value.mean()), std if std > 0 else 1.0)
-        return result
+    class Recorder(torch.fx.Interpreter):
+        def run_node(self, n: torch.fx.Node) -> Any:
+            result = super().run_node(n)
+            if isinstance(result, torch.Tensor) and result.is_floating_point() \
+                    and result.numel():
+                value = result.detach().float()
+                std = float(value.std()) if value.numel() > 1 else 1.0
+                moments[n.name] = (float(value.mean()), std if std > 0 else 1.0)
+            return result
 
-
-def from_graph(graph_module: torch.fx.GraphModule, example_inputs) -> Candidate:
-    """The captured ATen graph as a candidate; value statistics keep activations in range."""
-    recorder = _Recorder(graph_module)
     with torch.no_grad():
-        recorder.run(*example_inputs)
+        Recorder(graph_module).run(*example_inputs)
+    return moments
+
+
+def from_graph(graph_module, example_inputs) -> Candidate:
+    """The captured ATen graph (a torch.fx.GraphModule) as a candidate; value statistics keep
+    activations in range. torch is imported here only: the rest of minimization is data."""
+    import torch
+
+    moments = _moments(graph_module, example_inputs)
     inputs, ops, shapes = [], [], {}
     tensors = iter(example_inputs)
     outputs: tuple[str, ...] = ()
     for node in graph_module.graph.nodes:
         val = node.meta.get("val")
         if isinstance(val, torch.Tensor):
-            mean, std = recorder.moments.get(node.name, (0.0, 1.0))
+            mean, std = moments.get(node.name, (0.0, 1.0))
             shapes[node.name] = (tuple(int(s) for s in val.shape),
                                  str(val.dtype).replace("torch.", ""), mean, std)
         if node.op == "placeholder":

@@ -6,11 +6,13 @@ set to a checkout of the commit under test. It imports torch, that checkout's `s
 from `regressions`, so the tools measure historical compilers with today's benchmarks and
 workloads, as asv does. Commands:
 
+  discover list the suite's benchmarks and their parameter names (asv_runner discovery)
   bench    run one asv benchmark (one param combination) through asv_runner
-  stages   compile a workload with stage capture; compile times, per-kernel device time,
-           per-stage numerical error against float64
+  sample   the target metric's samples measured directly, without asv (in-process probers)
+  stages   compile a workload with stage capture; compile times, per-kernel device time (and
+           the noise-free run's Chrome trace, when asked), per-stage error against float64
   knobs    the probe metric under each alternative value of each Config knob
-  timing   synchronized iterations for a report: host and device time, correctness, trace
+  timing   synchronized iterations for a report: host and device time, correctness
   worker   a persistent minimization worker: metric of each candidate program (JSON lines)
 
 Output is one JSON document with a "version" field; any failure writes {"status": ...}.
@@ -42,17 +44,37 @@ def _load(path: str, name: str):
 
 
 def _harness(request: dict):
-    """reports/harness.py: the reproducers' measurement, so probes and reports agree."""
+    """regressions/harness.py: the reproducers' measurement, so probes and reports agree."""
     return _load(request["harness"], "spyre_regress_harness")
 
 
 def _program(request: dict):
-    workloads = _load(request["workloads"], "spyre_regress_workloads")
     if request.get("source"):
         namespace: dict = {}
         exec(compile(request["source"], "<minimized>", "exec"), namespace)  # noqa: S102
         return namespace["program"], namespace["make_inputs"]()
+    workloads = _load(request["workloads"], "spyre_regress_workloads")
     return workloads.build(request["workload"], int(request["seq"]), request.get("width"))
+
+
+def _width(request: dict) -> int | None:
+    """The width the catalogue builds the workload at (its default when none is asked)."""
+    if request.get("width"):
+        return int(request["width"])
+    if request.get("source") or not request.get("workloads"):
+        return None  # a program given as source: its shapes are its own
+    workloads = _load(request["workloads"], "spyre_regress_workloads")
+    workload = getattr(workloads, "WORKLOADS", {}).get(request["workload"])
+    return getattr(workload, "default_width", None)
+
+
+def cmd_discover(request: dict) -> dict:
+    """The suite's benchmarks, as asv discovers them (imports the suite: a probe's job)."""
+    from asv_runner.discovery import disc_benchmarks
+
+    sys.path.insert(0, os.path.dirname(request["suite"]))
+    found = {b.name: list(b.param_names) for b in disc_benchmarks(request["suite"])}
+    return {"status": "ok", "benchmarks": found}
 
 
 def _config(spyre_sim, request: dict, **overrides):
@@ -99,6 +121,31 @@ def cmd_bench(request: dict) -> dict:
     return {"status": "ok", "samples": [float(result)], "deterministic": True, **described}
 
 
+def cmd_sample(request: dict) -> dict:
+    """The metric's samples measured directly: what the benchmark measures, without asv."""
+    import spyre_sim
+
+    program, inputs = _program(request)
+    kind, count = request["metric"], int(request.get("samples", 20))
+    if kind == "numerics":
+        value = _metric(spyre_sim, request, program, inputs, _config(spyre_sim, request))
+        return {"status": "ok", "samples": [value], "deterministic": True}
+    if kind == "compile_time":
+        samples = [_metric(spyre_sim, {**request, "compile_repeats": 1}, program, inputs,
+                           _config(spyre_sim, request)) for _ in range(count)]
+        return {"status": "ok", "samples": samples, "deterministic": False}
+    compiled = spyre_sim.compile(program, inputs, _config(
+        spyre_sim, request, noise_seed=None, numerics=kind == "host_time"))
+    compiled.run(*inputs)  # warm-up: uploads the weights, builds the executor
+    samples = []
+    for _ in range(count):
+        start = time.perf_counter()
+        result = compiled.run(*inputs)
+        samples.append(time.perf_counter() - start if kind == "host_time"
+                       else result.device_time_us / 1e6)
+    return {"status": "ok", "samples": samples, "deterministic": False}
+
+
 def cmd_stages(request: dict) -> dict:
     import torch
 
@@ -115,6 +162,9 @@ def cmd_stages(request: dict) -> dict:
                                                _config(spyre_sim, request)).compile_times)
     quiet = spyre_sim.compile(program, inputs, _config(spyre_sim, request, noise_cv=0.0))
     run = quiet.run(*inputs)
+    if request.get("trace"):
+        with open(request["trace"], "w") as handle:
+            json.dump(run.trace, handle)
     stage_errors = {}
     if request.get("numerics", True):
         reference = compiled.reference(*inputs)[0]
@@ -128,7 +178,7 @@ def cmd_stages(request: dict) -> dict:
             "kernels": [{"name": k.name, "time_us": k.time_us, "bound": k.bound}
                         for k in run.kernels],
             "stage_errors": stage_errors, "stages": list(spyre_sim.STAGES),
-            "spyre_sim": spyre_sim.__file__}
+            "width": _width(request), "spyre_sim": spyre_sim.__file__}
 
 
 def _metric(spyre_sim, request: dict, program, inputs, config) -> float:
@@ -149,6 +199,14 @@ def _metric(spyre_sim, request: dict, program, inputs, config) -> float:
     compiled = spyre_sim.compile(program, inputs, config)
     if kind == "device_time":
         return compiled.run(*inputs).device_time_us
+    if kind == "host_time":  # the median wall time of warm calls, in seconds
+        compiled.run(*inputs)
+        times = []
+        for _ in range(int(request.get("calls", 21))):
+            start = time.perf_counter()
+            compiled.run(*inputs)
+            times.append(time.perf_counter() - start)
+        return statistics.median(times)
     reference = compiled.reference(*inputs)[0]
     eager16 = compiled.reference(*inputs, dtype=torch.float16)[0]
     errors = _harness(request).output_errors
@@ -206,12 +264,10 @@ def cmd_timing(request: dict) -> dict:
     program, inputs = _program(request)
     config = _config(spyre_sim, request)
     measured = _harness(request).measure(program, inputs, config,
-                                         int(request.get("iterations", 100)), 1,
-                                         keep_trace=True)
-    with open(request["trace"], "w") as handle:
-        json.dump(measured.pop("trace"), handle)
+                                         int(request.get("iterations", 100)), 1)
     compile_times = {k: v for k, v in measured.pop("compile_s").items() if k != "total"}
     return {"status": "ok", **measured, "compile_times": compile_times,
+            "width": None if request.get("source") else _width(request),
             "environment": {"torch": torch.__version__,
                             "spyre_sim": getattr(spyre_sim, "__version__", "unknown"),
                             "python": sys.version.split()[0], "cores": config.cores},
@@ -236,8 +292,9 @@ def cmd_worker(request: dict) -> dict:
     return {"status": "ok"}
 
 
-COMMANDS = {"bench": cmd_bench, "stages": cmd_stages, "knobs": cmd_knobs,
-            "timing": cmd_timing, "worker": cmd_worker}
+COMMANDS = {"discover": cmd_discover, "bench": cmd_bench, "sample": cmd_sample,
+            "stages": cmd_stages, "knobs": cmd_knobs, "timing": cmd_timing,
+            "worker": cmd_worker}
 
 
 def main(argv: list[str]) -> int:

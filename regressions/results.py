@@ -54,6 +54,10 @@ def load_results(
     if not root.is_dir():
         raise SpyreRegressError(f"results directory {root} does not exist; pass asv's "
                                 "results_dir (`results_dir` in asv.conf.json, e.g. .asv/results)")
+    if (root / "machine.json").is_file():
+        raise SpyreRegressError(f"{root} is one machine's folder of asv results; pass the "
+                                f"results directory above it ({root.parent}), with "
+                                f"--machine {root.name} to keep to this machine")
     machines = sorted(d for d in root.iterdir() if d.is_dir())
     if machine is not None:
         found = [d.name for d in machines]

@@ -122,7 +122,7 @@ INJECTIONS: dict[str, Injection] = {i.name: i for i in (
 # Harmless commits between the injections: the artifacts and the timing do not change.
 BENIGN: tuple[tuple[str, Edit], ...] = (
     ("docs: say what the stage-capture directory is for",
-     Edit("spyre_sim/capture.py", '"""The stage-capture protocol:',
+     Edit("spyre_sim/debug_capture.py", '"""The stage-capture protocol:',
           '"""The stage-capture protocol (read by the stage bisector):')),
     ("ops: comment on the vector classes",
      Edit("spyre_sim/ops.py", "_POINTWISE: dict[str, tuple[str, str, Callable]] = {",

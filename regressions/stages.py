@@ -14,15 +14,15 @@ from __future__ import annotations
 import difflib
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 from regressions import stats
+from spyre_sim.stages import EXECUTABLE_STAGES
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 COMPILE_RATIO_FLOOR = 1.5  # a stage must get at least this much slower to be named
 COMPILE_P = 0.05
 NUMERICS_TOLERANCE = 0.10  # bad's error more than 10% above good's at the same stage
-EXECUTABLE = ("decompose", "lower", "layout", "kernel", "runtime")
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class StageDelta:
     diff_lines: int  # added + removed lines
     compile_s_good: float
     compile_s_bad: float
-    compile_ratio: float
+    compile_ratio: float | None  # None: the good build took no measurable time
     compile_p: float | None
 
 
@@ -60,7 +60,8 @@ class StageReport:
     good: str
     bad: str
     workload: str
-    shape: str
+    seq: int
+    width: int | None  # the width the probe built the workload at
     first_divergent_stage: str | None
     basis: str | None  # artifact | compile_time
     stage_diff_lines: int
@@ -69,13 +70,8 @@ class StageReport:
     kernels: list[KernelDelta]
     device_time_us: dict[str, float]
     numerics_first_divergent_stage: str | None = None
-    numerics: dict = field(default_factory=dict)
+    numerics: dict[str, dict[str, dict[str, float | None]]] = field(default_factory=dict)
     log_excerpt: str = ""
-
-    def to_dict(self) -> dict:
-        data = asdict(self)
-        data["version"] = FORMAT_VERSION
-        return data
 
 
 def unified_diff(good: str, bad: str, stage: str) -> str:
@@ -99,7 +95,7 @@ def compile_deltas(stages: Sequence[str], good_times: Sequence[Mapping[str, floa
         bad = [t[stage] for t in bad_times if stage in t]
         good_median = statistics.median(good) if good else 0.0
         bad_median = statistics.median(bad) if bad else 0.0
-        ratio = bad_median / good_median if good_median > 0 else float("inf")
+        ratio = bad_median / good_median if good_median > 0 else None
         p = stats.mann_whitney(good, bad).pvalue if len(good) >= 3 and len(bad) >= 3 else None
         diff = diffs.get(stage, "")
         deltas.append(StageDelta(stage, bool(diff), count_changed_lines(diff), good_median,
@@ -121,7 +117,7 @@ def numerics_divergence(good: Mapping[str, Mapping[str, float]],
                         metric: str = "rmse_ratio") -> str | None:
     """First executable stage where the bad build's error exceeds the good build's by more
     than the tolerance (both measured against float64 on the same inputs)."""
-    for stage in EXECUTABLE:
+    for stage in EXECUTABLE_STAGES:
         if stage in good and stage in bad:
             before, after = good[stage][metric], bad[stage][metric]
             if after > before * (1 + NUMERICS_TOLERANCE) + 1e-12:
@@ -130,8 +126,8 @@ def numerics_divergence(good: Mapping[str, Mapping[str, float]],
 
 
 def bisect_stages(good_capture: Capture, bad_capture: Capture, good_probe: Mapping,
-                  bad_probe: Mapping, good: str, bad: str, workload: str,
-                  shape: str) -> StageReport:
+                  bad_probe: Mapping, good: str, bad: str, workload: str, seq: int,
+                  width: int | None) -> StageReport:
     stages = good_capture.stages
     diffs = {s: unified_diff(good_capture.texts.get(s, ""), bad_capture.texts.get(s, ""), s)
              for s in stages}
@@ -140,7 +136,7 @@ def bisect_stages(good_capture: Capture, bad_capture: Capture, good_probe: Mappi
     first = next((d.stage for d in deltas if d.changed), None)
     basis = "artifact" if first else None
     if first is None:
-        slower = [d for d in deltas if d.compile_ratio >= COMPILE_RATIO_FLOOR
+        slower = [d for d in deltas if (d.compile_ratio or 0.0) >= COMPILE_RATIO_FLOOR
                   and d.compile_p is not None and d.compile_p < COMPILE_P]
         if slower:
             # the stage that added the most time: a millisecond stage can double from noise
@@ -151,7 +147,7 @@ def bisect_stages(good_capture: Capture, bad_capture: Capture, good_probe: Mappi
                                          bad_probe.get("stage_errors", {}))
     log_excerpt = _log_excerpt(bad_capture.log, first)
     return StageReport(
-        good, bad, workload, shape, first, basis, count_changed_lines(diff), diff, deltas,
+        good, bad, workload, seq, width, first, basis, count_changed_lines(diff), diff, deltas,
         kernel_deltas(good_probe["kernels"], bad_probe["kernels"]),
         {"good": good_probe["device_time_us"], "bad": bad_probe["device_time_us"]},
         numerics_stage,

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from regressions.errors import SpyreRegressError
-from regressions.stages import Capture
+from regressions.records import to_json
 
 CAPTURE_VERSION = 1
 RESULT_COLUMNS = ["result", "params", "version", "started_at", "duration", "stats_ci_99_a",
@@ -38,7 +38,9 @@ def write_text(path: Path, text: str) -> Path:
 
 
 def write_json(path: Path, data: Any) -> Path:
-    return write_text(path, json.dumps(data, indent=1, sort_keys=True, default=str) + "\n")
+    """`data` (dataclasses too, see `records.to_json`) as indented JSON, atomically."""
+    return write_text(path, json.dumps(to_json(data), indent=1, sort_keys=True, default=str)
+                      + "\n")
 
 
 def read_json(path: Path, what: str) -> Any:
@@ -50,8 +52,11 @@ def read_json(path: Path, what: str) -> Any:
         raise SpyreRegressError(f"{what} {path} is not valid JSON ({error})") from None
 
 
-def load_capture(directory: Path) -> Capture:
-    """A stage capture written by TORCH_COMPILE_DEBUG=1 (spyre_sim/capture.py's protocol)."""
+def load_capture(directory: Path):
+    """A stage capture (`stages.Capture`) written by TORCH_COMPILE_DEBUG=1, in the protocol of
+    spyre_sim/debug_capture.py."""
+    from regressions.stages import Capture  # statistics with it: imported when needed
+
     directory = Path(directory)
     index = read_json(directory / "stages.json", "stage index")
     if index.get("version") != CAPTURE_VERSION:
@@ -123,8 +128,8 @@ def record_measurement(results_dir: Path, machine: str, env_name: str, commit: s
 
 # --- nightly alert state ------------------------------------------------------------------
 
-ALERT_STATES = ("new", "reported", "acknowledged", "fixed", "invalid")
-SCHEMA_VERSION = 1
+ALERT_STATES = ("new", "reported", "not-reproduced", "acknowledged", "fixed", "invalid")
+SCHEMA_VERSION = 2  # 2: the `note` column (why an alert was not reproduced)
 
 
 class AlertStore:
@@ -139,9 +144,12 @@ class AlertStore:
         self.connection.execute(
             "CREATE TABLE IF NOT EXISTS alerts (id INTEGER PRIMARY KEY, key TEXT UNIQUE, "
             "status TEXT NOT NULL, kind TEXT, good TEXT, bad TEXT, culprit TEXT, stage TEXT, "
-            "report TEXT, document TEXT, created REAL, updated REAL)")
+            "report TEXT, document TEXT, created REAL, updated REAL, note TEXT)")
+        columns = {row[1] for row in self.connection.execute("PRAGMA table_info(alerts)")}
+        if "note" not in columns:  # update_to_2: a version-1 database
+            self.connection.execute("ALTER TABLE alerts ADD COLUMN note TEXT")
         self.connection.execute(
-            "INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+            "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
         self.connection.commit()
 
     def upsert(self, key: str, kind: str, good: str, bad: str, document: dict) -> tuple[int, bool]:
@@ -157,21 +165,33 @@ class AlertStore:
         self.connection.commit()
         return int(cursor.lastrowid), True
 
+    def status(self, alert_id: int) -> str:
+        row = self.connection.execute("SELECT status FROM alerts WHERE id = ?",
+                                      (alert_id,)).fetchone()
+        if row is None:
+            raise SpyreRegressError(f"there is no alert {alert_id}; `spyre-regress alerts` "
+                                    "lists them")
+        return row[0]
+
     def update(self, alert_id: int, **fields: Any) -> None:
-        allowed = {"status", "culprit", "stage", "report"}
+        allowed = {"status", "culprit", "stage", "report", "note"}
         if set(fields) - allowed:
             raise ValueError(f"unknown alert fields {sorted(set(fields) - allowed)}")
         if "status" in fields and fields["status"] not in ALERT_STATES:
             raise SpyreRegressError(f"alert status must be one of {list(ALERT_STATES)}, "
                                     f"not {fields['status']!r}")
         assignments = ", ".join(f"{name} = ?" for name in fields)
-        self.connection.execute(f"UPDATE alerts SET {assignments}, updated = ? WHERE id = ?",
-                                (*fields.values(), time.time(), alert_id))
+        cursor = self.connection.execute(
+            f"UPDATE alerts SET {assignments}, updated = ? WHERE id = ?",
+            (*fields.values(), time.time(), alert_id))
+        if cursor.rowcount == 0:
+            raise SpyreRegressError(f"there is no alert {alert_id}; `spyre-regress alerts` "
+                                    "lists them")
         self.connection.commit()
 
     def rows(self) -> list[dict]:
         cursor = self.connection.execute(
-            "SELECT id, key, status, kind, good, bad, culprit, stage, report FROM alerts "
+            "SELECT id, key, status, kind, good, bad, culprit, stage, report, note FROM alerts "
             "ORDER BY id")
         names = [c[0] for c in cursor.description]
         return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]

@@ -1,9 +1,11 @@
 """Writing a bundle: the one module in `reports` with side effects (files, the archive).
 
-`write_bundle` validates the investigation, scrubs it, builds every file's bytes in memory
-(pure functions elsewhere in the package), checks the bytes for secret values, and only then
-writes the folder (via a temporary sibling, so a failed run leaves no half bundle) and its
-`.tar.gz`. docs/reports.md describes the contents; docs/formats.md the file formats.
+`write_bundle` scrubs the investigation (its JSON form, read back through the typed model),
+builds every file's bytes in memory (pure functions elsewhere in the package), checks the
+bytes for secret values, and only then writes the folder (via a temporary sibling, so a failed
+run leaves no half bundle) and its `.tar.gz`. The trace files the investigation names are read
+from their paths as written, never scrubbed into other paths. docs/reports.md describes the
+contents; docs/formats.md the file formats.
 """
 
 from __future__ import annotations
@@ -22,24 +24,30 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from regressions import investigation as model
 from regressions.errors import SpyreRegressError
+from regressions.investigation import Investigation
+from regressions.records import to_json
 from reports import html, markdown, plots, reproducer, secrets
-from reports.analysis import as_dict, config_differences, member_label
-from reports.investigation import validate_investigation
+from reports.analysis import config_differences
 from reports.narrative import Report, build_report
 
-BUNDLE_VERSION = 1
+BUNDLE_VERSION = 2
 ENVIRONMENT_VERSION = 1
-SUMMARY_VERSION = 1
+SUMMARY_VERSION = 2
 MARKER = "summary.json"  # a folder holding this is a bundle we may replace
+NAME_LIMIT = 100
 
 
-def bundle_name(document: Mapping[str, Any]) -> str:
-    """`<metric>-<commit>-<probe>`: stable for one alert, safe as a file name."""
-    commit = (document["commits"].get("culprit") or document["commits"]["bad"])["sha"]
-    probe = re.sub(r"[^A-Za-z0-9._-]+", "-", member_label(document["alert"]["probe"]))
-    slug = f"{document['metric']}-{re.sub(r'[^0-9A-Za-z]', '', commit)[:12]}-{probe.strip('-.')}"
-    return slug[:100].rstrip("-.") or "bundle"
+def bundle_name(found: Investigation) -> str:
+    """`<metric>-<commit>-<probe>`: stable for one alert, safe as a file name, cut at a word
+    boundary (a `-`) when long."""
+    commit = (found.commits.culprit or found.commits.bad).sha
+    probe = re.sub(r"[^A-Za-z0-9._]+", "-", found.alert.probe.name).strip("-.")
+    slug = f"{found.target.metric}-{re.sub(r'[^0-9A-Za-z]', '', commit)[:12]}-{probe}"
+    if len(slug) > NAME_LIMIT:
+        slug = slug[:NAME_LIMIT].rsplit("-", 1)[0]
+    return slug.rstrip("-.") or "bundle"
 
 
 def _cpu_model() -> str:
@@ -59,34 +67,33 @@ def _installed(name: str) -> str | None:
         return None
 
 
-def environment_manifest(document: Mapping[str, Any]) -> dict:
+def environment_manifest(found: Investigation) -> dict:
     """Versions, commits, machine, Config and allow-listed variables (never anything else).
 
     The probe measured each build in its own process; its `environment` is the record of what
     ran. OS and CPU are read here, on the machine that ran the probe and writes the report.
     """
-    timing = document["timing"]
-    measured = {side: timing[side].get("environment") for side in ("good", "bad")}
-    ran = measured["bad"] or measured["good"] or {}
+    timing = found.timing
+    measured = {"good": dict(timing.good.environment), "bad": dict(timing.bad.environment)}
+    ran = measured["bad"] or measured["good"]
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
-    good_config = timing["good"].get("config") or {}
+    good_config, bad_config = dict(timing.good.config), dict(timing.bad.config)
     return {
         "version": ENVIRONMENT_VERSION,
         "python": ran.get("python") or platform.python_version(),
         "torch": ran.get("torch") or _installed("torch"),
-        "spyre_sim": {side: (measured[side] or {}).get("spyre_sim") for side in measured},
+        "spyre_sim": {side: measured[side].get("spyre_sim") for side in measured},
         "measured": measured,
-        "commits": dict(document["commits"]),
+        "commits": to_json(found.commits),
         "os": platform.platform(),
         "cpu": {"model": _cpu_model(), "machine": platform.machine(),
                 "logical": os.cpu_count(), "usable": usable},
         "sencores": os.environ.get("SENCORES"),
-        "config": document["probe"]["config"],
+        "config": bad_config,
         "config_good": good_config,
-        "config_differences": config_differences(good_config, document["probe"]["config"]),
+        "config_differences": config_differences(good_config, bad_config),
         "environment_variables": secrets.allowed_environment(),
-        "alert_machines": sorted({f"{m.get('machine', '')}/{m.get('env', '')}"
-                                  for m in document["alert"]["members"]}),
+        "alert_machines": sorted({f"{m.machine}/{m.env}" for m in found.alert.members}),
         "report_tool": {"name": "spyre-regress", "version": _installed("spyre-regress"),
                         "bundle_version": BUNDLE_VERSION},
     }
@@ -123,91 +130,100 @@ def _trace(path: str | None, field: str, secret_values: tuple[str, ...]) -> byte
     return (json.dumps(trace) + "\n").encode()
 
 
-def _data_files(report: Report, document: Mapping[str, Any]) -> dict[str, bytes]:
-    timing, stages = document["timing"], document["stages"]
+def _data_files(report: Report) -> dict[str, bytes]:
+    found = report.investigation
+    timing, stages = found.timing, found.stages
     rows = []
-    for side in ("good", "bad"):
-        if timing[side]["status"] == "ok":
+    for side, run in (("good", timing.good), ("bad", timing.bad)):
+        if run.ok:
             rows += [[side, i, h, d] for i, (h, d) in
-                     enumerate(zip(timing[side]["host_s"], timing[side]["device_us"],
-                                   strict=False))]
+                     enumerate(zip(run.host_s, run.device_us, strict=False))]
     files = {"timing_samples.csv": _csv(["build", "iteration", "host_s", "device_us"], rows),
              "compile_stages.csv": _csv(
                  ["stage", "changed", "diff_lines", "compile_s_good", "compile_s_bad",
                   "compile_ratio", "compile_p"],
-                 [[r["stage"], r["changed"], r.get("diff_lines"), r["compile_s_good"],
-                   r["compile_s_bad"], r.get("compile_ratio"), r.get("compile_p")]
-                  for r in stages["stages"]]),
+                 [[d.stage, d.changed, d.diff_lines, d.compile_s_good, d.compile_s_bad,
+                   d.compile_ratio, d.compile_p] for d in stages.stages]),
              "kernels.csv": _csv(["name", "good_us", "bad_us"],
-                                 [[k["name"], k["good_us"], k["bad_us"]]
-                                  for k in stages["kernels"]])}
+                                 [[k.name, k.good_us, k.bad_us] for k in stages.kernels])}
     if report.numerics_rows:
         files["numerics_stages.csv"] = _csv(
             ["stage", "rmse_ratio_good", "rmse_ratio_bad", "max_abs_good", "max_abs_bad"],
             [[r["stage"], r["good"], r["bad"], r["good_max_abs"], r["bad_max_abs"]]
              for r in report.numerics_rows])
-    if report.diff and report.first_stage:
+    if stages.diff and report.first_stage:
         files[f"{re.sub(r'[^A-Za-z0-9_-]', '_', report.first_stage)}.diff"] = \
-            report.diff.encode()
-    if report.log_excerpt:
-        files["compile_log.txt"] = (report.log_excerpt.rstrip("\n") + "\n").encode()
+            stages.diff.encode()
+    if stages.log_excerpt:
+        files["compile_log.txt"] = (stages.log_excerpt.rstrip("\n") + "\n").encode()
     return files
 
 
-def _figures(report: Report, document: Mapping[str, Any]) -> dict[str, bytes]:
-    timing = document["timing"]
-    ok = {side: timing[side] if timing[side]["status"] == "ok" else None
-          for side in ("good", "bad")}
-    figures = {"timing.png": plots.timing_figure(ok["good"], ok["bad"], report.title[:110])}
-    if report.stage_rows:
-        figures["compile_stages.png"] = plots.compile_figure(report.stage_rows,
+def _figures(report: Report) -> dict[str, bytes]:
+    timing = report.investigation.timing
+    figures = {"timing.png": plots.timing_figure(timing.good if timing.good.ok else None,
+                                                 timing.bad if timing.bad.ok else None,
+                                                 report.title[:110])}
+    if report.investigation.stages.stages:
+        figures["compile_stages.png"] = plots.compile_figure(report.investigation.stages.stages,
                                                              report.first_stage)
     # the per-stage error plot only where it tells something: numerics alerts, or a drift
     if report.numerics_rows and (report.metric == "numerics" or report.numerics_stage):
         figures["numerics.png"] = plots.numerics_figure(
-            report.numerics_rows, report.tolerance.rmse_ratio, report.numerics_stage)
+            report.numerics_rows, timing.tolerance.rmse_ratio, report.numerics_stage)
     return figures
 
 
 def _summary(report: Report, name: str, files: list[str]) -> dict:
+    found = report.investigation
     return {"version": SUMMARY_VERSION, "bundle": name, "title": report.title,
-            "metric": report.metric, "kind": report.kind,
-            "commits": {"good": report.commits["good"]["sha"],
-                        "bad": report.commits["bad"]["sha"],
-                        "culprit": (report.culprit or {}).get("sha")},
-            "first_divergent_stage": report.first_stage, "basis": report.basis,
+            "metric": report.metric, "kind": found.alert.kind,
+            "benchmark": found.target.label,
+            "commits": {"good": found.commits.good.sha, "bad": found.commits.bad.sha,
+                        "culprit": found.commits.culprit.sha if found.commits.culprit else None},
+            "first_divergent_stage": report.first_stage, "basis": found.stages.basis,
             "numerics_first_divergent_stage": report.numerics_stage,
             "causal_statement": report.causal_statement,
             "workaround_statement": report.workaround_statement,
-            "workaround": report.workaround, "device_time": as_dict(report.device),
-            "host_time": as_dict(report.host), "correctness": as_dict(report.correctness),
-            "tolerance": as_dict(report.tolerance), "members": list(report.members),
-            "files": files}
+            "confirmation": to_json(found.confirmation), "workaround": to_json(found.workaround),
+            "timing_program": found.timing.program.describe(),
+            "device_time": to_json(found.timing.device), "host_time": to_json(found.timing.host),
+            "correctness": to_json(found.timing.correctness),
+            "tolerance": to_json(found.timing.tolerance),
+            "members": to_json(found.alert.members), "files": files}
 
 
-def bundle_files(investigation: Mapping[str, Any], repo_name: str,
+def scrubbed(found: Investigation, secret_values: tuple[str, ...]) -> Investigation:
+    """The investigation with every secret value and credential shape redacted; the trace
+    paths are the tool's own files and stay as they are."""
+    document = model.dump(found)
+    traces = document.pop("traces")
+    clean = secrets.scrub(document, secret_values)
+    return model.load({**clean, "traces": traces}, "the scrubbed investigation")
+
+
+def bundle_files(found: Investigation, repo_name: str,
                  environ: Mapping[str, str] | None = None) -> tuple[str, dict[str, bytes]]:
     """(bundle name, {file name: bytes}) for an investigation; nothing is written."""
-    document = validate_investigation(investigation)
     secret_values = secrets.secret_values(environ)
-    document = secrets.scrub(document, secret_values)
+    found = scrubbed(found, secret_values)
     repo_name = secrets.scrub_text(repo_name, secret_values)
-    report = build_report(document, repo_name)
-    name = bundle_name(document)
-    files = _data_files(report, document)
-    for side in ("good", "bad"):
-        trace = _trace(document["traces"][side], f"traces.{side}", secret_values)
+    report = build_report(found, repo_name)
+    name = bundle_name(found)
+    files = _data_files(report)
+    for side, path in found.traces.items():
+        trace = _trace(path, f"traces.{side}", secret_values)
         if trace is not None:
             files[f"trace_{side}.json"] = trace
-    figures = _figures(report, document)
+    figures = _figures(report)
     files.update(figures)
-    environment = environment_manifest(document)
+    environment = environment_manifest(found)
     files["environment.json"] = _json(environment)
     # the probe's trace paths are local; inside the bundle the traces have their own names
     shipped = {side: f"trace_{side}.json" if f"trace_{side}.json" in files else None
                for side in ("good", "bad")}
-    files["investigation.json"] = _json({**document, "traces": shipped})
-    files["reproducer.py"] = reproducer.reproducer_source(report, document).encode()
+    files["investigation.json"] = _json({**model.dump(found), "traces": shipped})
+    files["reproducer.py"] = reproducer.reproducer_source(report).encode()
     names = sorted([*files, "report.md", "report.html", "summary.json"])
     diff_file = next((n for n in files if n.endswith(".diff")), None)
     usage = reproducer.usage_commands(report)
@@ -241,12 +257,12 @@ def _archive(folder: Path) -> Path:
     return archive
 
 
-def write_bundle(investigation: Mapping[str, Any], out_dir: Path,
+def write_bundle(investigation: Investigation, out_dir: Path,
                  repo_name: str = "spyre_sim") -> Path:
     """Write one alert's bundle: `<out_dir>/<name>/` and `<out_dir>/<name>.tar.gz`.
 
     Args:
-        investigation: the investigation document (docs/formats.md), version 1.
+        investigation: what the investigation found (regressions.investigation).
         out_dir: where the folder and the archive go; created if missing.
         repo_name: the compiler's name in titles and instructions.
 
@@ -255,8 +271,8 @@ def write_bundle(investigation: Mapping[str, Any], out_dir: Path,
         of the same name is replaced.
 
     Raises:
-        SpyreRegressError: the investigation is invalid, a trace cannot be read, or the
-            folder exists and is not a bundle.
+        SpyreRegressError: a trace cannot be read, or the folder exists and is not a
+            bundle.
     """
     name, files = bundle_files(investigation, repo_name)
     out_dir = Path(out_dir)

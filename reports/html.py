@@ -50,7 +50,7 @@ def diff_lines(diff: str) -> list[tuple[str, str]]:
 def render(report: Report, figures: Mapping[str, bytes], files: Sequence[str], usage: str,
            diff_file: str | None, environment: dict, max_diff_lines: int = 2000) -> str:
     """The page. `figures` maps a figure's file name to its PNG bytes."""
-    lines = diff_lines(report.diff)
+    lines = diff_lines(report.investigation.stages.diff)
     template = _ENVIRONMENT.get_template("report.html.j2")
     return template.render(
         report=report,
@@ -59,8 +59,9 @@ def render(report: Report, figures: Mapping[str, bytes], files: Sequence[str], u
         figures={name: data_uri(png) for name, png in figures.items()},
         files=files,
         usage=usage,
-        iterations_text=markdown.iterations_text(report),
         no_drift=markdown.NO_DRIFT,
+        bisection_text=markdown.bisection_text(report) if report.investigation.bisect else "",
+        minimized_text=markdown.minimized_text(report) if report.investigation.minimized else "",
         diff_file=diff_file,
         diff=lines[:max_diff_lines],
         diff_truncated=max(0, len(lines) - max_diff_lines),

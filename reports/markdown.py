@@ -90,12 +90,6 @@ def truncate_lines(body: str, max_chars: int, pointer: str) -> str:
                               f"full text is in {pointer}]")
 
 
-def iterations_text(report: Report) -> str:
-    counts = sorted({s.n for s in (report.device.good, report.device.bad) if s is not None})
-    return " and ".join(str(n) for n in counts) + " synchronized iterations" if counts \
-        else "No timing"
-
-
 def _section(title: str, *parts: str) -> str:
     return "\n\n".join([f"## {text(title)}", *[p for p in parts if p]])
 
@@ -128,16 +122,11 @@ def _render(report: Report, files: Sequence[str], usage: str, diff_file: str | N
                          "each build and compare what it prints:"),
                     fenced(usage, "sh"))]
     sections = {
-        "timing": _section(
-            "Timing",
-            text(f"{iterations_text(report)} per build after one warm-up call; device time is "
-                 "the simulator's clock, host time the wall time of the call. bad / good is the "
-                 "ratio of geometric means with a Welch interval on log times; p is a two-sided "
-                 "Mann-Whitney test. Samples in timing_samples.csv, ECDFs in timing.png."),
-            table(t["timing"])),
+        "timing": _section("Timing", text(report.notes["timing"]), table(t["timing"])),
         "correctness": _section(
             "Correctness vs float64",
-            text(f"Tolerance: {report.tolerance.describe()}."),
+            text(f"On {report.investigation.timing.program.describe()}. Tolerance: "
+                 f"{report.investigation.timing.tolerance.describe()}."),
             table(t["correctness"]),
             table(t["numerics"]) if report.show_stage_errors else
             text(NO_DRIFT) if report.numerics_rows else ""),
@@ -145,15 +134,12 @@ def _render(report: Report, files: Sequence[str], usage: str, diff_file: str | N
     }
     out += [sections[name] for name in report.section_order]
     out.append(_section("Commit bisection", *_bisect_parts(report, t["bisect"])))
-    if report.minimized:
-        mini = report.minimized
+    minimized = report.investigation.minimized
+    if minimized:
         out.append(_section(
             "Minimized program",
-            text(f"{mini.get('ops_before', '?')} → {mini.get('ops_after', '?')} ops in "
-                 f"{mini.get('queries', '?')} queries; bad/good ratio "
-                 f"{tables.number(mini.get('ratio_before'))} before, "
-                 f"{tables.number(mini.get('ratio_after'))} after. reproducer.py embeds it."),
-            fenced(truncate_lines(mini["source"], budget // 2, "reproducer.py"), "python")))
+            text(minimized_text(report)),
+            fenced(truncate_lines(minimized.source, budget // 2, "reproducer.py"), "python")))
     out.append(_section("Environment", table(tables.environment_rows(environment)),
                         text("Everything else, including the full Config, is in "
                              "environment.json.")))
@@ -161,40 +147,50 @@ def _render(report: Report, files: Sequence[str], usage: str, diff_file: str | N
     return "\n\n".join(out) + "\n"
 
 
+def minimized_text(report: Report) -> str:
+    minimized = report.investigation.minimized
+    return (f"{minimized.ops_before} → {minimized.ops_after} ops in {minimized.queries} "
+            f"queries, keeping the regression: the bad/good ratio of the noise-free "
+            f"{report.metric} was {minimized.ratio_before:.3f} on the captured program and "
+            f"is {minimized.ratio_after:.3f} on this one. reproducer.py embeds it.")
+
+
 def _evidence(report: Report, t: dict[str, Table], diff_file: str | None,
               budget: int) -> list[str]:
     first = report.first_stage
-    evidence = [text(f"First divergent stage: {first or 'none'} (basis: {report.basis or 'n/a'})"
+    stages = report.investigation.stages
+    evidence = [text(f"First divergent stage: {first or 'none'} (basis: {stages.basis or 'n/a'})"
                      + (f"; first stage whose executed output drifts: {report.numerics_stage}"
-                        if report.numerics_stage else "") + ". Per-stage compile times are "
-                     "medians of repeated cold compiles (compile_stages.csv, "
-                     "compile_stages.png)."),
+                        if report.numerics_stage else "") + ". " + report.notes["stages"]),
                 table(t["stages"])]
-    if report.kernel_rows:
-        evidence += [text("Kernels, device time per call (changed ones in bold). Find them by "
-                          "name in trace_good.json and trace_bad.json (Chrome trace format: "
-                          "open in ui.perfetto.dev or chrome://tracing)."),
-                     table(t["kernels"])]
-    if report.diff and diff_file:
+    if stages.kernels:
+        evidence += [text(report.notes["kernels"]), table(t["kernels"])]
+    if stages.diff and diff_file:
         evidence += [f"### {text(f'{first} artifact diff, good → bad ({diff_file})')}",
-                     fenced(truncate_lines(report.diff, budget, diff_file), "diff")]
-    if report.log_excerpt:
+                     fenced(truncate_lines(stages.diff, budget, diff_file), "diff")]
+    if stages.log_excerpt:
         evidence += [f"### {text('Compile log excerpt, bad build (compile_log.txt)')}",
-                     fenced(truncate_lines(report.log_excerpt, budget // 4, "compile_log.txt"),
+                     fenced(truncate_lines(stages.log_excerpt, budget // 4, "compile_log.txt"),
                             "text")]
     return evidence
 
 
 def _bisect_parts(report: Report, steps: Table) -> list[str]:
-    good, bad = report.commits["good"], report.commits["bad"]
-    parts = [text(f"good {short(good['sha'])} \"{good['subject']}\"; bad {short(bad['sha'])} "
-                  f"\"{bad['subject']}\"")]
-    bisect = report.bisect
+    good, bad = report.investigation.commits.good, report.investigation.commits.bad
+    parts = [text(f"good {short(good.sha)} \"{good.subject}\"; bad {short(bad.sha)} "
+                  f"\"{bad.subject}\"")]
+    bisect = report.investigation.bisect
     if not bisect:
         return parts + [text("No commit bisection was run.")]
-    parts.append(text(f"{bisect.get('commits_in_range', '?')} commits in range, "
-                      f"{bisect.get('commits_measured', '?')} measured; culprit "
-                      f"{short(bisect.get('culprit')) if bisect.get('culprit') else 'none'}."))
+    parts.append(text(bisection_text(report)))
     if steps.rows:
         parts.append(table(steps))
     return parts
+
+
+def bisection_text(report: Report) -> str:
+    bisect = report.investigation.bisect
+    culprit = short(bisect.culprit) if bisect.culprit else "none"
+    return (f"{bisect.commits_in_range} commits in range; {bisect.commits_measured} measured, "
+            f"the two ends included, with {report.investigation.target.label}; culprit "
+            f"{culprit}.")

@@ -17,6 +17,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
 import numpy as np  # noqa: E402
 
+from regressions.investigation import BuildRun  # noqa: E402
+from regressions.stages import StageDelta  # noqa: E402
+
 GOOD_COLOR = "#1f77b4"
 BAD_COLOR = "#d62728"
 _METADATA = {"Software": None}
@@ -38,8 +41,7 @@ def _ecdf(axes, samples: Sequence[float], label: str, color: str, scale: float,
     axes.axvline(median, color=color, linestyle="--", linewidth=0.9)
 
 
-def timing_figure(good: Mapping[str, Sequence[float]] | None,
-                  bad: Mapping[str, Sequence[float]] | None, title: str) -> bytes:
+def timing_figure(good: BuildRun | None, bad: BuildRun | None, title: str) -> bytes:
     """ECDFs of device time and host wall time per call, good vs bad."""
     figure, panels = plt.subplots(1, 2, figsize=(10, 3.6), constrained_layout=True)
     series = (("device_us", "simulated device time per call (us)", 1.0),
@@ -49,7 +51,8 @@ def timing_figure(good: Mapping[str, Sequence[float]] | None,
         for name, timing, color, width in (("good", good, GOOD_COLOR, 3.2),
                                            ("bad", bad, BAD_COLOR, 1.4)):
             if timing:
-                _ecdf(axes, timing[key], f"{name} (n={len(timing[key])})", color, scale, width)
+                values = getattr(timing, key)
+                _ecdf(axes, values, f"{name} (n={len(values)})", color, scale, width)
         axes.set_xlabel(label)
         axes.set_ylabel("fraction of iterations")
         axes.set_ylim(0, 1.02)
@@ -59,11 +62,11 @@ def timing_figure(good: Mapping[str, Sequence[float]] | None,
     return _png(figure)
 
 
-def compile_figure(rows: Sequence[Mapping], first_stage: str | None) -> bytes:
+def compile_figure(rows: Sequence[StageDelta], first_stage: str | None) -> bytes:
     """Per-stage cold compile time, good vs bad; the first divergent stage is marked."""
-    stages = [r["stage"] for r in rows]
-    good = [r["compile_s_good"] * 1e3 for r in rows]
-    bad = [r["compile_s_bad"] * 1e3 for r in rows]
+    stages = [r.stage for r in rows]
+    good = [r.compile_s_good * 1e3 for r in rows]
+    bad = [r.compile_s_bad * 1e3 for r in rows]
     positions = np.arange(len(stages))
     figure, axes = plt.subplots(figsize=(10, 0.45 * len(stages) + 1.2), constrained_layout=True)
     for offset, values, color, name in ((-0.2, good, GOOD_COLOR, "good"),

@@ -1,8 +1,9 @@
 """reproducer.py: one standalone file a maintainer runs with the good and with the bad build.
 
 Assembled from three parts: a usage docstring (commands, what to expect), the program under
-test (the minimized program's source, pasted verbatim so it can be read), and the harness
-(`reports.harness`, copied between its markers). Text from the investigation enters the file
+test (the investigation's `source`, the minimized program when there is one, pasted verbatim
+so it can be read), and the harness (`regressions/harness.py`, read through the installed
+package and copied between its markers). Text from the investigation enters the file
 only through `docstring_text` (inside the docstring) or `python_literal` (as data), and the
 assembled source is compiled before it is written, so no name or subject can break out into
 code. When the program's top-level names collide with the harness's, or it needs a
@@ -12,26 +13,23 @@ code. When the program's top-level names collide with the harness's, or it needs
 from __future__ import annotations
 
 import ast
+import importlib.resources
 import json
 import math
 import pprint
 import shlex
 import textwrap
-from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from regressions.errors import SpyreRegressError
-from reports import harness
-from reports.narrative import Report, short
+from reports.narrative import Report, confirmation_figure, short
 
 BEGIN, END = "# --- reproducer harness begins ---", "# --- reproducer harness ends ---"
 SEED = 0
-CATALOGUE = Path(__file__).resolve().parents[1] / "benchmarks" / "workloads.py"
 
 
 def harness_source() -> str:
-    source = Path(harness.__file__).read_text()
+    source = importlib.resources.files("regressions").joinpath("harness.py").read_text()
     return source[source.index(BEGIN) + len(BEGIN):source.index(END)].strip("\n") + "\n"
 
 
@@ -92,20 +90,16 @@ def _top_level_names(source: str) -> set[str]:
     return names
 
 
-def program_section(document: Mapping[str, Any]) -> str:
+def program_section(source: str) -> str:
     """The program and `make_inputs`, pasted when safe, else executed from a string."""
-    minimized = document.get("minimized")
-    if minimized is None:
-        return _catalogue_section(document["probe"])
-    source = minimized["source"]
     try:
         names = _top_level_names(source)
     except SyntaxError as exc:
-        raise SpyreRegressError(f"investigation field `minimized.source` is not Python "
+        raise SpyreRegressError(f"investigation field `source` is not Python "
                                 f"({exc.msg}, line {exc.lineno})") from None
     missing = {"program", "make_inputs"} - names
     if missing:
-        raise SpyreRegressError(f"investigation field `minimized.source` must define "
+        raise SpyreRegressError(f"investigation field `source` must define "
                                 f"{sorted(missing)} (regressions.minimize.to_source does)")
     harness_names = _top_level_names(harness_source()) | {"SETTINGS"}
     if (names & harness_names) - {"torch"} or "from __future__" in source:
@@ -118,26 +112,6 @@ def program_section(document: Mapping[str, Any]) -> str:
                 "make_inputs = _program_namespace['make_inputs']\n")
     return ("# " + "-" * 30 + " the program under test " + "-" * 30 + "\n"
             + source.rstrip() + "\n# " + "-" * 84 + "\n")
-
-
-def _catalogue_section(probe: Mapping[str, Any]) -> str:
-    """No minimized program: embed the workload catalogue and build the probe workload."""
-    if not CATALOGUE.is_file():
-        raise SpyreRegressError("investigation field `minimized` is null and the workload "
-                                "catalogue (benchmarks/workloads.py) is not beside the "
-                                "reports package; pass the program as `minimized.source`")
-    return (
-        "# The probe workload, built by the project's workload catalogue (embedded).\n"
-        "import types as _types\n"
-        f"CATALOGUE_SOURCE = {CATALOGUE.read_text()!r}\n"
-        "_catalogue = _types.ModuleType('reproducer_workloads')\n"
-        "sys.modules[_catalogue.__name__] = _catalogue  # dataclasses look their module up\n"
-        "exec(compile(CATALOGUE_SOURCE, '<workloads>', 'exec'), _catalogue.__dict__)\n"
-        f"_BUILT = _catalogue.build({probe['workload']!r}, {int(probe['seq'])!r}, "
-        f"{probe.get('width')!r}, seed={SEED})\n"
-        "program = _BUILT[0]\n\n\n"
-        "def make_inputs():\n"
-        "    return _BUILT[1]\n")
 
 
 def _set_argument(knob: str, value: Any) -> str:
@@ -153,16 +127,17 @@ def _set_argument(knob: str, value: Any) -> str:
 
 def usage_commands(report: Report) -> str:
     """The shell lines of the reproduction recipe (also shown in report.md and .html)."""
-    good, bad = short(report.commits["good"]["sha"]), short(report.commits["bad"]["sha"])
+    commits = report.investigation.commits
+    good, bad = short(commits.good.sha), short(commits.bad.sha)
     lines = [f"# the good build ({good})",
              f"PYTHONPATH=<checkout of {good}> python reproducer.py --config good",
              f"# the bad build ({bad})",
              f"PYTHONPATH=<checkout of {bad}> python reproducer.py --config bad"]
-    workaround = report.workaround
+    workaround = report.investigation.workaround
     if workaround:
         lines += ["# the bad build with the workaround knob",
                   f"PYTHONPATH=<checkout of {bad}> python reproducer.py --config bad --set "
-                  + _set_argument(workaround["knob"], workaround.get("value"))]
+                  + _set_argument(workaround.knob, workaround.value)]
     if report.config_changes:
         lines += ["# one build, both recorded Configs: emulates the change of defaults",
                   "python reproducer.py --config good && python reproducer.py --config bad"]
@@ -170,40 +145,36 @@ def usage_commands(report: Report) -> str:
 
 
 def expected_summary(report: Report) -> str:
-    device = report.device
-    good, bad = report.correctness
+    """What the reproducer printed for the report, on the program it embeds."""
+    timing = report.investigation.timing
+    device = timing.device
+    good, bad = timing.correctness
     text = ""
     if device.ratio is not None:
         text = (f"device time median {device.good.median:.2f} us (good) vs "
                 f"{device.bad.median:.2f} us (bad), x{device.ratio:.3f} "
                 f"({device.confidence:.0%} CI {device.ci[0]:.3f}-{device.ci[1]:.3f}); ")
-    if report.metric != "device_time":
-        label, value, detail = report.headline
-        text = f"{label} {value} ({detail}); " + text
     return text + (f"correctness good {'PASS' if good.passed else 'FAIL'}, bad "
                    f"{'PASS' if bad.passed else 'FAIL'}")
 
 
-def settings(report: Report, document: Mapping[str, Any]) -> dict:
-    timing = document["timing"]
-    recorded_bad = document["probe"]["config"]
-    good_timing = timing["good"]
-    recorded_good = (good_timing.get("config") if good_timing["status"] == "ok" else None) \
-        or recorded_bad
+def settings(report: Report) -> dict:
+    timing = report.investigation.timing
+    recorded_bad = dict(timing.bad.config) or dict(timing.good.config)
+    recorded_good = dict(timing.good.config) or recorded_bad
     return {"version": 1, "configs": {"good": recorded_good, "bad": recorded_bad},
-            "default_config": "bad", "seed": SEED,
-            "iterations": max((len(timing[s]["device_us"]) for s in ("good", "bad")
-                               if timing[s]["status"] == "ok"), default=100),
+            "default_config": "bad", "seed": SEED, "iterations": timing.iterations or 100,
             "compile_repeats": 3 if report.metric == "compile_time" else 1,
-            "tolerance": {"rmse_ratio": report.tolerance.rmse_ratio,
-                          "max_abs": report.tolerance.max_abs},
-            "tolerance_text": report.tolerance.describe(), "metric": report.metric,
+            "tolerance": {"rmse_ratio": timing.tolerance.rmse_ratio,
+                          "max_abs": timing.tolerance.max_abs},
+            "tolerance_text": timing.tolerance.describe(), "metric": report.metric,
             "expected": {"summary": expected_summary(report)}}
 
 
-def reproducer_source(report: Report, document: Mapping[str, Any]) -> str:
+def reproducer_source(report: Report) -> str:
     """The complete reproducer.py text; compiled here so a broken file is never written."""
     usage = usage_commands(report)
+    program = report.investigation.timing.program.describe()
     doc = "\n".join([
         f"Reproducer: {report.title}",
         "",
@@ -218,14 +189,18 @@ def reproducer_source(report: Report, document: Mapping[str, Any]) -> str:
         "--config good|bad applies the Config recorded at that commit exactly; --set FIELD=VALUE",
         "overrides one field; --iterations N; --json prints one JSON document.",
         "",
-        textwrap.fill("When the report was written: " + expected_summary(report) + ".", 96),
+        textwrap.fill(f"When the report was written, on {program}: "
+                      + expected_summary(report) + ".", 96),
+        textwrap.fill("The regression as the benchmark measured it: " + (
+            confirmation_figure(report.investigation.confirmation)
+            if report.investigation.confirmation else "the bad build fails") + ".", 96),
     ])
     imports, body = _harness_parts()
     parts = [
         f'"""{docstring_text(doc)}\n"""\n',
         imports,
-        f"SETTINGS = {python_literal(settings(report, document))}\n",
-        program_section(document),
+        f"SETTINGS = {python_literal(settings(report))}\n",
+        program_section(report.investigation.source),
         body,
         'if __name__ == "__main__":',
         "    sys.exit(main(sys.argv[1:], program, make_inputs, SETTINGS))",

@@ -2,11 +2,14 @@
 
 Two rules. Environment variables enter a bundle only by name from `ENV_ALLOWLIST`, never by
 pattern. And every string that came from elsewhere (the investigation's subjects, logs, diffs,
-program source, the traces) is scrubbed before anything is rendered: the value of any
-environment variable that is not harmless is replaced wherever it occurs, and well-known
-credential shapes (GitHub, AWS and Slack tokens, private keys, `password=...`, URLs with a
-user:password part, `Authorization: Bearer ...`) are replaced even when the value is not in
-this process's environment. A final check (`find_leaks`) reads back every file of the bundle.
+program source, the traces) is scrubbed before anything is rendered: the value of every
+environment variable whose *name* says it holds a credential (`..._TOKEN`, `..._SECRET...`,
+`..._PASSWORD`, `..._KEY`, ...) is replaced wherever it occurs, and well-known credential
+shapes (GitHub, AWS and Slack tokens, private keys, `password=...`, URLs with a user:password
+part, `Authorization: Bearer ...`) are replaced even when the value is not in this process's
+environment. A value is never scrubbed merely because it appears in the environment: paths
+such as HOME, GITHUB_WORKSPACE or PYENV_DIR are ordinary text of a report (and the prefix of
+the files it writes). A final check (`find_leaks`) reads back every file of the bundle.
 """
 
 from __future__ import annotations
@@ -31,20 +34,12 @@ ENV_ALLOWLIST = (
     "TORCHDYNAMO_VERBOSE",
     "PYTHONHASHSEED",
 )
-# Variables whose values are shared, well-known strings (paths, locale); scrubbing them would
-# mangle ordinary text without protecting anything.
-_HARMLESS = {
-    "PATH", "HOME", "PWD", "OLDPWD", "SHELL", "TERM", "LANG", "LANGUAGE", "USER", "LOGNAME",
-    "SHLVL", "_", "TMPDIR", "TZ", "COLUMNS", "LINES", "PYTHONPATH", "VIRTUAL_ENV",
-}
-# Names that say "this is a credential": their values are scrubbed from 4 characters up.
-# Any other variable's value is scrubbed from 8 characters up, where a chance match with
-# ordinary report text is unlikely.
+# Names that say "this is a credential": their values are scrubbed from 4 characters up
+# (shorter ones would match ordinary text by chance and protect nothing).
 _SECRET_NAME = re.compile(
     r"TOKEN|SECRET|PASSW|PASSPHRASE|API_?KEY|ACCESS_?KEY|PRIVATE|CREDENTIAL|AUTH|COOKIE|"
     r"SESSION|SIGNATURE|(^|_)KEY($|_)|(^|_)PWD$|(^|_)PAT$", re.IGNORECASE)
-_MIN_SECRET_NAMED = 4
-_MIN_OTHER = 8
+_MIN_SECRET = 4
 
 _KEYWORD = (r"[A-Za-z0-9_.-]*(?:token|secret|passw(?:or)?d|passphrase|api[_-]?key|"
             r"access[_-]?key|private[_-]?key|credentials?|auth)")
@@ -77,18 +72,14 @@ def allowed_environment(environ: Mapping[str, str] | None = None) -> dict[str, s
 
 
 def secret_values(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
-    """Values to scrub: every environment value that is not allow-listed or harmless.
+    """Values to scrub: those of the variables whose names say they are credentials.
 
     Longest first, so a value containing another is replaced whole.
     """
     environ = os.environ if environ is None else environ
-    values = set()
-    for name, value in environ.items():
-        if name in ENV_ALLOWLIST or name in _HARMLESS or name.startswith("LC_"):
-            continue
-        minimum = _MIN_SECRET_NAMED if is_secret_name(name) else _MIN_OTHER
-        if len(value.strip()) >= minimum:
-            values.add(value.strip())
+    values = {value.strip() for name, value in environ.items()
+              if name not in ENV_ALLOWLIST and is_secret_name(name)
+              and len(value.strip()) >= _MIN_SECRET}
     return tuple(sorted(values, key=lambda v: (-len(v), v)))
 
 

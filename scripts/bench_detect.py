@@ -72,7 +72,7 @@ def main() -> None:
               f"in {time.perf_counter() - start:.1f} s")
 
         start = time.perf_counter()
-        done = subprocess.run([sys.executable, "-m", "regressions.cli", "detect", "--results",
+        done = subprocess.run([sys.executable, "-m", "spyre_regress.cli", "detect", "--results",
                                str(root), "--json", str(Path(tmp) / "alerts.json")],
                               capture_output=True, text=True, check=False)
         wall = time.perf_counter() - start

@@ -44,26 +44,10 @@ def screenshot(html: Path, png: Path, width: int = 1280, height: int = 2400,
 
 def example_bundle(out_dir: Path) -> Path:
     """An emulated device-time bundle (fusion switched off), for a look at the layout."""
-    import spyre_sim
-    from reports import example, write_bundle
+    from reports import write_bundle
+    from spyre_regress import example
 
-    def mlp(x, w1, b1, w2, b2):
-        import torch.nn.functional as F
-        return F.linear(F.gelu(F.linear(x, w1, b1)), w2, b2)
-
-    import torch
-    generator = torch.Generator().manual_seed(0)
-    inputs = (torch.randn(127, 512, generator=generator),
-              torch.randn(512, 512, generator=generator) * 0.04, torch.zeros(512),
-              torch.randn(512, 512, generator=generator) * 0.04, torch.zeros(512))
-    source = example.captured_source(mlp, inputs, "Linear -> GELU -> Linear at [127, 512].")
-    probe = example.ProbeProgram("mlp", 127, 512, source,
-                                 "bench_execute.DeviceTime.time_device", "('mlp', 127)")
-    investigation = example.emulate_investigation(
-        "device_time", probe, example.EmulatedBuild("lower: fuse pointwise epilogues"),
-        example.EmulatedBuild("config: turn pointwise fusion off by default",
-                              spyre_sim.Config(fusion=False)),
-        out_dir / "probe", compile_repeats=3)
+    investigation, _ = example.fusion_example(out_dir / "probe")
     return write_bundle(investigation, out_dir)
 
 

@@ -22,17 +22,25 @@ import torch._dynamo
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 from torch.utils import _pytree
 
-from spyre_sim import capture as debug_capture
+from spyre_sim import debug_capture
 from spyre_sim.config import Config
 from spyre_sim.executor import Executor
 from spyre_sim.ir import CapturedGraph, DynamoArtifact
-from spyre_sim.stages import backend, decompose, dynamo, kernel, layout, lower, runtime, sdsc
+from spyre_sim.stages import (
+    EXECUTABLE_STAGES,
+    STAGES,
+    backend,
+    decompose,
+    dynamo,
+    kernel,
+    layout,
+    lower,
+    runtime,
+    sdsc,
+)
 from spyre_sim.timeline import KernelRecord, RunRecord
 
 log = logging.getLogger("spyre_sim")
-STAGES = ("dynamo", "decompose", "lower", "layout", "kernel", "sdsc", "backend", "runtime")
-# Stages whose artifact can be executed (runtime executes the compiled binary).
-EXECUTABLE_STAGES = ("decompose", "lower", "layout", "kernel", "runtime")
 
 
 @dataclass

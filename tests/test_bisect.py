@@ -1,9 +1,12 @@
 """Commit bisection on synthetic histories: noise, skips, failures, deterministic metrics."""
 
+import json
+
 import pytest
 
-from regressions.bisect import Measurement, bisect_commits
+from regressions.bisect import BisectResult, Measurement, bisect_commits
 from regressions.errors import SpyreRegressError
+from regressions.records import from_json, to_json
 from regressions.simulate import bisection_quality, step_history
 
 
@@ -78,7 +81,9 @@ def test_a_good_commit_that_cannot_be_measured_is_a_user_error():
 def test_result_json_carries_the_documented_fields():
     history = step_history(8, 3, 0.2, seed=2)
     measure, _ = history.measure_factory(0.01, 10, 3)
-    data = bisect_commits(history.commits, measure).to_dict()
-    assert data["version"] == 1
-    assert {"culprit", "commits_in_range", "commits_measured", "steps"} <= set(data)
+    result = bisect_commits(history.commits, measure)
+    data = json.loads(json.dumps(to_json(result)))
+    assert {"culprit", "commits_in_range", "commits_measured", "steps", "samples"} <= set(data)
     assert data["commits_in_range"] == 7
+    assert set(data["samples"]) == {s["commit"] for s in data["steps"]} | {history.commits[0]}
+    assert from_json(BisectResult, data) == result

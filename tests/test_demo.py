@@ -1,12 +1,11 @@
 """`spyre-regress demo` end to end: the project's integration test (slow; runs in CI)."""
 
 import json
-import subprocess
-import sys
 import tarfile
 from pathlib import Path
 
 import pytest
+from conftest import run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -17,9 +16,9 @@ BUNDLE_FILES = ("report.md", "report.html", "reproducer.py", "environment.json",
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
-    out = tmp_path_factory.mktemp("demo") / "out"
-    done = subprocess.run([sys.executable, "-m", "regressions.cli", "demo", "--out", str(out)],
-                          capture_output=True, text=True, timeout=1800)
+    user = tmp_path_factory.mktemp("user")  # the installed script, run from outside the repo
+    out = user / "out"
+    done = run_cli("demo", "--out", "out", cwd=user, timeout=1800)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return out, done
 
@@ -28,7 +27,7 @@ def test_every_injected_regression_is_found_with_culprit_and_stage(demo):
     out, _ = demo
     truth = json.loads((out / "ground_truth.json").read_text())["regressions"]
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["version"] == 1 and len(truth) >= 3
+    assert summary["version"] == 2 and len(truth) >= 3
     assert len({t["kind"] for t in truth}) == 3 and len({t["stage"] for t in truth}) == 3
     found = {(r["commit"], r["stage"], r["kind"]) for r in summary["regressions"]}
     assert found == {(t["commit"], t["stage"], t["kind"]) for t in truth}
@@ -39,7 +38,7 @@ def test_every_injected_regression_is_found_with_culprit_and_stage(demo):
 
 
 def test_every_bundle_is_complete(demo):
-    out, _ = demo
+    out, done = demo
     summary = json.loads((out / "summary.json").read_text())
     for regression in summary["regressions"]:
         bundle = Path(regression["report"])
@@ -49,6 +48,11 @@ def test_every_bundle_is_complete(demo):
         with tarfile.open(f"{bundle}.tar.gz") as archive:
             assert any(n.endswith("report.md") for n in archive.getnames())
         assert regression["commit"][:12] in (bundle / "report.md").read_text()
+        # the demo's table, the title and the causal statement quote one figure
+        bundle_summary = json.loads((bundle / "summary.json").read_text())
+        assert regression["measured"] in bundle_summary["title"]
+        assert regression["measured"] in bundle_summary["causal_statement"]
+        assert regression["measured"] in done.stdout
 
 
 def test_asv_results_dashboard_and_progress(demo):

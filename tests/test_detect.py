@@ -1,11 +1,13 @@
+import json
 import math
 
 import numpy as np
 import pytest
 import ruptures
 
-from regressions import changepoints, detect, synthetic
+from regressions import changepoints, detect, metrics, synthetic
 from regressions.changepoints import detect_changes, looks_deterministic
+from regressions.errors import SpyreRegressError
 
 
 def noisy(levels, spread=0.01):
@@ -173,14 +175,22 @@ def test_magnitude_floors():
     assert len(detect.find_regressions([compile_series], floors=[("compile", 0.02)])) == 1
 
 
-def test_families():
-    assert detect.family_of("bench_compile.CompileStage.time_stage").kind == "compile"
-    assert detect.family_of("compile.ColdCompile.time_stage").kind == "compile"
-    assert detect.family_of("numerics.StageError.track_max_rel").kind == "numerics"
-    assert detect.family_of("bench_execute.ExecuteDeviceTime.time_device").kind == "time"
-    assert detect.family_of("bench_execute.track_items_per_second").kind == "track"
-    assert detect.family_of("mod.peakmem_run").kind == "memory"
-    assert detect.floor_for("x.time_a(1)", [("time_a", 0.3), ("x", 0.1)]) == 0.3
+def test_metrics_table():
+    kind = {name: metrics.metric_for(name).name for name in (
+        "bench_compile.CompileStage.time_stage", "compile.ColdCompile.time_stage",
+        "numerics.StageError.track_max_rel", "bench_execute.ExecuteDeviceTime.time_device",
+        "bench_execute.ExecuteHostTime.time_run", "bench_execute.track_items_per_second",
+        "mod.peakmem_run", "mod.time_anything")}
+    assert list(kind.values()) == ["compile_time", "compile_time", "numerics", "device_time",
+                                   "host_time", "track", "memory", "time"]
+    assert metrics.floor_for("x.time_a(1)", (("time_a", 0.3), ("x", 0.1))) == 0.3
+    assert metrics.numerics_error("n.NumericsStageError.track_max_abs_error") == "max_abs"
+    assert metrics.numerics_error("n.NumericsStageError.track_rmse_vs_eager_fp16") == \
+        "rmse_ratio"
+    assert set(metrics.PROBE_METRICS) == {"device_time", "host_time", "compile_time",
+                                          "numerics"}
+    with pytest.raises(KeyError, match="unknown metric 'latency'"):
+        metrics.by_name("latency")
 
 
 def test_fdr_across_the_run():
@@ -241,19 +251,38 @@ def test_param_size():
     assert detect.param_size("(True, 3)") == 3
 
 
-def test_alerts_to_json():
+def test_alerts_to_json_and_back():
     (alert,) = detect.cluster_alerts([regression("a.time_x", "(2)", 0, 1)])
     doc = detect.alerts_to_json([alert])
-    assert doc["version"] == detect.JSON_VERSION == 1
+    assert doc["version"] == detect.JSON_VERSION == 2
     (entry,) = doc["alerts"]
     assert set(entry) == {"good_commit", "bad_commit", "kind", "members", "probe"}
     (member,) = entry["members"]
-    assert member == {"benchmark": "a.time_x", "params": "(2)", "machine": "m", "env": "env",
-                      "ratio": 1.1, "ci": [1.05, 1.15], "p": 1e-4, "q": 1e-3}
+    assert {k: member[k] for k in ("benchmark", "params", "machine", "env", "ratio", "ci", "p",
+                                   "q")} == {
+        "benchmark": "a.time_x", "params": "(2)", "machine": "m", "env": "env", "ratio": 1.1,
+        "ci": [1.05, 1.15], "p": 1e-4, "q": 1e-3}
+    assert detect.alerts_from_json(json.loads(json.dumps(doc)), "a.json") == [alert]
     infinite = detect.Regression("m", "e", "n.track_e", "", "numerics", "a", "b", 0, 1,
                                  math.inf, (math.inf, math.inf), None, None, 0.0)
     member = detect.alerts_to_json(detect.cluster_alerts([infinite]))["alerts"][0]["members"][0]
     assert member["ratio"] is None and member["ci"] == [None, None] and member["p"] is None
+
+
+def test_an_alerts_file_of_version_1_is_migrated_and_others_refused():
+    old = {"version": 1, "alerts": [{
+        "good_commit": "a", "bad_commit": "b", "kind": "compile",
+        "members": [{"benchmark": "bench_compile.CompileTotal.time_compile",
+                     "params": "('mlp', 127)", "machine": "m", "env": "e", "ratio": 1.2,
+                     "ci": [1.1, 1.3], "p": 0.001, "q": 0.01}],
+        "probe": {"benchmark": "bench_compile.CompileTotal.time_compile",
+                  "params": "('mlp', 127)"}}]}
+    (alert,) = detect.alerts_from_json(old, "old.json")
+    assert alert.kind == "compile_time" and alert.probe.ratio == 1.2
+    with pytest.raises(SpyreRegressError, match="not an alerts file"):
+        detect.alerts_from_json({"version": 2, "regressions": []}, "summary.json")
+    with pytest.raises(SpyreRegressError, match="format version 9"):
+        detect.alerts_from_json({"version": 9, "alerts": []}, "new.json")
 
 
 # --- the ground-truth generators ---------------------------------------------------------

@@ -11,8 +11,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import run_cli
 
-from regressions import git, history, investigate, scenarios
+from regressions import history, investigate, scenarios
+from regressions.investigation import Target
+from regressions.probing import GitHistory, SubprocessProber
 
 pytestmark = pytest.mark.slow
 
@@ -31,9 +34,13 @@ CASES = {
 }
 
 
+def _investigator(repo: Path, work: Path) -> investigate.Investigator:
+    return investigate.Investigator(GitHistory(repo), SubprocessProber(repo, work, env=GRID))
+
+
 def _scenario(tmp_path: Path, name: str):
     records = history.build(tmp_path / "repo", [None, name, None])
-    investigator = investigate.Investigator(tmp_path / "repo", tmp_path / "work", env=GRID)
+    investigator = _investigator(tmp_path / "repo", tmp_path / "work")
     (benchmark, names), params = CASES[name]
     target = investigate.target_for(benchmark, params, names, {"layernorm": 512})
     return records, investigator, target
@@ -46,9 +53,8 @@ def test_culprit_and_first_divergent_stage(tmp_path, name):
     result = investigator.bisect(records[0].sha, records[-1].sha, target)
     assert result.culprit == injected, [s.__dict__ for s in result.steps]
     assert result.commits_measured <= result.commits_in_range + 1
-    report = investigator.stages(git.resolve(investigator.repo, f"{injected}~1"), injected,
-                                 target)
-    assert report.first_divergent_stage == scenarios.INJECTIONS[name].stage, report.to_dict()
+    report = investigator.stages(investigator.history.parent(injected), injected, target)
+    assert report.first_divergent_stage == scenarios.INJECTIONS[name].stage, report
     if target.metric == "numerics":
         assert report.numerics_first_divergent_stage == "kernel"
 
@@ -56,20 +62,20 @@ def test_culprit_and_first_divergent_stage(tmp_path, name):
 def test_knob_bisection_finds_the_work_division_workaround(tmp_path):
     records, investigator, target = _scenario(tmp_path, "workdiv_m127")
     injected = next(r.sha for r in records if r.injection == "workdiv_m127")
-    good = git.resolve(investigator.repo, f"{injected}~1")
+    good = investigator.history.parent(injected)
     report = investigator.stages(good, injected, target)
     workaround = investigator.knobs(injected, target, investigate.good_metric(report, target))
-    assert workaround["knob"] == "work_division" and workaround["value"] == "output_first"
-    assert workaround["recovered"] >= 0.75
-    assert workaround["decisive_application"].startswith("decision work_division#")
+    assert workaround.knob == "work_division" and workaround.value == "output_first"
+    assert workaround.recovered >= 0.75
+    assert workaround.decisive_application.startswith("decision work_division#")
 
 
 def test_minimize_shrinks_mlp_and_attention_to_three_ops(tmp_path):
     records, investigator, _ = _scenario(tmp_path, "workdiv_m127")
     injected = next(r.sha for r in records if r.injection == "workdiv_m127")
-    good = git.resolve(investigator.repo, f"{injected}~1")
-    target = investigate.Target("", (), "block", 127, None, "device_time")
-    candidate = investigator.full_candidate(target)
+    good = investigator.history.parent(injected)
+    target = Target("", (), "block", 127, None, "device_time")
+    candidate = investigator.prober.full_candidate(target)
     assert candidate.op_count > 20
     result = investigator.minimize(good, injected, target, candidate)
     assert result is not None and result.ops_after <= 3, result.steps
@@ -82,24 +88,20 @@ def test_minimize_shrinks_mlp_and_attention_to_three_ops(tmp_path):
     assert run.stdout.strip() == "1"
 
 
-def test_cli_stages_writes_json(tmp_path):
+def test_cli_stages_writes_json(tmp_path, outside):
     records = history.build(tmp_path / "repo", [None, "fusion_off"])
     out = tmp_path / "stages.json"
-    done = subprocess.run(
-        [sys.executable, "-m", "regressions.cli", "stages", "--repo", str(tmp_path / "repo"),
-         "--good", records[1].sha, "--bad", records[2].sha, "--workload", "mlp",
-         "--shape", "seq128", "--width", "256", "--json", str(out)],
-        capture_output=True, text=True)
+    done = run_cli("stages", "--repo", str(tmp_path / "repo"), "--good", records[1].sha,
+                   "--bad", records[2].sha, "--workload", "mlp", "--shape", "seq128",
+                   "--width", "256", "--json", str(out), cwd=outside)
     assert done.returncode == 0, done.stderr
     data = json.loads(out.read_text())
-    assert data["version"] == 1 and data["first_divergent_stage"] == "lower"
+    assert data["version"] == 2 and data["first_divergent_stage"] == "lower"
     assert data["stage_diff_lines"] > 0 and "first divergent stage: lower" in done.stdout
 
 
-def test_cli_rejects_option_like_refs(tmp_path):
+def test_cli_rejects_option_like_refs(tmp_path, outside):
     records = history.build(tmp_path / "repo", [])
-    done = subprocess.run(
-        [sys.executable, "-m", "regressions.cli", "stages", "--repo", str(tmp_path / "repo"),
-         "--good=--output=x", "--bad", records[0].sha, "--workload", "mlp",
-         "--shape", "8"], capture_output=True, text=True)
+    done = run_cli("stages", "--repo", str(tmp_path / "repo"), "--good=--output=x", "--bad",
+                   records[0].sha, "--workload", "mlp", "--shape", "8", cwd=outside)
     assert done.returncode == 2 and "must not start with '-'" in done.stderr

@@ -4,8 +4,10 @@ import os
 
 import pytest
 
-from regressions import nightly, results, store
+from regressions import results, store
+from regressions.detect import Alert, Regression
 from regressions.errors import SpyreRegressError
+from spyre_regress import nightly
 
 
 def test_stride_keeps_every_nth_commit_and_the_newest():
@@ -18,23 +20,29 @@ def test_stride_keeps_every_nth_commit_and_the_newest():
 
 
 def _alert(bad="b" * 40, params="('mlp', 127)"):
-    return {"good_commit": "a" * 40, "bad_commit": bad, "kind": "time",
-            "members": [{"benchmark": "bench_execute.X.time_device", "params": params}]}
+    member = Regression("m", "env", "bench_execute.X.time_device", params, "device_time",
+                        "a" * 40, bad, 0, 1, 1.5, (1.4, 1.6), 1e-4, 1e-3, 1.0)
+    return Alert("device_time", "a" * 40, bad, (member,), member)
 
 
 def test_an_alert_is_stored_once_and_can_be_triaged(tmp_path):
     database = store.AlertStore(tmp_path / "alerts.sqlite")
-    first_id, new = database.upsert(nightly.alert_key(_alert()), "time", "a", "b", _alert())
-    again_id, again_new = database.upsert(nightly.alert_key(_alert()), "time", "a", "b",
-                                          _alert())
-    other_id, _ = database.upsert(nightly.alert_key(_alert(bad="c" * 40)), "time", "a", "c",
-                                  _alert(bad="c" * 40))
+    first = _alert()
+    first_id, new = database.upsert(nightly.alert_key(first), "device_time", "a", "b",
+                                    first.to_dict())
+    again_id, again_new = database.upsert(nightly.alert_key(_alert()), "device_time", "a", "b",
+                                          _alert().to_dict())
+    other = _alert(bad="c" * 40)
+    other_id, _ = database.upsert(nightly.alert_key(other), "device_time", "a", "c",
+                                  other.to_dict())
     assert new and not again_new and again_id == first_id and other_id != first_id
     database.update(first_id, status="reported", culprit="d" * 40, stage="kernel",
                     report="reports/alert-001")
     database.update(first_id, status="acknowledged")
     with pytest.raises(SpyreRegressError, match="status must be one of"):
         database.update(first_id, status="ignored")
+    with pytest.raises(SpyreRegressError, match="there is no alert 99"):
+        database.update(99, status="fixed")
     database.close()
     reopened = store.AlertStore(tmp_path / "alerts.sqlite")  # state survives a restart
     row = next(r for r in reopened.rows() if r["id"] == first_id)

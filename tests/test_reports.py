@@ -1,14 +1,15 @@
-"""Fast tests of the report bundle: validation, escaping, secrets, limits, files and formats.
+"""Fast tests of the report bundle: reading, escaping, secrets, limits, files and formats.
 
-The investigations here are synthetic (seeded lognormal timings, a hand-written trace), so
-every test runs in well under a second of its own; tests/test_reports_bundles.py builds
-bundles from real spyre_sim measurements and runs the reproducers.
+The investigations here are built from the typed model with seeded lognormal timings and a
+hand-written trace, so every test runs in well under a second of its own;
+tests/test_reports_bundles.py runs the real investigation on emulated builds and runs the
+reproducers.
 """
 
 from __future__ import annotations
 
 import ast
-import copy
+import dataclasses
 import io
 import json
 import re
@@ -19,9 +20,16 @@ import numpy as np
 import pytest
 
 import spyre_sim
+from regressions import harness
+from regressions import investigation as model
+from regressions.bisect import BisectResult, Step
+from regressions.detect import Alert, Regression
 from regressions.errors import SpyreRegressError
-from reports import analysis, bundle, harness, markdown, reproducer, secrets, write_bundle
-from reports.investigation import validate_investigation
+from regressions.investigation import Investigation
+from regressions.minimize import MinimizeResult
+from regressions.stages import KernelDelta, StageDelta, StageReport
+from reports import bundle, markdown, reproducer, secrets, write_bundle
+from reports.narrative import build_report
 
 PROGRAM = '''"""A minimized program."""
 
@@ -51,73 +59,64 @@ DIFF = """--- good/lower
 +  group g0 matmul: %mm
 +  group g1 pointwise: %gelu
 """
+GOOD, BAD = "a" * 40, "b" * 40
 
 
-def _timing(rng, device_median: float, errors: dict, config: dict) -> dict:
-    return {"version": 1, "status": "ok",
-            "host_s": list(rng.lognormal(np.log(0.02), 0.1, 100)),
-            "device_us": list(rng.lognormal(np.log(device_median), 0.015, 100)),
-            "errors": errors,
-            "kernels": [{"name": "k0_mm_gelu", "time_us": 10.0, "bound": "memory", "cores": 8}],
-            "compile_times": {stage: 0.001 for stage in spyre_sim.STAGES},
-            "environment": {"torch": "2.13.0+cpu", "spyre_sim": "0.1.0", "python": "3.11.7",
-                            "cores": 32},
-            "config": config}
+def _run(rng, device_median: float, config: dict) -> model.BuildRun:
+    return model.BuildRun(
+        "ok", "", tuple(rng.lognormal(np.log(0.02), 0.1, 100).tolist()),
+        tuple(rng.lognormal(np.log(device_median), 0.015, 100).tolist()),
+        model.Errors(7e-4, 4.2, 1.2e-4, 1.17),
+        (model.KernelTime("k0_mm_gelu", 10.0, "memory", 8),),
+        {stage: 0.001 for stage in spyre_sim.STAGES},
+        {"torch": "2.13.0+cpu", "spyre_sim": "0.1.0", "python": "3.11.7", "cores": 32}, config)
 
 
 def synthetic_investigation(tmp_path: Path, *, benchmark: str = "bench.Device.time_device",
                             params: str = "('mlp', 127)", subject: str = "lower: fusion off",
                             log: str = "spyre_sim.lower DEBUG decision fusion#0 -> False",
-                            diff: str = DIFF, source: str = PROGRAM) -> dict:
-    """A version-1 investigation with seeded timings: 120 us good, 194 us bad."""
+                            diff: str = DIFF, source: str = PROGRAM,
+                            tolerance: model.Tolerance | None = None) -> Investigation:
+    """An investigation with seeded timings: 120 us good, 194 us bad."""
     rng = np.random.default_rng(0)
-    good_config = spyre_sim.Config().to_dict()
+    good_config = json.loads(json.dumps(spyre_sim.Config().to_dict()))  # as a probe answers
     bad_config = {**good_config, "fusion": False}
-    errors = {"max_abs": 7e-4, "max_rel": 4.2, "rmse": 1.2e-4, "rmse_ratio": 1.17}
     traces = {}
     for side, kernels in (("good", ["k0_mm_gelu"]), ("bad", ["k0_mm", "k1_gelu"])):
         events = [{"name": name, "ph": "X", "ts": 20.0 * i, "dur": 10.0, "pid": 1, "tid": 0,
                    "cat": "kernel", "args": {"note": log}} for i, name in enumerate(kernels)]
         traces[side] = tmp_path / f"trace_{side}.json"
         traces[side].write_text(json.dumps({"traceEvents": events, "displayTimeUnit": "ms"}))
-    stage_rows = [{"stage": s, "changed": s in ("lower", "layout"), "diff_lines": 3,
-                   "compile_s_good": 0.001, "compile_s_bad": 0.0011, "compile_ratio": 1.1,
-                   "compile_p": 0.4} for s in spyre_sim.STAGES]
-    member = {"benchmark": benchmark, "params": params, "ratio": 1.6, "ci": [1.59, 1.61],
-              "p": 1e-30, "q": 1e-29, "machine": "box", "env": "venv"}
-    commit = {"good": {"sha": "a" * 40, "subject": "good commit", "date": "2025-01-01"},
-              "bad": {"sha": "b" * 40, "subject": subject, "date": "2025-01-02"}}
-    return {
-        "version": 1,
-        "alert": {"good_commit": "a" * 40, "bad_commit": "b" * 40, "kind": "time",
-                  "members": [member, {**member, "params": "('mlp', 128)", "ratio": 1.5}],
-                  "probe": {"benchmark": benchmark, "params": params}},
-        "metric": "device_time",
-        "commits": {**commit, "culprit": commit["bad"]},
-        "bisect": {"version": 1, "culprit": "b" * 40, "good": "a" * 40, "bad": "b" * 40,
-                   "commits_in_range": 1, "commits_measured": 2, "reproduced": True,
-                   "candidates": [], "kind": "performance",
-                   "steps": [{"commit": "b" * 40, "n": 10, "median": 194.0, "reference": "good",
-                              "pvalue": 1e-4, "verdict": "bad", "note": log}]},
-        "stages": {"version": 1, "good": "a" * 40, "bad": "b" * 40, "workload": "mlp",
-                   "shape": "[127, 256]", "first_divergent_stage": "lower", "basis": "artifact",
-                   "stage_diff_lines": 3, "diff": diff, "stages": stage_rows,
-                   "kernels": [{"name": "k0_mm_gelu", "good_us": 10.0, "bad_us": None},
-                               {"name": "k0_mm", "good_us": None, "bad_us": 9.0},
-                               {"name": "k1_gelu", "good_us": None, "bad_us": 4.0}],
-                   "device_time_us": {"good": 120.0, "bad": 194.0},
-                   "numerics_first_divergent_stage": None, "numerics": {},
-                   "log_excerpt": log},
-        "workaround": {"knob": "fusion", "value": True, "stage": "lower", "metric_bad": 194.0,
-                       "metric_with_knob": 120.5, "metric_good": 120.0, "recovered": 0.99,
-                       "decisive_application": None},
-        "minimized": {"source": source, "ops_before": 5, "ops_after": 2, "queries": 12,
-                      "ratio_before": 1.6, "ratio_after": 1.62},
-        "probe": {"workload": "mlp", "seq": 127, "width": 256, "config": bad_config},
-        "timing": {"good": _timing(rng, 120.0, errors, good_config),
-                   "bad": _timing(rng, 194.0, errors, bad_config)},
-        "traces": {side: str(path) for side, path in traces.items()},
-    }
+    member = Regression("box", "venv", benchmark, params, "device_time", GOOD, BAD, 0, 1, 1.6,
+                        (1.59, 1.61), 1e-30, 1e-29, 120e-6)
+    other = dataclasses.replace(member, params="('mlp', 128)", ratio=1.5)
+    target = model.Target(benchmark, ("'mlp'", "127"), "mlp", 127, 256, "device_time")
+    commits = model.Commits(model.CommitInfo(GOOD, "good commit", "2025-01-01"),
+                            model.CommitInfo(BAD, subject, "2025-01-02"),
+                            model.CommitInfo(BAD, subject, "2025-01-02"))
+    samples = {GOOD: tuple(rng.lognormal(np.log(120e-6), 0.015, 20).tolist()),
+               BAD: tuple(rng.lognormal(np.log(194e-6), 0.015, 20).tolist())}
+    bisect = BisectResult(BAD, GOOD, BAD, 1, 2, [Step(BAD, 20, 194e-6, "good", 1e-4, "bad",
+                                                      log)], samples=samples)
+    program = model.Program("mlp", 127, 256, "benchmark")
+    confirmation = model.confirmation(program, model.metrics.by_name("device_time"),
+                                      samples[GOOD], samples[BAD], 0.01)
+    stage_rows = [StageDelta(s, s in ("lower", "layout"), 3, 0.001, 0.0011, 1.1, 0.4)
+                  for s in spyre_sim.STAGES]
+    stages = StageReport(GOOD, BAD, "mlp", 127, 256, "lower", "artifact", 3, diff, stage_rows,
+                         [KernelDelta("k0_mm_gelu", 10.0, None), KernelDelta("k0_mm", None, 9.0),
+                          KernelDelta("k1_gelu", None, 4.0)], {"good": 120.0, "bad": 194.0},
+                         None, {}, log)
+    workaround = model.Workaround("fusion", True, "lower", model.Program("mlp", 127, 256, "full"),
+                                  "device_time", "us", 194.0, 120.5, 120.0, 0.99, None)
+    minimized = MinimizeResult(source, 5, 2, 12, 1.6, 1.62, [])
+    timing = model.timing(model.Program("mlp", 127, 256, "minimized", 2),
+                          _run(rng, 120.0, good_config), _run(rng, 194.0, bad_config),
+                          tolerance or model.Tolerance())
+    alert = Alert("device_time", GOOD, BAD, (member, other), member)
+    return Investigation(model.VERSION, alert, target, commits, bisect, confirmation, stages,
+                         workaround, minimized, source, timing,
+                         {side: str(path) for side, path in traces.items()})
 
 
 def bundle_texts(folder: Path) -> dict[str, bytes]:
@@ -130,53 +129,54 @@ def bundle_texts(folder: Path) -> dict[str, bytes]:
     return contents
 
 
-# --- validation -----------------------------------------------------------------------------
+# --- reading an investigation ---------------------------------------------------------------
 
-def test_validation_accepts_the_synthetic_document(tmp_path):
-    document = synthetic_investigation(tmp_path)
-    assert validate_investigation(document)["metric"] == "device_time"
+def test_an_investigation_reads_back_as_itself(tmp_path):
+    found = synthetic_investigation(tmp_path)
+    document = json.loads(json.dumps(model.dump(found)))
+    assert model.load(document) == found
 
 
 @pytest.mark.parametrize(("path", "value", "message"), [
-    ("version", 2, "`version` is 2, newer"),
-    ("version", "1", "`version` must be an integer"),
-    ("metric", "latency", "`metric` is 'latency'"),
-    ("stages.version", 7, "`stages.version` is 7, newer"),
-    ("bisect.version", 0, "`bisect.version` is 0"),
-    ("alert.members.0.benchmark", 3, "`alert.members[0].benchmark` must be string"),
-    ("timing.bad.device_us", [], "`timing.bad.device_us` is empty"),
-    ("timing.good.device_us.3", "fast", "`timing.good.device_us[3]` must be number"),
-    ("probe.seq", True, "`probe.seq` must be integer"),
+    ("version", 1, "investigation format version 1"),
+    ("version", "2", "investigation format version '2'"),
+    ("alert.members.0.benchmark", 3, "`investigation.alert.members[0].benchmark` must be a "
+                                     "string"),
+    ("timing.good.device_us.3", "fast", "`investigation.timing.good.device_us[3]` must be a "
+                                        "number"),
+    ("target.seq", True, "`investigation.target.seq` must be an integer"),
+    ("stages.basis", 3, "`investigation.stages.basis` must be a string or null"),
 ])
-def test_validation_names_the_bad_field(tmp_path, path, value, message):
-    document = synthetic_investigation(tmp_path)
+def test_reading_names_the_bad_field(tmp_path, path, value, message):
+    document = model.dump(synthetic_investigation(tmp_path))
     *parents, last = path.split(".")
     target = document
     for part in parents:
         target = target[int(part)] if part.isdigit() else target[part]
     target[int(last) if last.isdigit() else last] = value
     with pytest.raises(SpyreRegressError, match=re.escape(message)):
-        validate_investigation(document)
+        model.load(document)
 
 
-@pytest.mark.parametrize("path", ["alert", "commits.bad.sha", "stages.diff", "probe.config",
-                                  "timing.good.errors", "traces", "minimized.source"])
-def test_validation_names_a_missing_field(tmp_path, path):
-    document = synthetic_investigation(tmp_path)
+@pytest.mark.parametrize("path", ["alert", "commits.bad.sha", "stages.diff", "timing.program",
+                                  "traces", "source"])
+def test_reading_names_a_missing_field(tmp_path, path):
+    document = model.dump(synthetic_investigation(tmp_path))
     *parents, last = path.split(".")
     target = document
     for part in parents:
         target = target[part]
     del target[last]
-    with pytest.raises(SpyreRegressError, match=re.escape(f"`{path}` is missing")):
-        validate_investigation(document)
+    with pytest.raises(SpyreRegressError, match=re.escape(f"`investigation.{path}` is missing")):
+        model.load(document)
 
 
 def test_optional_parts_may_be_null(tmp_path):
-    document = synthetic_investigation(tmp_path)
-    document.update(workaround=None, bisect=None)
-    document["commits"]["culprit"] = None
-    folder = write_bundle(document, tmp_path / "out")
+    found = synthetic_investigation(tmp_path)
+    found = dataclasses.replace(found, workaround=None, bisect=None, confirmation=None,
+                                commits=dataclasses.replace(found.commits, culprit=None))
+    found = model.load(json.loads(json.dumps(model.dump(found))))
+    folder = write_bundle(found, tmp_path / "out")
     text = (folder / "report.md").read_text()
     assert "No single Config knob restores the metric" in text
     assert "No commit bisection was run" in text
@@ -233,13 +233,16 @@ def test_credential_shapes_are_scrubbed_without_knowing_the_value(raw):
         assert secret not in scrubbed
 
 
-def test_environment_values_are_scrubbed_and_only_allow_listed_names_kept():
-    environ = {"MY_PASSWORD": "hunter2", "SOME_ID": "abcd1234efgh", "SENCORES": "16",
-               "HOME": "/root", "SHORT": "abc"}
+def test_only_credential_variables_are_scrubbed_and_only_allow_listed_names_kept():
+    environ = {"MY_PASSWORD": "hunter2", "DEPLOY_KEY": "abcd1234efgh", "SENCORES": "16",
+               "HOME": "/root", "GITHUB_WORKSPACE": "/w", "PYENV_DIR": "/root/.pyenv",
+               "SOME_ID": "abcd1234wxyz", "API_TOKEN": "abc"}
     values = secrets.secret_values(environ)
-    assert set(values) == {"hunter2", "abcd1234efgh"}  # HOME is harmless; SHORT too short
+    # credentials by name; paths and ids are report text; "abc" is too short to matter
+    assert set(values) == {"hunter2", "abcd1234efgh"}
     assert secrets.allowed_environment(environ) == {"SENCORES": "16"}
-    assert secrets.scrub_text("x hunter2 y abcd1234efgh", values) == "x [redacted] y [redacted]"
+    assert secrets.scrub_text("x hunter2 y abcd1234efgh /w/out", values) == \
+        "x [redacted] y [redacted] /w/out"
 
 
 def test_ordinary_compiler_text_survives_scrubbing():
@@ -251,7 +254,7 @@ def test_ordinary_compiler_text_survives_scrubbing():
 
 def test_summary_quartiles_match_numpy_and_the_reproducer_harness():
     samples = list(np.random.default_rng(3).lognormal(0, 0.2, 37))
-    ours, theirs = analysis.summarize(samples), harness.summarize(samples)
+    ours, theirs = model.summarize(samples), harness.summarize(samples)
     q1, median, q3 = np.percentile(samples, [25, 50, 75])
     assert (ours.q1, ours.median, ours.q3) == pytest.approx((q1, median, q3), rel=1e-12)
     assert (theirs["q1"], theirs["median"], theirs["q3"]) == pytest.approx((q1, median, q3))
@@ -262,21 +265,33 @@ def test_summary_quartiles_match_numpy_and_the_reproducer_harness():
     (2.0, 0.05, True), (2.01, 0.001, False), (1.0, 0.0501, False),
     (float("nan"), 0.001, False), (float("inf"), 0.001, False)])
 def test_correctness_verdict_at_the_tolerance(rmse_ratio, max_abs, passed):
-    timing = {"status": "ok", "errors": {"max_abs": max_abs, "max_rel": 0.1, "rmse": 1e-4,
-                                         "rmse_ratio": rmse_ratio}}
-    verdict = analysis.judge("bad", timing, analysis.Tolerance())
-    assert verdict.passed is passed
-    errors = timing["errors"]
+    errors = {"max_abs": max_abs, "max_rel": 0.1, "rmse": 1e-4, "rmse_ratio": rmse_ratio}
+    run = model.BuildRun("ok", errors=model.errors_from(errors))
+    assert model.judge("bad", run, model.Tolerance()).passed is passed
     assert (not harness.failures(errors, {"rmse_ratio": 2.0, "max_abs": 0.05})) is passed
 
 
 def test_device_ratio_interval_brackets_the_true_shift(tmp_path):
-    document = synthetic_investigation(tmp_path)
-    summary = json.loads(write_bundle(document, tmp_path / "o").joinpath("summary.json")
+    found = synthetic_investigation(tmp_path)
+    summary = json.loads(write_bundle(found, tmp_path / "o").joinpath("summary.json")
                          .read_text())
-    device = summary["device_time"]
+    device, confirmation = summary["device_time"], summary["confirmation"]
     assert device["ci"][0] < 194.0 / 120.0 < device["ci"][1]
     assert device["pvalue"] < 1e-20 and device["confidence"] == 0.95
+    assert confirmation["ci"][0] < 194.0 / 120.0 < confirmation["ci"][1]
+    assert confirmation["confirmed"] is True
+
+
+def test_every_quote_of_the_regression_is_the_confirmation(tmp_path):
+    found = synthetic_investigation(tmp_path)
+    _, files = bundle.bundle_files(found, "spyre_sim")
+    figure = f"×{found.confirmation.ratio:.3f}"
+    summary = json.loads(files["summary.json"])
+    assert figure in summary["title"] and figure in summary["causal_statement"]
+    assert figure in files["report.md"].decode() and figure in files["report.html"].decode()
+    # the timing of the minimized program is quoted as what it is
+    assert "on the minimized program (2 ops cut from mlp at seq 127, width 256)" in \
+        summary["causal_statement"]
 
 
 # --- the bundle -----------------------------------------------------------------------------
@@ -290,11 +305,11 @@ def test_hostile_strings_are_escaped_and_secrets_never_written(tmp_path, monkeyp
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMIK7MDENGbPxRfiCY")
     monkeypatch.setenv("OMP_NUM_THREADS", "2")
     leak = "ghp_secretvalue hunter2hunter2 wJalrXUtnFEMIK7MDENGbPxRfiCY"
-    document = synthetic_investigation(
+    found = synthetic_investigation(
         tmp_path, benchmark=f"bench.{HOSTILE}", params=f"('{HOSTILE}', 127)",
         subject=f"lower: {HOSTILE} {leak}", log=f"spyre_sim.lower {HOSTILE} {leak}",
         diff=DIFF + f"+ {HOSTILE}\n+ ```` four\n")
-    folder = write_bundle(document, tmp_path / "out")
+    folder = write_bundle(found, tmp_path / "out")
     contents = bundle_texts(folder)
     for name, data in contents.items():
         for secret in ("ghp_secretvalue", "hunter2hunter2", "wJalrXUtnFEMIK7MDENGbPxRfiCY"):
@@ -333,8 +348,8 @@ def test_html_is_self_contained(tmp_path):
 def test_markdown_stays_under_the_issue_limit(tmp_path):
     huge_diff = "--- good/lower\n+++ bad/lower\n" + "".join(
         f"+  group g{i} pointwise: %{'x' * 60}\n" for i in range(5000))
-    document = synthetic_investigation(tmp_path, diff=huge_diff, log="log line\n" * 20000)
-    folder = write_bundle(document, tmp_path / "out")
+    found = synthetic_investigation(tmp_path, diff=huge_diff, log="log line\n" * 20000)
+    folder = write_bundle(found, tmp_path / "out")
     md = (folder / "report.md").read_text()
     assert len(md) <= markdown.MAX_CHARS
     assert "the full text is in lower.diff]" in md
@@ -343,10 +358,12 @@ def test_markdown_stays_under_the_issue_limit(tmp_path):
 
 def test_every_json_file_is_versioned_and_the_archive_matches(tmp_path):
     folder = write_bundle(synthetic_investigation(tmp_path), tmp_path / "out")
+    versions = {"investigation.json": model.VERSION, "summary.json": bundle.SUMMARY_VERSION,
+                "environment.json": bundle.ENVIRONMENT_VERSION}
     for path in folder.glob("*.json"):
         data = json.loads(path.read_text())
         version = data.get("version", (data.get("otherData") or {}).get("version"))
-        assert version == 1, path.name
+        assert version == versions.get(path.name, 1), path.name
     with tarfile.open(folder.parent / f"{folder.name}.tar.gz") as tar:
         names = {Path(m.name).name for m in tar.getmembers() if m.isfile()}
         assert all(m.uname == "" and m.uid == 0 for m in tar.getmembers())
@@ -362,29 +379,48 @@ def test_every_json_file_is_versioned_and_the_archive_matches(tmp_path):
 
 
 def test_a_bundle_replaces_its_old_self_but_never_a_foreign_folder(tmp_path):
-    document = synthetic_investigation(tmp_path)
-    folder = write_bundle(document, tmp_path / "out")
+    found = synthetic_investigation(tmp_path)
+    folder = write_bundle(found, tmp_path / "out")
     (folder / "stale.txt").write_text("old")
-    assert write_bundle(document, tmp_path / "out") == folder
+    assert write_bundle(found, tmp_path / "out") == folder
     assert not (folder / "stale.txt").exists()
     (folder / "summary.json").unlink()
     with pytest.raises(SpyreRegressError, match="is not a report bundle"):
-        write_bundle(document, tmp_path / "out")
+        write_bundle(found, tmp_path / "out")
+
+
+def test_a_long_bundle_name_is_cut_at_a_word_boundary(tmp_path):
+    found = synthetic_investigation(tmp_path, benchmark="bench." + "long_name-" * 20)
+    name = bundle.bundle_name(found)
+    assert len(name) <= bundle.NAME_LIMIT and name.endswith("long_name")
 
 
 def test_an_unreadable_trace_names_the_field(tmp_path):
-    document = synthetic_investigation(tmp_path)
-    document["traces"]["bad"] = str(tmp_path / "missing.json")
+    found = synthetic_investigation(tmp_path)
+    found = dataclasses.replace(found, traces={**found.traces,
+                                               "bad": str(tmp_path / "missing.json")})
     with pytest.raises(SpyreRegressError, match=r"`traces.bad` names .*missing.json"):
-        bundle.bundle_files(document, "spyre_sim")
+        bundle.bundle_files(found, "spyre_sim")
+
+
+def test_paths_the_tool_wrote_survive_variables_that_are_their_prefix(tmp_path):
+    found = synthetic_investigation(tmp_path)
+    environ = {"GITHUB_WORKSPACE": str(tmp_path), "HOME": str(tmp_path.parent),
+               "PYENV_DIR": str(tmp_path), "CI_TOKEN": "tok-planted-1234"}
+    found = dataclasses.replace(found, commits=dataclasses.replace(
+        found.commits, bad=dataclasses.replace(found.commits.bad, subject="x tok-planted-1234")))
+    _, files = bundle.bundle_files(found, "spyre_sim", environ)
+    assert "trace_bad.json" in files and "trace_good.json" in files
+    assert not any(b"tok-planted-1234" in data for data in files.values())
 
 
 def test_a_failed_build_is_reported_not_crashed(tmp_path):
-    document = synthetic_investigation(tmp_path)
-    document["timing"]["bad"] = {"version": 1, "status": "failed",
-                                 "detail": "SpyreRuntimeError: layout mismatch"}
-    document["traces"]["bad"] = None
-    _, files = bundle.bundle_files(document, "spyre_sim")
+    found = synthetic_investigation(tmp_path)
+    failed = model.BuildRun("failed", "SpyreRuntimeError: layout mismatch")
+    timing = model.timing(found.timing.program, found.timing.good, failed)
+    found = dataclasses.replace(found, timing=timing,
+                                traces={**found.traces, "bad": None})
+    _, files = bundle.bundle_files(found, "spyre_sim")
     md = files["report.md"].decode()
     assert "FAIL: the build did not run: SpyreRuntimeError: layout mismatch" in md
     assert "trace_bad.json" not in files
@@ -393,9 +429,9 @@ def test_a_failed_build_is_reported_not_crashed(tmp_path):
 # --- the reproducer's text ------------------------------------------------------------------
 
 def test_reproducer_text_survives_hostile_names(tmp_path):
-    document = synthetic_investigation(tmp_path, subject='quote """ and \\ backslash\n"',
-                                       benchmark="b\nimport os; os.system('x')")
-    _, files = bundle.bundle_files(document, "spyre_sim")
+    found = synthetic_investigation(tmp_path, subject='quote """ and \\ backslash\n"',
+                                    benchmark="b\nimport os; os.system('x')")
+    _, files = bundle.bundle_files(found, "spyre_sim")
     source = files["reproducer.py"].decode()
     tree = ast.parse(source)
     imported = {alias.name for node in ast.walk(tree)
@@ -409,38 +445,24 @@ def test_reproducer_text_survives_hostile_names(tmp_path):
 
 def test_a_program_that_clashes_with_the_harness_is_embedded_as_text(tmp_path):
     clashing = PROGRAM.replace("def make_inputs", "def main():\n    pass\n\n\ndef make_inputs")
-    document = synthetic_investigation(tmp_path, source=clashing)
-    source = reproducer.reproducer_source(
-        *_report_and_document(document))
+    found = synthetic_investigation(tmp_path, source=clashing)
+    source = reproducer.reproducer_source(build_report(found, "spyre_sim"))
     assert "PROGRAM_SOURCE = " in source
     compile(source, "reproducer.py", "exec")
 
 
 def test_a_program_without_the_entry_points_is_refused(tmp_path):
-    document = synthetic_investigation(tmp_path, source="x = 1\n")
+    found = synthetic_investigation(tmp_path, source="x = 1\n")
     with pytest.raises(SpyreRegressError, match=r"must define \['make_inputs', 'program'\]"):
-        bundle.bundle_files(document, "spyre_sim")
-
-
-def test_without_a_minimized_program_the_workload_catalogue_is_embedded(tmp_path):
-    document = synthetic_investigation(tmp_path)
-    document["minimized"] = None
-    source = reproducer.reproducer_source(*_report_and_document(document))
-    assert "CATALOGUE_SOURCE = " in source and "_catalogue.build('mlp', 127, 256" in source
-    compile(source, "reproducer.py", "exec")
-
-
-def _report_and_document(document: dict):
-    from reports.narrative import build_report
-    document = copy.deepcopy(validate_investigation(document))
-    return build_report(document, "spyre_sim"), document
+        bundle.bundle_files(found, "spyre_sim")
 
 
 def test_reproducer_usage_quotes_the_workaround_for_the_shell(tmp_path):
-    document = synthetic_investigation(tmp_path)
-    document["workaround"].update(knob="fusion; rm -rf /", value="a b")
-    report, document = _report_and_document(document)
-    assert "--set 'fusion; rm -rf /=a b'" in reproducer.usage_commands(report)
+    found = synthetic_investigation(tmp_path)
+    found = dataclasses.replace(found, workaround=dataclasses.replace(
+        found.workaround, knob="fusion; rm -rf /", value="a b"))
+    usage = reproducer.usage_commands(build_report(found, "spyre_sim"))
+    assert "--set 'fusion; rm -rf /=a b'" in usage
 
 
 def test_harness_reads_configs_recorded_by_another_build():
@@ -459,21 +481,17 @@ def test_kernels_csv_has_one_row_per_kernel(tmp_path):
     assert kernels[0].strip() == "name,good_us,bad_us" and len(kernels) == 4
 
 
-def test_a_stated_tolerance_overrides_the_default(tmp_path):
-    document = synthetic_investigation(tmp_path)
-    document["tolerance"] = {"rmse_ratio": 1.1, "max_abs": 0.01}
-    _, files = bundle.bundle_files(document, "spyre_sim")
+def test_a_stated_tolerance_is_the_one_judged_and_quoted(tmp_path):
+    found = synthetic_investigation(tmp_path, tolerance=model.Tolerance(1.1, 0.01))
+    _, files = bundle.bundle_files(found, "spyre_sim")
     summary = json.loads(files["summary.json"])
     assert [c["passed"] for c in summary["correctness"]] == [False, False]  # 1.17 > 1.1
     assert "RMSE ratio 1.17 > 1.1" in files["report.md"].decode().replace("&gt;", ">")
-    document["tolerance"] = {"rmse_ratio": -1}
-    with pytest.raises(SpyreRegressError, match="`tolerance.rmse_ratio` must be a positive"):
-        validate_investigation(document)
 
 
 def test_the_shipped_investigation_names_the_bundled_traces_not_local_paths(tmp_path):
-    document = synthetic_investigation(tmp_path)
-    _, files = bundle.bundle_files(document, "spyre_sim")
+    found = synthetic_investigation(tmp_path)
+    _, files = bundle.bundle_files(found, "spyre_sim")
     shipped = json.loads(files["investigation.json"])
     assert shipped["traces"] == {"good": "trace_good.json", "bad": "trace_bad.json"}
     assert str(tmp_path).encode() not in b"".join(files.values())

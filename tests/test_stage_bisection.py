@@ -24,7 +24,7 @@ def test_the_first_artifact_that_differs_is_named_with_its_diff():
     bad = _capture(["g\n", "d\n", "l\n", "a\nc\n", "k2\n"])
     timing = [[0.1] * 5] * 4
     report = stages.bisect_stages(good, bad, _probe(timing), _probe(timing), "g", "b", "mlp",
-                                  "seq127")
+                                  127, 1024)
     assert report.first_divergent_stage == "layout" and report.basis == "artifact"
     assert report.stage_diff_lines == 2
     assert "-b" in report.diff and "+c" in report.diff
@@ -37,7 +37,7 @@ def test_identical_artifacts_fall_back_to_the_stage_that_added_compile_time():
                  [0.1, 0.010, 0.0029, 0.001, 0.005], [0.1, 0.011, 0.0032, 0.001, 0.005],
                  [0.1, 0.010, 0.0030, 0.001, 0.005]]
     report = stages.bisect_stages(same, same, _probe(good_times), _probe(bad_times), "g", "b",
-                                  "attention", "seq128")
+                                  "attention", 128, 1024)
     assert report.first_divergent_stage == "lower" and report.basis == "compile_time"
 
 

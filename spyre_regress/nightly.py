@@ -1,6 +1,6 @@
 """The nightly loop: benchmark new commits with asv, detect, investigate new alerts, report.
 
-Real nightlies batch commits (MongoDB every 2-24 h, research/detection.md §2): `stride`
+Real nightlies batch commits (MongoDB every 2-24 h, Daly et al., ICPE 2020): `stride`
 benchmarks every n-th first-parent commit plus the newest, and bisection narrows each alert
 inside the gaps later. asv keeps each commit's results as soon as they are measured and
 `--skip-existing-commits` resumes an interrupted run; alert state lives in SQLite so an
@@ -15,10 +15,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from regressions import detect, git, investigate, results, runner, store
+from regressions import detect, git, results, runner, store, suite
+from regressions.detect import Alert
 from regressions.errors import SpyreRegressError
+from regressions.investigate import Investigator, NotReproduced, alert_target
+from regressions.investigation import Investigation
+from regressions.probing import GitHistory, SubprocessProber
+from reports import write_bundle
 
-FORMAT_VERSION = 1
 Progress = Callable[[str], None]
 
 
@@ -34,12 +38,25 @@ class NightlyOptions:
     asv_env: dict[str, str] = field(default_factory=dict)  # e.g. a smaller benchmark grid
     floors: tuple[tuple[str, float], ...] = ()  # detect's (regex, fraction) magnitude floors
 
+    @property
+    def results_dir(self) -> Path:
+        return self.repo / ".asv" / "results"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One investigated alert: its id, the investigation and the bundle written."""
+
+    alert_id: int
+    investigation: Investigation
+    bundle: Path
+
 
 @dataclass
 class NightlyRun:
     commits_benchmarked: list[str]
-    alerts: list[dict]  # detect JSON alerts, each with "id", "status", "new"
-    investigated: list[dict]  # {"alert_id", "investigation", "bundle"} for new alerts
+    alerts: list[tuple[int, Alert, str]]  # (id, alert, status) of every alert detected
+    investigated: list[Outcome]
     html: Path | None
     failures: list[str]
 
@@ -54,9 +71,9 @@ def select_commits(history: list[str], stride: int) -> list[str]:
     return chosen
 
 
-def alert_key(alert: dict) -> str:
-    members = sorted(f"{m['benchmark']}{m['params']}" for m in alert["members"])
-    return f"{alert['good_commit']}..{alert['bad_commit']}:{alert['kind']}:{len(members)}:" \
+def alert_key(alert: Alert) -> str:
+    members = sorted(m.name for m in alert.members)
+    return f"{alert.good_commit}..{alert.bad_commit}:{alert.kind}:{len(members)}:" \
            f"{members[0] if members else ''}"
 
 
@@ -94,6 +111,9 @@ def benchmark(options: NightlyOptions, commits: list[str], progress: Progress) -
 
 
 def run(options: NightlyOptions, progress: Progress) -> NightlyRun:
+    if options.state_dir.exists() and not options.state_dir.is_dir():
+        raise SpyreRegressError(f"--state {options.state_dir} is a file; pass a directory "
+                                "(it is created if missing)")
     options.state_dir.mkdir(parents=True, exist_ok=True)
     with store.exclusive_lock(options.state_dir / "nightly.lock"):
         history = git.first_parent_history(options.repo, options.branch)
@@ -101,61 +121,64 @@ def run(options: NightlyOptions, progress: Progress) -> NightlyRun:
         progress(f"benchmarking {len(commits)} of {len(history)} commits on "
                  f"{options.branch} (stride {options.stride})")
         benchmark(options, commits, progress)
-        results_dir = options.repo / ".asv" / "results"
-        frame = results.load_results(results_dir, repo=options.repo, machine=options.machine)
+        frame = results.load_results(options.results_dir, repo=options.repo,
+                                     machine=options.machine)
         series = results.series_from_frame(frame)
-        alerts = detect.alerts_to_json(detect.cluster_alerts(
-            detect.find_regressions(series, floors=options.floors)))["alerts"]
+        alerts = detect.cluster_alerts(detect.find_regressions(series, floors=options.floors))
         progress(f"detect: {len(series)} series, {len(alerts)} alert(s)")
+        run = NightlyRun(commits, [], [], None, [])
         database = store.AlertStore(options.state_dir / "alerts.sqlite")
-        names = param_names(results_dir)
-        widths = numerics_widths(options.repo)
-        investigated, failures = [], []
         try:
-            for alert in alerts:
-                alert_id, new = database.upsert(alert_key(alert), alert["kind"],
-                                                alert["good_commit"], alert["bad_commit"], alert)
-                alert["id"], alert["new"] = alert_id, new
-                row = next(r for r in database.rows() if r["id"] == alert_id)
-                alert["status"] = row["status"]
-                if row["status"] != "new":
-                    continue
-                progress(f"alert {alert_id} ({alerts.index(alert) + 1} of {len(alerts)}): "
-                         f"investigating {alert['kind']} regression "
-                         f"{alert['good_commit'][:8]}..{alert['bad_commit'][:8]}")
-                try:
-                    outcome = _investigate_and_report(options, alert, alert_id, names,
-                                                      widths, results_dir, progress)
-                except SpyreRegressError as error:
-                    failures.append(f"alert {alert_id}: {error}")
-                    progress(f"alert {alert_id}: investigation failed: {error}")
-                    continue
-                investigated.append(outcome)
-                document = outcome["investigation"]
-                database.update(alert_id, status="reported",
-                                culprit=document["commits"]["culprit"]["sha"],
-                                stage=document["stages"]["first_divergent_stage"],
-                                report=str(outcome["bundle"]))
-                alert["status"] = "reported"
+            for number, alert in enumerate(alerts, 1):
+                _handle(options, database, alert, number, len(alerts), run, progress)
         finally:
             database.close()
-        html = publish(options, progress)
-        return NightlyRun(commits, alerts, investigated, html, failures)
+        run.html = publish(options, progress)
+        return run
 
 
-def _investigate_and_report(options, alert, alert_id, param_names, widths, results_dir,
-                            progress) -> dict:
-    from reports import write_bundle
+def _handle(options: NightlyOptions, database: store.AlertStore, alert: Alert, number: int,
+            total: int, run: NightlyRun, progress: Progress) -> None:
+    alert_id, _ = database.upsert(alert_key(alert), alert.kind, alert.good_commit,
+                                  alert.bad_commit, alert.to_dict())
+    status = database.status(alert_id)
+    if status == "new":
+        progress(f"alert {alert_id} ({number} of {total}): investigating {alert.kind} "
+                 f"regression {alert.good_commit[:8]}..{alert.bad_commit[:8]}")
+        try:
+            outcome = investigate_and_report(options, alert, alert_id, progress)
+        except NotReproduced as error:
+            database.update(alert_id, status="not-reproduced", note=str(error))
+            status = "not-reproduced"
+            progress(f"alert {alert_id}: not reproduced: {error}")
+        except SpyreRegressError as error:
+            run.failures.append(f"alert {alert_id}: {error}")
+            progress(f"alert {alert_id}: investigation failed: {error}")
+        else:
+            run.investigated.append(outcome)
+            investigation = outcome.investigation
+            database.update(alert_id, status="reported",
+                            culprit=investigation.commits.culprit.sha,
+                            stage=investigation.stages.first_divergent_stage,
+                            report=str(outcome.bundle))
+            status = "reported"
+    run.alerts.append((alert_id, alert, status))
 
+
+def investigate_and_report(options: NightlyOptions, alert: Alert, alert_id: int,
+                           progress: Progress) -> Outcome:
     work_dir = options.state_dir / "work"
-    investigator = investigate.Investigator(options.repo, work_dir, results_dir,
-                                            options.machine, progress, options.asv_env)
+    prober = SubprocessProber(options.repo, work_dir, options.state_dir / "probe-results",
+                              options.machine, progress, options.asv_env)
+    investigator = Investigator(GitHistory(options.repo), prober, progress)
+    target = alert_target(alert, suite.param_names(options.results_dir),
+                          suite.numerics_widths(options.repo))
     out_dir = options.reports_dir / f"alert-{alert_id:03d}"
-    document = investigate.investigate(investigator, alert, param_names, widths, out_dir)
-    store.write_json(out_dir / "investigation.json", document)
-    bundle = write_bundle(document, out_dir)
+    investigation = investigator.investigate(alert, target, out_dir, options.floors)
+    store.write_json(out_dir / "investigation.json", investigation)
+    bundle = write_bundle(investigation, out_dir)
     progress(f"alert {alert_id}: report written to {bundle}")
-    return {"alert_id": alert_id, "investigation": document, "bundle": bundle}
+    return Outcome(alert_id, investigation, bundle)
 
 
 def publish(options: NightlyOptions, progress: Progress) -> Path | None:
@@ -164,22 +187,3 @@ def publish(options: NightlyOptions, progress: Progress) -> Path | None:
         progress(f"asv publish failed (exit {done.returncode}); the results are still there")
         return None
     return options.repo / ".asv" / "html"
-
-
-def param_names(results_dir: Path) -> dict[str, tuple[str, ...]]:
-    meta = store.read_json(results_dir / "benchmarks.json", "asv benchmark list")
-    return {name: tuple(entry.get("param_names") or ()) for name, entry in meta.items()
-            if isinstance(entry, dict)}
-
-
-def numerics_widths(repo: Path) -> dict[str, int]:
-    """NUMERICS_WIDTHS from the repository's workload catalogue, read without importing it."""
-    import ast
-
-    tree = ast.parse((repo / "benchmarks" / "workloads.py").read_text())
-    for node in ast.walk(tree):
-        target = getattr(node, "target", None) or (node.targets[0] if isinstance(
-            node, ast.Assign) else None)
-        if isinstance(target, ast.Name) and target.id == "NUMERICS_WIDTHS":
-            return ast.literal_eval(node.value)
-    return {}

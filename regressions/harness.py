@@ -1,12 +1,13 @@
-"""The runtime of every bundle's reproducer.py, kept here as a module so it is linted and tested.
+"""The measurement every probe and every reproducer.py runs, kept as a module so it is linted.
 
-`reports.reproducer` copies the code between the two marker comments into each reproducer,
-after the program and its SETTINGS, so that code imports only the standard library, torch and
-spyre_sim, takes everything it needs as arguments, and must run against old builds of
-spyre_sim as well as new ones (a Config field one build lacks is dropped and reported, never
-fatal). The measurement mirrors the probe's timing command, so a reproducer run with the
-recorded Config repeats the report's numbers: one cold compile, one warm-up call, then
-synchronized iterations (each call returns when the simulated device is done).
+Probes load this file by path (`regressions.suite.harness_path`) inside the commit under
+test, and `reports.reproducer` copies the code between the two marker comments into each
+reproducer, after the program and its SETTINGS. So the code imports only the standard library,
+torch and spyre_sim, takes everything it needs as arguments, and must run against old builds
+of spyre_sim as well as new ones (a Config field one build lacks is dropped and reported,
+never fatal). A reproducer run with the recorded Config repeats the report's numbers: one cold
+compile, one warm-up call, then synchronized iterations (each call returns when the simulated
+device is done).
 """
 
 # --- reproducer harness begins ---
@@ -91,11 +92,8 @@ def summarize(values):
             "min": min(values), "max": max(values)}
 
 
-def measure(program, inputs, config, iterations, compile_repeats, keep_trace=False):
-    """Cold compiles, a warm-up call, `iterations` synchronized calls, and the errors.
-
-    With `keep_trace`, the warm-up call's Chrome trace comes back too (the probes save it).
-    """
+def measure(program, inputs, config, iterations, compile_repeats):
+    """Cold compiles, a warm-up call, `iterations` synchronized calls, and the errors."""
     compiles = []
     for _ in range(max(1, compile_repeats)):
         start = time.perf_counter()
@@ -110,15 +108,12 @@ def measure(program, inputs, config, iterations, compile_repeats, keep_trace=Fal
         device.append(result.device_time_us)
     reference = compiled.reference(*inputs)[0]
     eager16 = compiled.reference(*inputs, dtype=torch.float16)[0]
-    measured = {"host_s": host, "device_us": device,
-                "errors": output_errors(first.outputs[0], reference, eager16),
-                "compile_s": {stage: statistics.median(c[stage] for c in compiles)
-                              for stage in compiles[0]},
-                "kernels": [{"name": k.name, "time_us": k.time_us, "bound": k.bound,
-                             "cores": k.cores} for k in first.kernels]}
-    if keep_trace:
-        measured["trace"] = first.trace
-    return measured
+    return {"host_s": host, "device_us": device,
+            "errors": output_errors(first.outputs[0], reference, eager16),
+            "compile_s": {stage: statistics.median(c[stage] for c in compiles)
+                          for stage in compiles[0]},
+            "kernels": [{"name": k.name, "time_us": k.time_us, "bound": k.bound,
+                         "cores": k.cores} for k in first.kernels]}
 
 
 def parse_value(text):

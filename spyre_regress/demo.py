@@ -13,10 +13,11 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from regressions import history, nightly, scenarios, store
+from regressions import history, scenarios, store
 from regressions.errors import SpyreRegressError
+from spyre_regress import nightly
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: "ratio" is the investigation's confirmation, "measured" its text
 # One commit per entry after the import: None is a harmless change.
 PLAN: list[str | None] = [
     None, None, None, "sdsc_fp16_accumulate",  # numerics, sdsc (outputs drift at runtime)
@@ -50,24 +51,34 @@ def ground_truth(records: list[history.CommitRecord]) -> dict:
 def summarize(run: nightly.NightlyRun) -> dict:
     regressions = []
     for outcome in run.investigated:
-        document = outcome["investigation"]
-        alert = document["alert"]
+        found = outcome.investigation
+        culprit, confirmation = found.commits.culprit, found.confirmation
         regressions.append({
-            "commit": document["commits"]["culprit"]["sha"],
-            "subject": document["commits"]["culprit"]["subject"],
-            "stage": document["stages"]["first_divergent_stage"],
-            "kind": document["metric"],
-            "benchmarks": sorted({f"{m['benchmark']}{m['params']}" for m in alert["members"]}),
-            "ratio": max(m["ratio"] for m in alert["members"]),
-            "report": str(outcome["bundle"]),
-            "workaround": (document["workaround"] or {}).get("knob"),
-            "bisect": {"commits_in_range": document["bisect"]["commits_in_range"],
-                       "commits_measured": document["bisect"]["commits_measured"]},
-            "stage_diff_lines": document["stages"]["stage_diff_lines"],
+            "commit": culprit.sha,
+            "subject": culprit.subject,
+            "stage": found.stages.first_divergent_stage,
+            "kind": found.target.metric,
+            "benchmarks": sorted({m.name for m in found.alert.members}),
+            "probe": found.target.label,
+            # the investigation's own measurement, the figure the report's title quotes
+            "ratio": confirmation.ratio if confirmation else None,
+            "measured": headline(found),
+            "report": str(outcome.bundle),
+            "workaround": found.workaround.knob if found.workaround else None,
+            "bisect": {"commits_in_range": found.bisect.commits_in_range,
+                       "commits_measured": found.bisect.commits_measured},
+            "stage_diff_lines": found.stages.stage_diff_lines,
         })
     return {"version": FORMAT_VERSION, "regressions": regressions,
             "alerts": len(run.alerts), "failures": run.failures,
             "commits_benchmarked": len(run.commits_benchmarked)}
+
+
+def headline(found) -> str:
+    """The confirmation figure as the report's title states it (`reports.narrative`)."""
+    from reports.narrative import confirmation_figure
+
+    return confirmation_figure(found.confirmation) if found.confirmation else "-"
 
 
 def run(out_dir: Path, progress: Progress) -> dict:

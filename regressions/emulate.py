@@ -1,0 +1,189 @@
+"""The investigation on builds emulated in this process: no git, no subprocesses.
+
+Example bundles, the report tests and the docs need real investigations of a known change,
+quickly. Here a commit is a change of the compiler's defaults (as the scenario commits change
+a default in spyre_sim/config.py) plus an optional patch (a context manager that, e.g., slows
+a stage down); the build at a commit applies every change up to it, in order, to the one
+spyre_sim this process imported. `InProcessProber` answers
+the `Prober` protocol by running the probe commands of regressions/probe.py in this process
+while a build is active, so the `Investigator` runs exactly as it does on a repository.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import os
+import tempfile
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from regressions import bisect, minimize, probe, stages, store, suite
+from regressions import investigation as model
+from regressions.investigate import RatioOf
+from regressions.investigation import Target
+
+EMULATED_DATE = "2026-01-01T00:00:00+00:00"
+
+
+@dataclass(frozen=True)
+class EmulatedBuild:
+    """One commit's change: some Config defaults changed and an optional patch."""
+
+    subject: str
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+    patch: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext
+
+    @property
+    def sha(self) -> str:
+        return hashlib.sha1(self.subject.encode()).hexdigest()
+
+    @contextlib.contextmanager
+    def active(self) -> Iterator[None]:
+        with _config_defaults(self.defaults), self.patch():
+            yield
+
+
+@contextlib.contextmanager
+def _config_defaults(changes: Mapping[str, Any]) -> Iterator[None]:
+    """`spyre_sim.Config()` with other defaults, as a commit editing config.py would have."""
+    import spyre_sim
+    from spyre_sim import config as config_module
+
+    init = spyre_sim.Config.__init__
+    names = [f.name for f in dataclasses.fields(spyre_sim.Config) if f.init]
+    saved = init.__defaults__
+    defaults = list(saved)
+    offset = len(names) - len(defaults)
+    for name, value in changes.items():
+        defaults[names.index(name) - offset] = value
+    init.__defaults__ = tuple(defaults)
+    config_module._DEFAULTS.clear()  # the cached default Config of knob scopes
+    try:
+        yield
+    finally:
+        init.__defaults__ = saved
+        config_module._DEFAULTS.clear()
+
+
+class ListHistory:
+    """A linear history of emulated builds, oldest first."""
+
+    def __init__(self, builds: Sequence[EmulatedBuild]) -> None:
+        self.builds = {b.sha: b for b in builds}
+        self.order = [b.sha for b in builds]
+
+    def resolve(self, ref: str) -> str:
+        return ref
+
+    def between(self, good: str, bad: str) -> list[str]:
+        return self.order[self.order.index(good):self.order.index(bad) + 1]
+
+    def parent(self, sha: str) -> str:
+        return self.order[self.order.index(sha) - 1]
+
+    def describe(self, sha: str) -> model.CommitInfo:
+        return model.CommitInfo(sha, self.builds[sha].subject, EMULATED_DATE)
+
+    @contextlib.contextmanager
+    def active(self, sha: str) -> Iterator[None]:
+        """The build at `sha`: every change up to it, applied in history order."""
+        with contextlib.ExitStack() as stack:
+            for earlier in self.order[:self.order.index(sha) + 1]:
+                stack.enter_context(self.builds[earlier].active())
+            yield
+
+
+class InProcessProber:
+    """The probe commands, run here on `source` (a module defining program and make_inputs)
+    while the commit's build is active."""
+
+    def __init__(self, history: ListHistory, source: str, work_dir: Path,
+                 samples: int = 20) -> None:
+        self.history, self.source, self.samples = history, source, samples
+        self.work_dir = Path(work_dir)
+
+    def request(self, target: Target, **extra: Any) -> dict:
+        request = {"source": self.source, "harness": str(suite.harness_path()),
+                   "workload": target.workload, "seq": target.seq, "width": target.width,
+                   "config": {"numerics": target.probe == "numerics"},
+                   "metric": target.probe, "stage": target.stage, "error": target.error}
+        request.update(extra)
+        return request
+
+    def _run(self, commit: str, command: str, request: dict) -> dict:
+        with self.history.active(commit):
+            answer = probe.COMMANDS[command](request)
+        if answer.get("status") not in ("ok", None):
+            raise RuntimeError(f"the {command} probe failed: {answer.get('detail')}")
+        return answer
+
+    def bench(self, commit: str, target: Target) -> bisect.Measurement:
+        answer = self._run(commit, "sample", self.request(target, samples=self.samples))
+        return bisect.Measurement(commit, "ok", tuple(answer["samples"]),
+                                  bool(answer["deterministic"]))
+
+    def stages(self, commits: Sequence[str], target: Target,
+               traces: Sequence[Path | None] | None = None
+               ) -> list[tuple[dict, stages.Capture]]:
+        found = []
+        for commit, trace in zip(commits, traces or [None] * len(commits), strict=True):
+            root = Path(tempfile.mkdtemp(prefix=f"capture-{commit[:8]}-", dir=self.work_dir))
+            request = self.request(target, capture_dir=str(root),
+                                   trace=str(trace) if trace else None)
+            with _restored_environment("TORCH_COMPILE_DEBUG", "SPYRE_SIM_DEBUG_DIR"):
+                answer = self._run(commit, "stages", request)
+            answer["width"] = target.width
+            found.append((answer, store.load_capture(store.single_capture(root))))
+        return found
+
+    def knobs(self, commit: str, target: Target, scope: dict | None = None) -> dict:
+        return self._run(commit, "knobs", self.request(target, scope=scope))
+
+    @contextlib.contextmanager
+    def ratios(self, good: str, bad: str, target: Target) -> Iterator[RatioOf]:
+        import spyre_sim
+
+        def metric(commit: str, source: str) -> float:
+            request = self.request(target, source=source)
+            with self.history.active(commit):
+                program, inputs = probe._program(request)
+                config = probe._config(spyre_sim, request, noise_cv=0.0)
+                return probe._metric(spyre_sim, request, program, inputs, config)
+
+        def ratio_of(source: str) -> float | None:
+            try:
+                before, after = metric(good, source), metric(bad, source)
+            except Exception:  # a candidate the compiler rejects is just not a repro
+                return None
+            return after / before if before > 0 else None
+
+        yield ratio_of
+
+    def timing(self, commit: str, target: Target, source: str, iterations: int) -> dict:
+        request = self.request(target, source=source, iterations=iterations)
+        request["config"] = {"noise_seed": None}
+        return self._run(commit, "timing", request)
+
+    def full_candidate(self, target: Target) -> minimize.Candidate:
+        import spyre_sim
+
+        program, inputs = probe._program({"source": self.source})
+        graph = spyre_sim.capture(program, inputs).graphs[0]
+        return minimize.from_graph(graph.graph_module, graph.example_inputs)
+
+
+@contextlib.contextmanager
+def _restored_environment(*names: str) -> Iterator[None]:
+    saved = {name: os.environ.get(name) for name in names}
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value

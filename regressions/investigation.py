@@ -1,0 +1,365 @@
+"""The investigation of one alert, as typed data: what `reports` renders, and nothing else.
+
+One producer builds it (`regressions.investigate.Investigator`); every figure a report quotes
+is computed here, once, with what it was measured on (`Program`) beside it, so a title, a
+table and a causal statement cannot quote two different numbers for one thing. The JSON form
+is `to_json(investigation)`, read back and validated field by field by `load` (docs/formats.md
+lists the fields).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from regressions import metrics, stats
+from regressions.bisect import BisectResult
+from regressions.detect import Alert
+from regressions.errors import SpyreRegressError
+from regressions.minimize import MinimizeResult
+from regressions.records import RecordError, from_json, to_json
+from regressions.stages import StageReport
+
+VERSION = 2
+# Reports state a 95% interval for timing ratios (Kalibera & Jones, ISMM 2013).
+REPORT_CONFIDENCE = 0.95
+# torch._dynamo.utils.same(): res_error <= multiplier * ref_error, multiplier 2.0 by default.
+DEFAULT_RMSE_RATIO = 2.0
+# Absolute bound on the largest element error. 16-bit rounding of an O(1..8) output is at
+# most 2^-8..2^-6 (0.004..0.016); 0.05 is several such steps, so only a real defect exceeds it.
+DEFAULT_MAX_ABS = 0.05
+ERROR_FIELDS = ("max_abs", "max_rel", "rmse", "rmse_ratio")
+
+
+@dataclass(frozen=True)
+class Target:
+    """One benchmark series as the probes measure it: the program, the shape, the metric."""
+
+    benchmark: str
+    params: tuple[str, ...]  # asv's repr strings, in param order
+    workload: str
+    seq: int
+    width: int | None  # None: the workload's default width
+    metric: str  # a `metrics.Metric` name
+    stage: str | None = None  # compile metrics: the stage the benchmark times
+    error: str | None = None  # numerics: one of metrics.ERRORS
+
+    @property
+    def probe(self) -> str | None:
+        """How a probe measures this metric (`metrics.Metric.probe`)."""
+        return metrics.by_name(self.metric).probe
+
+    @property
+    def label(self) -> str:
+        params = ", ".join(self.params)
+        return f"{self.benchmark}({params})" if self.params else self.benchmark
+
+
+@dataclass(frozen=True)
+class Program:
+    """What a number was measured on, said the same way everywhere it is quoted."""
+
+    workload: str
+    seq: int
+    width: int | None
+    form: str  # benchmark | full | minimized
+    ops: int | None = None
+
+    def describe(self) -> str:
+        shape = f"seq {self.seq}" + (f", width {self.width}" if self.width else "")
+        ops = f"{self.ops} op{'s' if self.ops != 1 else ''}" if self.ops else ""
+        if self.form == "benchmark":
+            return f"the {self.workload} benchmark program at {shape}"
+        if self.form == "minimized":
+            return f"the minimized program ({ops} cut from {self.workload} at {shape})"
+        return f"the captured {self.workload} program ({ops + ', ' if ops else ''}{shape})"
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    sha: str
+    subject: str
+    date: str  # ISO 8601, committer date
+
+
+@dataclass(frozen=True)
+class Commits:
+    good: CommitInfo
+    bad: CommitInfo
+    culprit: CommitInfo | None
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """The investigation's own measurement of the alert's benchmark at the culprit and its
+    parent (the bisection's samples): the figure every headline quotes."""
+
+    program: Program
+    metric: str
+    unit: str
+    good_n: int
+    bad_n: int
+    good_median: float
+    bad_median: float
+    ratio: float
+    ci: tuple[float, float]
+    confidence: float
+    pvalue: float | None  # None: deterministic values, compared exactly
+    floor: float
+    confirmed: bool  # worse by at least the floor, interval excluding 1
+
+
+@dataclass(frozen=True)
+class Errors:
+    max_abs: float | None
+    max_rel: float | None
+    rmse: float | None
+    rmse_ratio: float | None
+
+
+@dataclass(frozen=True)
+class KernelTime:
+    name: str
+    time_us: float
+    bound: str = ""
+    cores: int | None = None
+
+
+@dataclass(frozen=True)
+class BuildRun:
+    """One build's timing probe: synchronized iterations of one program, and its output."""
+
+    status: str  # ok | failed | untestable
+    detail: str = ""
+    host_s: tuple[float, ...] = ()
+    device_us: tuple[float, ...] = ()
+    errors: Errors | None = None
+    kernels: tuple[KernelTime, ...] = ()
+    compile_s: Mapping[str, float] = field(default_factory=dict)
+    environment: Mapping[str, Any] = field(default_factory=dict)
+    config: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+@dataclass(frozen=True)
+class SampleSummary:
+    n: int
+    median: float
+    q1: float
+    q3: float
+    mean: float
+    geomean: float
+    minimum: float
+    maximum: float
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """bad vs good for one timing series."""
+
+    name: str
+    unit: str
+    good: SampleSummary | None
+    bad: SampleSummary | None
+    ratio: float | None  # bad / good, geometric means
+    ci: tuple[float, float] | None
+    confidence: float
+    pvalue: float | None
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    rmse_ratio: float = DEFAULT_RMSE_RATIO
+    max_abs: float = DEFAULT_MAX_ABS
+
+    def describe(self) -> str:
+        return (f"RMSE vs float64 at most {self.rmse_ratio:g}x eager fp16's RMSE (torch same() "
+                f"oracle), and max abs error at most {self.max_abs:g}; non-finite output fails")
+
+
+@dataclass(frozen=True)
+class Correctness:
+    build: str
+    status: str
+    errors: Errors | None
+    passed: bool
+    reasons: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Both builds running one program (the one the reproducer embeds), compared."""
+
+    program: Program
+    iterations: int
+    good: BuildRun
+    bad: BuildRun
+    device: Comparison
+    host: Comparison
+    tolerance: Tolerance
+    correctness: tuple[Correctness, Correctness]
+
+
+@dataclass(frozen=True)
+class KnobTrial:
+    knob: str
+    stage: str
+    value: Any
+    metric: float
+
+
+@dataclass(frozen=True)
+class Workaround:
+    """A Config knob that restores the metric at the bad build: a local workaround."""
+
+    knob: str
+    value: Any
+    stage: str
+    program: Program
+    metric: str
+    unit: str
+    metric_bad: float
+    metric_with_knob: float
+    metric_good: float
+    recovered: float
+    decisive_application: str | None
+    trials: tuple[KnobTrial, ...] = ()
+
+
+@dataclass(frozen=True)
+class Investigation:
+    version: int
+    alert: Alert
+    target: Target
+    commits: Commits
+    bisect: BisectResult | None
+    confirmation: Confirmation | None
+    stages: StageReport
+    workaround: Workaround | None
+    minimized: MinimizeResult | None
+    source: str  # the program the timing ran and the reproducer embeds
+    timing: Timing
+    traces: Mapping[str, str | None]
+
+
+def load(document: Any, source: str = "investigation") -> Investigation:
+    """An investigation from its JSON form, every field checked.
+
+    Raises:
+        SpyreRegressError: naming the first field that is missing or mistyped, or a version
+            this spyre-regress does not read.
+    """
+    if not isinstance(document, Mapping):
+        raise SpyreRegressError(f"{source} must be a JSON object (docs/formats.md)")
+    version = document.get("version")
+    if version != VERSION:
+        raise SpyreRegressError(
+            f"{source} has investigation format version {version!r}; this spyre-regress reads "
+            f"version {VERSION} (re-run the investigation with this version)")
+    try:
+        investigation = from_json(Investigation, document, "investigation")
+    except RecordError as error:
+        raise SpyreRegressError(f"{source}: {error}; docs/formats.md lists the investigation "
+                                "fields") from None
+    if not (investigation.timing.good.ok or investigation.timing.bad.ok):
+        raise SpyreRegressError(f"{source}: neither build ran (`timing.good.status` and "
+                                "`timing.bad.status` are not \"ok\"): nothing to report")
+    return investigation
+
+
+def dump(investigation: Investigation) -> dict:
+    """The JSON form of an investigation (`load` reads it back)."""
+    return to_json(investigation)
+
+
+# --- the figures, computed once ------------------------------------------------------------
+
+def summarize(samples: Sequence[float]) -> SampleSummary:
+    """n, median, quartiles (numpy's linear interpolation), mean, geometric mean, range."""
+    values = np.asarray(samples, dtype=float)
+    q1, median, q3 = (float(x) for x in np.percentile(values, [25, 50, 75]))
+    geomean = float(np.exp(np.log(values).mean())) if (values > 0).all() else math.nan
+    return SampleSummary(int(values.size), median, q1, q3, float(values.mean()), geomean,
+                         float(values.min()), float(values.max()))
+
+
+def compare_series(name: str, unit: str, good: Sequence[float] | None,
+                   bad: Sequence[float] | None,
+                   confidence: float = REPORT_CONFIDENCE) -> Comparison:
+    """Summaries of both builds; the ratio of geometric means with a Welch interval on log
+    samples and a two-sided Mann-Whitney p when both were measured."""
+    if not good or not bad:
+        return Comparison(name, unit, summarize(good) if good else None,
+                          summarize(bad) if bad else None, None, None, confidence, None)
+    interval = stats.ratio_interval(good, bad, confidence=confidence)
+    pvalue = stats.mann_whitney(good, bad).pvalue
+    return Comparison(name, unit, summarize(good), summarize(bad), interval.ratio,
+                      (interval.low, interval.high), confidence, pvalue)
+
+
+def judge(build: str, run: BuildRun, tolerance: Tolerance) -> Correctness:
+    """Pass/fail of one build's output against float64 at `tolerance`."""
+    if not run.ok or run.errors is None:
+        return Correctness(build, run.status, None, False,
+                           (f"the build did not run: {run.detail or run.status}",))
+    errors = run.errors
+    reasons = []
+    if not all(v is not None and math.isfinite(v) for v in (errors.max_abs, errors.rmse)):
+        reasons.append("non-finite output (NaN or inf)")
+    if not (errors.rmse_ratio is not None and errors.rmse_ratio <= tolerance.rmse_ratio):
+        reasons.append(f"RMSE ratio {_number(errors.rmse_ratio)} > {tolerance.rmse_ratio:g}")
+    if not (errors.max_abs is not None and errors.max_abs <= tolerance.max_abs):
+        reasons.append(f"max abs {_number(errors.max_abs)} > {tolerance.max_abs:g}")
+    return Correctness(build, "ok", errors, not reasons, tuple(reasons))
+
+
+def timing(program: Program, good: BuildRun, bad: BuildRun,
+           tolerance: Tolerance = Tolerance()) -> Timing:
+    """Both builds' runs of `program`, with every comparison a report states."""
+    iterations = max(len(good.device_us), len(bad.device_us))
+    device = compare_series("simulated device time per call", "us",
+                            good.device_us if good.ok else None,
+                            bad.device_us if bad.ok else None)
+    host = compare_series("host wall time per call", "s", good.host_s if good.ok else None,
+                          bad.host_s if bad.ok else None)
+    return Timing(program, iterations, good, bad, device, host, tolerance,
+                  (judge("good", good, tolerance), judge("bad", bad, tolerance)))
+
+
+def confirmation(program: Program, metric: metrics.Metric, good: Sequence[float],
+                 bad: Sequence[float], floor: float, higher_is_better: bool = False
+                 ) -> Confirmation:
+    """Whether the culprit's samples confirm the regression: worse by at least `floor`, with
+    the interval of the ratio excluding 1 (exactly worse, for deterministic values)."""
+    interval = stats.ratio_interval(good, bad, confidence=REPORT_CONFIDENCE)
+    exact = stats.is_constant(good) and stats.is_constant(bad)
+    pvalue = None if exact else stats.mann_whitney(
+        good, bad, "less" if higher_is_better else "greater").pvalue
+    ratio, low, high = interval
+    worsening = (1 / ratio - 1) if higher_is_better else (ratio - 1)
+    excludes_one = (high < 1) if higher_is_better else (low > 1)
+    confirmed = math.isfinite(ratio) and worsening >= floor and (excludes_one or exact)
+    return Confirmation(program, metric.name, metric.unit, len(good), len(bad),
+                        float(np.median(good)), float(np.median(bad)), ratio, (low, high),
+                        REPORT_CONFIDENCE, pvalue, floor, bool(confirmed))
+
+
+def errors_from(values: Mapping[str, float] | None) -> Errors | None:
+    if values is None:
+        return None
+    return Errors(*(_finite(values.get(name)) for name in ERROR_FIELDS))
+
+
+def _finite(value: float | None) -> float | None:
+    return None if value is None else float(value)
+
+
+def _number(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3g}"

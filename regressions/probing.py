@@ -1,0 +1,153 @@
+"""The investigation on a git repository: commits from git, measurements in probe subprocesses.
+
+`GitHistory` names commits with git. `SubprocessProber` measures each commit in a subprocess
+of its own (`regressions/probe.py`) with that commit's exported tree on PYTHONPATH and a copy
+of today's benchmark suite, so historical compilers are measured with current benchmarks, as
+asv measures them. Bisection measurements are recorded in asv's results format in a store of
+their own (`results_dir`), so they never change what `detect` reports on the asv results.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import shutil
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from regressions import bisect, git, minimize, runner, stages, store, suite
+from regressions import investigation as model
+from regressions.errors import SpyreRegressError
+from regressions.investigate import Progress, RatioOf
+from regressions.investigation import Target
+
+PROBE_ENV = "bisect-probe"  # env name of bisection measurements in their results store
+
+
+class GitHistory:
+    """First-parent history and commit metadata of a repository."""
+
+    def __init__(self, repo: Path) -> None:
+        self.repo = Path(repo).resolve()
+
+    def resolve(self, ref: str) -> str:
+        return git.resolve(self.repo, ref)
+
+    def between(self, good: str, bad: str) -> list[str]:
+        return [self.resolve(good), *git.first_parent_history(self.repo, bad, good)]
+
+    def parent(self, sha: str) -> str:
+        return git.resolve(self.repo, f"{sha}~1")
+
+    def describe(self, sha: str) -> model.CommitInfo:
+        info = git.commit_info(self.repo, sha)
+        return model.CommitInfo(info.sha, info.subject, info.date.isoformat())
+
+
+class SubprocessProber:
+    """Probe commands run in exported checkouts of each commit (regressions/probe.py)."""
+
+    def __init__(self, repo: Path, work_dir: Path, results_dir: Path | None = None,
+                 machine: str = "bisect", progress: Progress = lambda _: None,
+                 env: dict[str, str] | None = None) -> None:
+        self.repo = Path(repo).resolve()
+        self.work_dir = Path(work_dir).resolve()
+        self.results_dir, self.machine, self.progress = results_dir, machine, progress
+        self.env = dict(env or {})  # for every probe, e.g. the benchmark grid
+        self.checkouts = runner.Checkouts(self.repo, self.work_dir / "checkouts")
+        self.suite = suite.copy_suite(self.repo, self.work_dir)
+        self.workloads = self.suite / suite.CATALOGUE
+
+    def request(self, target: Target, **extra: Any) -> dict:
+        request = {"workloads": str(self.workloads), "harness": str(suite.harness_path()),
+                   "workload": target.workload, "seq": target.seq, "width": target.width,
+                   "config": {"numerics": target.probe == "numerics"},
+                   "metric": target.probe, "stage": target.stage, "error": target.error}
+        request.update(extra)
+        return request
+
+    def _run(self, commit: str, command: str, request: dict) -> dict:
+        return runner.run_probe(self.checkouts.path(commit), command, request, env=self.env)
+
+    def bench(self, commit: str, target: Target) -> bisect.Measurement:
+        started = time.monotonic()
+        answer = self._run(commit, "bench", {"suite": str(self.suite),
+                                             "benchmark": target.benchmark,
+                                             "params": list(target.params)})
+        self.progress(f"measured {commit[:10]}: {answer['status']} "
+                      f"({len(answer.get('samples', []))} samples, "
+                      f"{time.monotonic() - started:.1f} s)")
+        if answer["status"] != "ok":
+            return bisect.Measurement(commit, answer["status"], detail=answer.get("detail", ""))
+        if self.results_dir is not None:
+            info = git.commit_info(self.repo, commit)
+            store.record_measurement(
+                self.results_dir, self.machine, PROBE_ENV, commit,
+                int(info.date.timestamp() * 1000), target.benchmark, answer["param_index"],
+                answer["combos"], [list(p) for p in answer.get("param_lists", [])],
+                answer["samples"], answer["deterministic"], answer.get("benchmark_version"))
+        return bisect.Measurement(commit, "ok", tuple(answer["samples"]),
+                                  bool(answer["deterministic"]))
+
+    def stages(self, commits: Sequence[str], target: Target,
+               traces: Sequence[Path | None] | None = None
+               ) -> list[tuple[dict, stages.Capture]]:
+        traces = list(traces or [None] * len(commits))
+        with ThreadPoolExecutor(len(commits)) as pool:  # one probe process per commit
+            return list(pool.map(lambda c, t: self._stage_probe(c, target, t), commits, traces))
+
+    def _stage_probe(self, commit: str, target: Target, trace: Path | None
+                     ) -> tuple[dict, stages.Capture]:
+        root = self.work_dir / "captures" / f"{commit[:12]}-{target.workload}-{target.seq}"
+        if root.exists():
+            shutil.rmtree(root)
+        answer = self._run(commit, "stages", self.request(
+            target, capture_dir=str(root), trace=str(trace) if trace else None))
+        if answer["status"] != "ok":
+            raise SpyreRegressError(f"the stage probe failed at {commit[:12]}: "
+                                    f"{answer.get('detail')}")
+        return answer, store.load_capture(store.single_capture(root))
+
+    def knobs(self, commit: str, target: Target, scope: dict | None = None) -> dict:
+        return self._run(commit, "knobs", self.request(target, scope=scope))
+
+    @contextlib.contextmanager
+    def ratios(self, good: str, bad: str, target: Target) -> Iterator[RatioOf]:
+        request = self.request(target)
+        request["config"] = {**request["config"], "noise_cv": 0.0}
+        workers = [runner.Worker(self.checkouts.path(c), request, self.env) for c in (good, bad)]
+
+        def ratio_of(source: str) -> float | None:
+            with ThreadPoolExecutor(2) as pool:
+                good_answer, bad_answer = pool.map(lambda w: w.ask({"source": source}), workers)
+            if good_answer["status"] != "ok" or bad_answer["status"] != "ok":
+                return None
+            return bad_answer["metric"] / good_answer["metric"] if good_answer["metric"] > 0 \
+                else None
+
+        try:
+            yield ratio_of
+        finally:
+            for worker in workers:
+                worker.close()
+
+    def timing(self, commit: str, target: Target, source: str, iterations: int) -> dict:
+        request = self.request(target, source=source, iterations=iterations)
+        request["config"] = {"noise_seed": None}  # independent run-to-run noise per build
+        return self._run(commit, "timing", request)
+
+    def full_candidate(self, target: Target) -> minimize.Candidate:
+        """The probe workload's captured ATen graph, from today's catalogue (loaded by path)."""
+        import spyre_sim
+
+        spec = importlib.util.spec_from_file_location("spyre_regress_workloads", self.workloads)
+        catalogue = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = catalogue  # dataclasses look their module up here
+        spec.loader.exec_module(catalogue)
+        program, inputs = catalogue.build(target.workload, target.seq, target.width)
+        graph = spyre_sim.capture(program, inputs).graphs[0]
+        return minimize.from_graph(graph.graph_module, graph.example_inputs)

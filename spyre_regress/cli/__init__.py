@@ -1,0 +1,78 @@
+"""`spyre-regress`: the command line, one module per command (as asv's `commands/`).
+
+Command modules import what pulls in torch or matplotlib inside `run()`, so `--help`,
+`--version` and usage errors answer without loading the compiler.
+
+Exit codes: 0 success / nothing regressed, 1 regressions found, 2 usage or input error (one
+line naming the problem and the fix), 70 a fault of the tool itself (one line saying where
+the traceback was written), 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+from regressions.errors import SpyreRegressError
+from spyre_regress import __version__
+from spyre_regress.cli import (
+    alerts,
+    bisect,
+    common,
+    demo,
+    detect,
+    knobs,
+    minimize,
+    nightly,
+    report,
+    stages,
+)
+
+# In the order of the workflow: try it, run it nightly, then each step by hand.
+COMMANDS = (demo, nightly, detect, bisect, stages, knobs, minimize, report, alerts)
+EXIT_FAULT, EXIT_INTERRUPTED = 70, 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="spyre-regress",
+        description="Regression benchmarking for the Spyre torch.compile backend.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for command in COMMANDS:
+        command.add(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except SpyreRegressError as exc:
+        print(f"spyre-regress: error: {exc}", file=sys.stderr)
+        return common.EXIT_USAGE
+    except KeyboardInterrupt:
+        print("spyre-regress: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as exc:  # a bug of ours: one line, the traceback in a file
+        path = _save_traceback()
+        print(f"spyre-regress: internal error: {type(exc).__name__}: {exc} (the traceback is "
+              f"in {path}; please report it)", file=sys.stderr)
+        return EXIT_FAULT
+
+
+def _save_traceback() -> Path:
+    handle = tempfile.NamedTemporaryFile(
+        "w", prefix=f"spyre-regress-{time.strftime('%Y%m%d-%H%M%S')}-", suffix=".txt",
+        delete=False)
+    with handle:
+        handle.write(traceback.format_exc())
+    return Path(handle.name)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

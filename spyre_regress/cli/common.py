@@ -1,0 +1,103 @@
+"""What the subcommands share: argument types, progress, output helpers, exit codes."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import re
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from regressions import records, store
+
+EXIT_OK, EXIT_REGRESSED, EXIT_USAGE = 0, 1, 2
+_STARTED = [time.monotonic()]
+
+
+def progress(message: str) -> None:
+    """Progress on stderr, with the time since the command started."""
+    print(f"[{time.monotonic() - _STARTED[0]:7.1f}s] {message}", file=sys.stderr, flush=True)
+
+
+def add_parser(sub: argparse._SubParsersAction, name: str, summary: str, description: str,
+               example: str) -> argparse.ArgumentParser:
+    """A subcommand whose --help ends with one example."""
+    return sub.add_parser(name, help=summary, description=description,
+                          epilog=f"example:\n  {example}",
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+def rate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a rate in (0, 1], e.g. 0.05")
+    return value
+
+
+def regex(text: str) -> str:
+    try:
+        re.compile(text)
+    except re.error as exc:
+        raise argparse.ArgumentTypeError(f"bad regular expression {text!r}: {exc}") from None
+    return text
+
+
+def threshold(text: str) -> tuple[str, float]:
+    pattern, sep, fraction = text.rpartition("=")
+    try:
+        value = float(fraction)
+    except ValueError:
+        value = -1.0
+    if not sep or not pattern or not value >= 0:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not REGEX=FRACTION with a fraction >= 0, e.g. 'compile\\.=0.1'")
+    return regex(pattern), value
+
+
+def sequence_length(text: str) -> int:
+    digits = text[3:] if text.startswith("seq") else text
+    if not digits.isdigit() or int(digits) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a sequence length, e.g. 127")
+    return int(digits)
+
+
+@contextlib.contextmanager
+def work_dir(path: Path | None) -> Iterator[Path]:
+    if path is not None:
+        path.mkdir(parents=True, exist_ok=True)
+        yield path
+        return
+    with tempfile.TemporaryDirectory(prefix="spyre-regress-") as scratch:
+        yield Path(scratch)
+
+
+def write_json(path: Path | None, document: object, version: int) -> None:
+    if path is not None:
+        store.write_json(path, {"version": version, **records.to_json(document)})
+        print(f"wrote {path}")
+
+
+def fmt(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+class _StderrHandler(logging.Handler):
+    """Warnings from the library as one `spyre-regress: warning: ...` line each."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        print(f"spyre-regress: {record.levelname.lower()}: {record.getMessage()}",
+              file=sys.stderr)
+
+
+def show_warnings() -> None:
+    for name in ("regressions", "spyre_regress"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(h, _StderrHandler) for h in logger.handlers):
+            logger.addHandler(_StderrHandler(logging.WARNING))

@@ -1,0 +1,74 @@
+"""`spyre-regress detect`: confirmed regressions in asv results, grouped into alerts."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from regressions import detect, git, results
+from regressions.errors import SpyreRegressError
+from spyre_regress.cli import common
+
+
+def add(sub: argparse._SubParsersAction) -> None:
+    p = common.add_parser(
+        sub, "detect", "find regressions in asv results",
+        "Find confirmed regressions in asv results and group them into alerts (method and "
+        "JSON format: docs/detection.md). Exit 0: none; 1: alerts; 2: usage or input error.",
+        "spyre-regress detect --results .asv/results --repo . --json alerts.json")
+    p.add_argument("--results", required=True, type=Path, metavar="DIR",
+                   help="asv results directory (`results_dir` in asv.conf.json)")
+    p.add_argument("--repo", type=Path, metavar="PATH",
+                   help="checkout of the benchmarked project: order commits by the "
+                        "first-parent history of its HEAD (default: by commit date)")
+    p.add_argument("--json", type=Path, metavar="FILE", help="also write the alerts")
+    p.add_argument("--machine", metavar="NAME", help="only this asv machine's results")
+    p.add_argument("--threshold", action="append", default=[], type=common.threshold,
+                   metavar="REGEX=FRACTION",
+                   help="smallest relative worsening to report for series whose "
+                        "'benchmark(params)' name REGEX matches (re.search), e.g. "
+                        "'compile\\.=0.1'; repeatable, first match wins, before the "
+                        "built-in metric floors")
+    p.add_argument("--higher-is-better", action="append", default=[], type=common.regex,
+                   metavar="REGEX", help="series whose name REGEX matches are better when "
+                   "higher (besides benchmarks declaring `higher_is_better = True`)")
+    p.add_argument("--fdr", type=common.rate, default=detect.FDR, metavar="Q",
+                   help="false discovery rate across all series (default %(default)s)")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    common.show_warnings()
+    frame = results.load_results(args.results, repo=args.repo, machine=args.machine)
+    series = results.series_from_frame(frame, higher_is_better=args.higher_is_better)
+    found = detect.find_regressions(series, floors=args.threshold, fdr=args.fdr)
+    alerts = detect.cluster_alerts(found)
+    print(f"{len(series)} series over {frame['commit'].nunique()} commits on "
+          f"{frame['machine'].nunique()} machine(s): {len(alerts)} alert(s)")
+    for number, alert in enumerate(alerts, 1):
+        commits = f"good {alert.good_commit[:8]} -> bad {alert.bad_commit[:8]}"
+        if args.repo is not None:
+            commits += f" ({git.commit_info(args.repo, alert.bad_commit).subject})"
+        print(f"\nalert {number}: {alert.kind}, {len(alert.members)} member(s), {commits}; "
+              f"probe {alert.probe.name}")
+        print(members_table(alert).to_string(index=False))
+    if args.json is not None:
+        try:
+            args.json.write_text(json.dumps(detect.alerts_to_json(alerts), indent=2) + "\n")
+        except OSError as exc:
+            raise SpyreRegressError(f"cannot write {args.json}: {exc.strerror}; pass a "
+                                    "writable --json path") from None
+    return common.EXIT_REGRESSED if alerts else common.EXIT_OK
+
+
+def members_table(alert: detect.Alert) -> pd.DataFrame:
+    return pd.DataFrame([{
+        "benchmark": r.name, "machine/env": f"{r.machine}/{r.env}",
+        "ratio": common.fmt(r.ratio, ".3f"),
+        "99% CI": "-" if r.ci is None else
+        f"[{common.fmt(r.ci[0], '.3f')}, {common.fmt(r.ci[1], '.3f')}]",
+        "p": common.fmt(r.p, ".1e"), "q": common.fmt(r.q, ".1e"),
+    } for r in alert.members])

@@ -1,0 +1,43 @@
+"""`spyre-regress minimize`: the smallest program that keeps the regression."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from regressions import git, store
+from spyre_regress.cli import common, targets
+
+
+def add(sub: argparse._SubParsersAction) -> None:
+    p = common.add_parser(
+        sub, "minimize", "shrink the probe program, keeping the regression",
+        "Delta debugging over the probe's ATen graph until removing any op removes the "
+        "regression; writes a standalone module.",
+        "spyre-regress minimize --repo . --good HEAD~1 --bad HEAD --workload mlp --shape 127 "
+        "--out repro.py")
+    targets.add_range_arguments(p)
+    targets.add_workload_arguments(p)
+    p.add_argument("--out", required=True, type=Path, metavar="FILE.py")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from regressions import minimize
+
+    target = targets.target(args)
+    with common.work_dir(args.work_dir) as work:
+        investigator = targets.investigator(args, work)
+        result = investigator.minimize(git.resolve(args.repo, args.good),
+                                       git.resolve(args.repo, args.bad), target,
+                                       investigator.prober.full_candidate(target))
+    if result is None:
+        print(f"nothing to minimize: the full program shows no {target.metric} regression "
+              "(minimization covers device_time and numerics)")
+        return common.EXIT_REGRESSED
+    store.write_text(args.out, result.source)
+    print(f"{result.ops_before} -> {result.ops_after} ops in {result.queries} queries; "
+          f"bad/good noise-free {target.metric} ratio {result.ratio_before:.3f} on the "
+          f"captured program -> {result.ratio_after:.3f} on the minimized one; wrote {args.out}")
+    common.write_json(args.json, result, minimize.FORMAT_VERSION)
+    return common.EXIT_OK

@@ -1,0 +1,50 @@
+"""`spyre-regress nightly`: benchmark new commits, detect, investigate and report."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from spyre_regress.cli import common
+
+
+def add(sub: argparse._SubParsersAction) -> None:
+    p = common.add_parser(
+        sub, "nightly", "benchmark new commits, detect, investigate, report",
+        "asv on the branch's commits (every --stride-th and the newest), detect, then "
+        "investigate and report each new alert once (docs/nightly.md). Exit 1 when a new "
+        "alert was found.",
+        "spyre-regress nightly --repo . --stride 3 --reports reports-out")
+    p.add_argument("--repo", required=True, type=Path, metavar="PATH")
+    p.add_argument("--branch", default="main")
+    p.add_argument("--stride", type=int, default=1, metavar="N",
+                   help="benchmark every N-th commit and the newest (default %(default)s)")
+    p.add_argument("--bench", type=common.regex, metavar="REGEX", help="asv --bench selection")
+    p.add_argument("--state", type=Path, metavar="DIR",
+                   help="alert database, lock and scratch space (default REPO/.spyre-regress)")
+    p.add_argument("--reports", type=Path, metavar="DIR",
+                   help="report bundles (default STATE/reports)")
+    p.add_argument("--machine", default="nightly", help="asv machine name")
+    p.add_argument("--threshold", action="append", default=[], type=common.threshold,
+                   metavar="REGEX=FRACTION", help="as for detect")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from spyre_regress import nightly
+
+    common.show_warnings()
+    state = args.state or args.repo / ".spyre-regress"
+    options = nightly.NightlyOptions(args.repo.resolve(), state.resolve(),
+                                     (args.reports or state / "reports").resolve(),
+                                     args.branch, args.stride, args.bench, args.machine,
+                                     floors=tuple(args.threshold))
+    outcome = nightly.run(options, common.progress)
+    for alert_id, alert, status in outcome.alerts:
+        print(f"alert {alert_id}: {alert.kind} {alert.good_commit[:8]}..{alert.bad_commit[:8]} "
+              f"({len(alert.members)} benchmark(s)) [{status}]")
+    for failure in outcome.failures:
+        print(f"spyre-regress: warning: {failure}", file=sys.stderr)
+    new = any(o.alert_id for o in outcome.investigated)
+    return common.EXIT_REGRESSED if new else common.EXIT_OK

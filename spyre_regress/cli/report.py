@@ -1,0 +1,61 @@
+"""`spyre-regress report`: investigate one alert and write its upstream bundle."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from regressions import detect, investigation, store, suite
+from regressions.errors import SpyreRegressError
+from spyre_regress.cli import common
+
+
+def add(sub: argparse._SubParsersAction) -> None:
+    p = common.add_parser(
+        sub, "report", "investigate an alert and write its upstream bundle",
+        "Bisect commit, stage and knob, minimize, time both builds and write report.md/html, "
+        "reproducer and evidence (docs/reports.md). Or render a saved investigation.",
+        "spyre-regress report --repo . --alerts alerts.json --results .asv/results "
+        "--out reports-out")
+    p.add_argument("--repo", type=Path, metavar="PATH", help="the benchmarked checkout")
+    p.add_argument("--alerts", type=Path, metavar="FILE", help="the file `detect --json` wrote")
+    p.add_argument("--alert", type=int, default=1, metavar="N",
+                   help="which alert of the file (1-based, default %(default)s)")
+    p.add_argument("--results", type=Path, metavar="DIR", help="the asv results directory")
+    p.add_argument("--investigation", type=Path, metavar="FILE",
+                   help="render a saved investigation.json instead of investigating")
+    p.add_argument("--work-dir", type=Path, metavar="DIR")
+    p.add_argument("--out", required=True, type=Path, metavar="DIR")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from regressions.investigate import Investigator, alert_target
+    from regressions.probing import GitHistory, SubprocessProber
+    from reports import write_bundle
+
+    if args.investigation is not None:
+        found = investigation.load(store.read_json(args.investigation, "investigation"),
+                                   str(args.investigation))
+    else:
+        if args.repo is None or args.alerts is None or args.results is None:
+            raise SpyreRegressError("pass --repo, --alerts and --results (or --investigation)")
+        alerts = detect.alerts_from_json(store.read_json(args.alerts, "alerts file"),
+                                         str(args.alerts))
+        if not 1 <= args.alert <= len(alerts):
+            raise SpyreRegressError(f"--alert {args.alert}: {args.alerts} holds "
+                                    f"{len(alerts)} alert(s); pass 1..{len(alerts)}")
+        alert = alerts[args.alert - 1]
+        target = alert_target(alert, suite.param_names(args.results),
+                              suite.numerics_widths(args.repo))
+        with common.work_dir(args.work_dir) as work:
+            prober = SubprocessProber(args.repo, work, work / "probe-results",
+                                      progress=common.progress)
+            investigator = Investigator(GitHistory(args.repo), prober, common.progress)
+            found = investigator.investigate(alert, target, args.out)
+            store.write_json(args.out / "investigation.json", found)
+            bundle = write_bundle(found, args.out)
+        print(f"wrote {bundle}")
+        return common.EXIT_OK
+    print(f"wrote {write_bundle(found, args.out)}")
+    return common.EXIT_OK

@@ -1,0 +1,45 @@
+"""`spyre-regress stages`: the first compiler stage where two builds differ."""
+
+from __future__ import annotations
+
+import argparse
+
+import pandas as pd
+
+from regressions import git, stages
+from spyre_regress.cli import common, targets
+
+
+def add(sub: argparse._SubParsersAction) -> None:
+    p = common.add_parser(
+        sub, "stages", "name the first compiler stage where two builds differ",
+        "Compile the probe at both commits with stage capture and diff the canonical "
+        "artifacts (docs/bisection.md).",
+        "spyre-regress stages --repo . --good HEAD~1 --bad HEAD --workload mlp --shape 127")
+    targets.add_range_arguments(p)
+    targets.add_workload_arguments(p)
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    with common.work_dir(args.work_dir) as work:
+        investigator = targets.investigator(args, work)
+        report = investigator.stages(git.resolve(args.repo, args.good),
+                                     git.resolve(args.repo, args.bad), targets.target(args))
+    table = pd.DataFrame([{"stage": d.stage, "artifact": "differs" if d.changed else "same",
+                           "lines": d.diff_lines,
+                           "compile good ms": common.fmt(d.compile_s_good * 1e3, ".2f"),
+                           "compile bad ms": common.fmt(d.compile_s_bad * 1e3, ".2f"),
+                           "ratio": common.fmt(d.compile_ratio, ".2f")} for d in report.stages])
+    print(f"{report.workload} at seq {report.seq}, width {report.width}; compile times are "
+          "medians of repeated cold compiles")
+    print(table.to_string(index=False))
+    for kernel in [k for k in report.kernels if k.delta_us][:10]:
+        print(f"kernel {kernel.name}: {common.fmt(kernel.good_us, '.1f')} -> "
+              f"{common.fmt(kernel.bad_us, '.1f')} us (noise-free device time per call)")
+    print(f"first divergent stage: {report.first_divergent_stage} ({report.basis}); "
+          f"numerics first diverge at: {report.numerics_first_divergent_stage}")
+    if report.diff:
+        print(report.diff[:4000])
+    common.write_json(args.json, report, stages.FORMAT_VERSION)
+    return common.EXIT_OK

@@ -1,0 +1,54 @@
+"""Arguments and set-up shared by the commands that measure inside commits."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import spyre_sim
+from regressions import metrics, suite
+from regressions.investigation import Target
+from spyre_regress.cli import common
+
+
+def add_range_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--repo", required=True, type=Path, metavar="PATH",
+                   help="checkout of the benchmarked project (with benchmarks/workloads.py)")
+    p.add_argument("--good", required=True, metavar="REV", help="a commit without the problem")
+    p.add_argument("--bad", required=True, metavar="REV", help="a later commit with it")
+    p.add_argument("--work-dir", type=Path, metavar="DIR",
+                   help="where checkouts and captures go (default: a temporary directory)")
+    p.add_argument("--json", type=Path, metavar="FILE", help="also write the result as JSON")
+
+
+def add_workload_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--workload", required=True, metavar="NAME",
+                   help="a workload of benchmarks/workloads.py, e.g. mlp")
+    p.add_argument("--shape", required=True, type=common.sequence_length, metavar="SHAPE",
+                   help="sequence length, e.g. 127 or seq127")
+    p.add_argument("--width", type=int, metavar="N", help="model width (default: the "
+                   "workload's)")
+    p.add_argument("--metric", choices=metrics.PROBE_METRICS, default="device_time",
+                   help="what regressed (default %(default)s)")
+    p.add_argument("--stage", choices=spyre_sim.STAGES, help="compile_time: the stage to time")
+    p.add_argument("--error", choices=metrics.ERRORS, default="rmse_ratio",
+                   help="numerics: which error (default %(default)s)")
+
+
+def target(args: argparse.Namespace) -> Target:
+    """The probe target `--workload/--shape/--metric` name (no benchmark: probes only)."""
+    width = args.width
+    if args.metric == "numerics" and width is None:
+        width = suite.numerics_widths(args.repo).get(args.workload)
+    return Target("", (), args.workload, args.shape, width, args.metric, args.stage,
+                  args.error if args.metric == "numerics" else None)
+
+
+def investigator(args: argparse.Namespace, work: Path, results_dir: Path | None = None,
+                 machine: str = "bisect"):
+    """An `Investigator` on the repository's git history with probe subprocesses."""
+    from regressions.investigate import Investigator  # torch: only once a command runs
+    from regressions.probing import GitHistory, SubprocessProber
+
+    prober = SubprocessProber(args.repo, work, results_dir, machine, common.progress)
+    return Investigator(GitHistory(args.repo), prober, common.progress)
