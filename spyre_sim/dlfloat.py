@@ -33,6 +33,7 @@ fp32's 24 exactly), so the emulation is a rounding, done with integer ops on the
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 EXPONENT_BIAS = 31
@@ -54,7 +55,8 @@ _MAGNITUDE = 0x7FFFFFFF
 _FLUSH_BITS = (127 - EXPONENT_BIAS) << _FP32_FRACTION_BITS  # 0x30000000
 _OVERFLOW_BITS = 0x4FFFA000
 _NAN_BITS = 0x7FC00000
-_INF_BITS = 0x7F800000
+_FLUSH_TIE = np.float32(2.0 ** -31 * (1 + 2.0 ** -10))  # rounds to even: 2^-31, i.e. zero
+_OVERFLOW_VALUE = np.float32((1 + 510.5 / 512) * 2.0 ** 32)  # the midpoint above, exact
 
 
 def _rounded_bits(bits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -73,19 +75,39 @@ def round_dlfloat16(x: torch.Tensor, keep_infinities: bool = False) -> torch.Ten
     `keep_infinities=True` is for eager baselines that model rounding error only: finite
     overflow becomes a signed infinity and infinities and NaNs pass through unchanged.
     """
-    x = x.to(torch.float32)
-    rounded, sign, magnitude = _rounded_bits(x.view(torch.int32))
-    rounded.masked_fill_(rounded <= _FLUSH_BITS, 0)
-    rounded |= sign
-    overflow = magnitude > _OVERFLOW_BITS
-    if keep_infinities:
-        finite_overflow = overflow & (magnitude < _INF_BITS)
-        rounded = torch.where(overflow, x.view(torch.int32), rounded)
-        rounded.masked_fill_(finite_overflow, _INF_BITS)
-        rounded |= sign
-    else:
-        rounded.masked_fill_(overflow, _NAN_BITS)
-    return rounded.view(torch.float32)
+    return round_and_check(x, keep_infinities)[0]
+
+
+def round_and_check(x: torch.Tensor,
+                    keep_infinities: bool = False) -> tuple[torch.Tensor, bool]:
+    """`round_dlfloat16(x)` and whether the result is all finite (known for free here).
+
+    This runs after every device op, so it is a dozen single-threaded numpy passes on the
+    fp32 bits (torch would split each pass over its thread pool, and on a busy machine every
+    split waits for a time slice): the raw bits are rounded, sign included (the add carries
+    into the sign bit only for NaN payloads, which the range test below replaces), then
+    flushes and overflows are written over them.
+    """
+    source = x.detach().to(torch.float32).contiguous().numpy().reshape(-1)
+    bits = source.view(np.int32)
+    rounded = np.right_shift(bits, _DROPPED)
+    np.bitwise_and(rounded, 1, out=rounded)  # the kept lsb decides ties
+    rounded += bits
+    rounded += _HALF_ULP_MINUS_ONE
+    np.bitwise_and(rounded, _KEEP_MASK, out=rounded)
+    out = rounded.view(np.float32)
+    magnitude = np.abs(source)
+    mask = magnitude <= _FLUSH_TIE  # rounds to 2^-31 or below (zeros included)
+    if mask.any():  # a zero of the same sign
+        np.putmask(out, mask, 0.0)
+        np.copysign(out, source, out=out)
+    np.less_equal(magnitude, _OVERFLOW_VALUE, out=mask)
+    np.logical_not(mask, out=mask)  # beyond the largest finite value, inf or NaN
+    finite = not mask.any()
+    if not finite:
+        np.putmask(out, mask, np.where(np.isfinite(source), np.copysign(np.inf, source),
+                                       source) if keep_infinities else np.nan)
+    return torch.from_numpy(out).reshape(x.shape), finite
 
 
 def encode(x: torch.Tensor) -> torch.Tensor:

@@ -19,10 +19,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 
 from spyre_sim import layouts as L
-from spyre_sim.dlfloat import round_dlfloat16
+from spyre_sim.dlfloat import round_and_check, round_dlfloat16
 from spyre_sim.errors import NonFinite
 from spyre_sim.ops import OPS, apply_view, fallback_callable
 
@@ -136,13 +137,18 @@ def _fp16_accumulating(op: str, args: list, attrs: dict) -> torch.Tensor | None:
     return None
 
 
-def compute_node(node, env: dict[str, torch.Tensor], accumulation: str) -> torch.Tensor:
+def compute_node(node, env: dict[str, torch.Tensor],
+                 accumulation: str) -> tuple[torch.Tensor, bool]:
+    """The node's result as the device stores it, and whether it is all finite."""
     args = [env[a] if isinstance(a, str) else a for a in node.inputs]
     attrs = node.attr
     result = _fp16_accumulating(node.op, args, attrs) if accumulation == "fp16" else None
     if result is None:
         result = OPS[node.op].compute(*args, **attrs)
-    return round_to(result, node.dtype)
+    if node.dtype == "f16":
+        return round_and_check(result)
+    value = round_to(result, node.dtype)
+    return value, all_finite(value)
 
 
 def _host_tensor(value: torch.Tensor, dtype: str) -> torch.Tensor:
@@ -170,8 +176,12 @@ def all_finite(value: Any) -> bool:
     """No inf or NaN in `value` (True for integer tensors and non-tensors)."""
     if not isinstance(value, torch.Tensor) or not value.is_floating_point() or not value.numel():
         return True
-    # One reduction usually settles it: a finite sum means every element is finite.
-    return bool(torch.isfinite(value.sum())) or bool(torch.isfinite(value).all())
+    # One single-threaded reduction usually settles it: a finite sum means all are finite.
+    if value.dtype == torch.float32 and value.is_contiguous() and not value.requires_grad:
+        total = np.add.reduce(value.numpy(), axis=None)
+    else:
+        total = value.sum()
+    return bool(np.isfinite(float(total))) or bool(torch.isfinite(value).all())
 
 
 _HOST_DTYPES = {
@@ -232,28 +242,30 @@ class Executor:
     def _note(self, kernel: str, op: str) -> NonFinite:
         return NonFinite(kernel, self.stage, op, self.graph)
 
-    def _load(self, binding: Binding, value: torch.Tensor) -> torch.Tensor:
+    def _load(self, binding: Binding, value: torch.Tensor) -> tuple[torch.Tensor, bool]:
+        """What the kernels read, and whether it crossed H2D now (not resident already)."""
         if binding.kind != "parameter":
-            return to_device(value, binding.dtype, binding.layout)
+            return to_device(value, binding.dtype, binding.layout), True
         cached = self._resident.get(binding.name)
         if cached is not None and cached[0]() is value and cached[1] == value._version:
-            return cached[2]
+            return cached[2], False
         loaded = to_device(value, binding.dtype, binding.layout)
         self._resident[binding.name] = (weakref.ref(value), value._version, loaded)
-        return loaded
+        return loaded, True
 
     def _load_inputs(self, inputs: Sequence[torch.Tensor], env: dict) -> NonFinite | None:
         note = None
         for binding, value in zip(self.plan.inputs, inputs, strict=True):
-            loaded = env[binding.name] = self._load(binding, value)
-            if note is None and not all_finite(loaded) and all_finite(value):
+            loaded, fresh = self._load(binding, value)
+            env[binding.name] = loaded
+            if note is None and fresh and not all_finite(loaded) and all_finite(value):
                 note = self._note(f"h2d %{binding.name}", "to_device")
         return note
 
     def _run_kernel(self, step: KernelStep, env: dict, note: NonFinite | None):
         for node in step.ops:
-            value = env[node.name] = compute_node(node, env, step.accumulation)
-            if note is None and not all_finite(value) \
+            env[node.name], finite = compute_node(node, env, step.accumulation)
+            if note is None and not finite \
                     and all(all_finite(env[a]) for a in node.value_inputs):
                 note = self._note(step.name, node.op)
         return note
