@@ -235,3 +235,10 @@ def test_torch_compile_warns_too():
     with pytest.warns(spyre_sim.NonFiniteWarning, match="kernel k0_mul"):
         compiled(x)
     torch._dynamo.reset()
+
+
+def test_a_constant_beyond_dlfloat16_is_refused_at_compile_time():
+    """Stored as the NaN/inf code, no run could tell it had been finite: refuse it."""
+    x = torch.randn(4, 2)
+    with pytest.raises(spyre_sim.SpyreCompileError, match="sdsc: constant .* do not fit"):
+        spyre_sim.compile(lambda t: t * torch.tensor([1e10, 1.0]), (x,))

@@ -19,12 +19,14 @@ import torch
 
 from spyre_sim import dlfloat
 from spyre_sim.config import Config
+from spyre_sim.errors import SpyreCompileError
 from spyre_sim.executor import HostStep
 from spyre_sim.ir import KernelProgram, KernelSpec, SdscBundle, canonical_json, node_to_dict
 from spyre_sim.layouts import DEVICE_DTYPE_NAMES, DTYPE_BYTES, elems_per_stick
 from spyre_sim.ops import OPS
 
 log = logging.getLogger("spyre_sim.sdsc")
+STAGE = "sdsc"
 FORMAT_VERSION = 2  # 2: constants as DLFloat16 codes (1: IEEE fp16)
 
 
@@ -117,10 +119,19 @@ def descriptor(spec: KernelSpec) -> dict[str, Any]:
     }
 
 
-def _constant_payload(tensor: torch.Tensor) -> dict[str, Any]:
-    """A resident constant as SEN169_FP16 (DLFloat16) codes, little-endian uint16, base64."""
-    codes = dlfloat.encode(tensor.detach()).flatten().numpy().astype("<u2")
-    return {"shape": list(tensor.shape), "dl16_base64": base64.b64encode(codes.tobytes()).decode()}
+def _constant_payload(name: str, tensor: torch.Tensor) -> dict[str, Any]:
+    """A resident constant as SEN169_FP16 (DLFloat16) codes, little-endian uint16, base64.
+
+    Finite values beyond DLFloat16's range would be stored as its NaN/inf code, where no run
+    could see that they were finite: the compiler refuses them here instead."""
+    codes = dlfloat.encode(tensor.detach()).flatten()
+    if bool(torch.isfinite(tensor).all()) and bool(((codes & 0x7FFF) == dlfloat.NINF_CODE).any()):
+        raise SpyreCompileError(STAGE, f"constant {name}", [tuple(tensor.shape)],
+                                f"values up to {float(tensor.abs().max()):.3g} do not fit "
+                                f"DLFloat16 (largest finite {dlfloat.MAX:.4g}); scale the "
+                                "constant or compute with it on the host")
+    data = codes.numpy().astype("<u2").tobytes()
+    return {"shape": list(tensor.shape), "dl16_base64": base64.b64encode(data).decode()}
 
 
 def run(program: KernelProgram, config: Config) -> SdscBundle:
@@ -143,7 +154,7 @@ def run(program: KernelProgram, config: Config) -> SdscBundle:
         "inputs": [{"name": v.name, "shape": list(v.shape), "dtype": v.dtype,
                     "host_dtype": v.host_dtype, "kind": v.kind,
                     "layout": layouts[v.name].to_dict()} for v in program.inputs],
-        "constants": {name: _constant_payload(t) for name, t in program.constants},
+        "constants": {name: _constant_payload(name, t) for name, t in program.constants},
         "outputs": [None if name is None else
                     {"name": name, "host_dtype": dtype, "layout": layouts[name].to_dict()}
                     for name, dtype in zip(program.outputs, program.output_host_dtypes,
