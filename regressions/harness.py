@@ -53,19 +53,33 @@ def config_for(recorded, overrides):
     return spyre_sim.Config(**values), dropped
 
 
-def output_errors(output, reference, eager16):
-    """max abs, max rel and RMSE vs float64; RMSE relative to eager fp16's (torch same())."""
-    out, ref, e16 = output.double(), reference.double(), eager16.double()
+def baselines(compiled, inputs):
+    """float64, eager in the device's 16-bit format and eager IEEE fp16: the program's first
+    output run eagerly, every op rounded (DLFloat16 where this build has it)."""
+    device_format = getattr(spyre_sim, "dlfloat16", torch.float16)
+    return tuple(compiled.reference(*inputs, **kwargs)[0] for kwargs in (
+        {}, {"dtype": device_format}, {"dtype": torch.float16}))
+
+
+def output_errors(output, reference, eager, eager_fp16=None):
+    """max abs, max rel and RMSE vs float64; RMSE relative to eager's in the device format
+    (torch same()), and to eager IEEE fp16's when given (older reports' baseline)."""
+    out, ref = output.double(), reference.double()
     diff = (out - ref).abs()
     rmse = diff.pow(2).mean().sqrt().item()
-    rmse_eager = (e16 - ref).pow(2).mean().sqrt().item()
     scale = ref.abs().clamp_min(torch.finfo(torch.float16).tiny)
-    if rmse_eager > 0:
-        ratio = rmse / rmse_eager
-    else:
-        ratio = 0.0 if rmse == 0 else math.inf
-    return {"max_abs": diff.max().item(), "max_rel": (diff / scale).max().item(),
-            "rmse": rmse, "rmse_ratio": ratio}
+
+    def ratio_to(baseline):
+        rmse_eager = (baseline.double() - ref).pow(2).mean().sqrt().item()
+        if rmse_eager > 0:
+            return rmse / rmse_eager
+        return 0.0 if rmse == 0 else math.inf
+
+    errors = {"max_abs": diff.max().item(), "max_rel": (diff / scale).max().item(),
+              "rmse": rmse, "rmse_ratio": ratio_to(eager)}
+    if eager_fp16 is not None:
+        errors["rmse_ratio_fp16"] = ratio_to(eager_fp16)
+    return errors
 
 
 def failures(errors, tolerance):
@@ -106,10 +120,10 @@ def measure(program, inputs, config, iterations, compile_repeats):
         result = compiled.run(*inputs)  # returns once the simulated device is done
         host.append(time.perf_counter() - start)
         device.append(result.device_time_us)
-    reference = compiled.reference(*inputs)[0]
-    eager16 = compiled.reference(*inputs, dtype=torch.float16)[0]
     return {"host_s": host, "device_us": device,
-            "errors": output_errors(first.outputs[0], reference, eager16),
+            "errors": output_errors(first.outputs[0], *baselines(compiled, inputs)),
+            "nonfinite": (first.nonfinite.describe()
+                          if getattr(first, "nonfinite", None) is not None else None),
             "compile_s": {stage: statistics.median(c[stage] for c in compiles)
                           for stage in compiles[0]},
             "kernels": [{"name": k.name, "time_us": k.time_us, "bound": k.bound,

@@ -185,7 +185,7 @@ class Investigator:
         return model.BuildRun("ok", "", tuple(answer["host_s"]), tuple(answer["device_us"]),
                               model.errors_from(answer["errors"]), kernels,
                               answer["compile_times"], answer.get("environment", {}),
-                              answer.get("config", {}))
+                              answer.get("config", {}), answer.get("nonfinite"))
 
     # -- the whole investigation ---------------------------------------------------------
     def investigate(self, alert: Alert, target: Target, out_dir: Path,

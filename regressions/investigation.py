@@ -29,10 +29,11 @@ VERSION = 2
 REPORT_CONFIDENCE = 0.95
 # torch._dynamo.utils.same(): res_error <= multiplier * ref_error, multiplier 2.0 by default.
 DEFAULT_RMSE_RATIO = 2.0
-# Absolute bound on the largest element error. 16-bit rounding of an O(1..8) output is at
-# most 2^-8..2^-6 (0.004..0.016); 0.05 is several such steps, so only a real defect exceeds it.
+# Absolute bound on the largest element error. DLFloat16 rounding (9 fraction bits) of an
+# O(1..8) output is half an ulp, 2^-10..2^-7 (0.001..0.008); 0.05 is several such steps at 8,
+# so only a real defect exceeds it.
 DEFAULT_MAX_ABS = 0.05
-ERROR_FIELDS = ("max_abs", "max_rel", "rmse", "rmse_ratio")
+ERROR_FIELDS = ("max_abs", "max_rel", "rmse", "rmse_ratio", "rmse_ratio_fp16")
 
 
 @dataclass(frozen=True)
@@ -118,7 +119,8 @@ class Errors:
     max_abs: float | None
     max_rel: float | None
     rmse: float | None
-    rmse_ratio: float | None
+    rmse_ratio: float | None  # to eager in the device format (DLFloat16)
+    rmse_ratio_fp16: float | None = None  # to eager IEEE fp16
 
 
 @dataclass(frozen=True)
@@ -142,6 +144,7 @@ class BuildRun:
     compile_s: Mapping[str, float] = field(default_factory=dict)
     environment: Mapping[str, Any] = field(default_factory=dict)
     config: Mapping[str, Any] = field(default_factory=dict)
+    nonfinite: str | None = None  # where inf/NaN first appeared (kernel, stage, op)
 
     @property
     def ok(self) -> bool:
@@ -180,8 +183,9 @@ class Tolerance:
     max_abs: float = DEFAULT_MAX_ABS
 
     def describe(self) -> str:
-        return (f"RMSE vs float64 at most {self.rmse_ratio:g}x eager fp16's RMSE (torch same() "
-                f"oracle), and max abs error at most {self.max_abs:g}; non-finite output fails")
+        return (f"RMSE vs float64 at most {self.rmse_ratio:g}x that of eager DLFloat16, the "
+                f"device's format (torch same() oracle), and max abs error at most "
+                f"{self.max_abs:g}; inf/NaN anywhere in the run fails")
 
 
 @dataclass(frozen=True)
@@ -310,7 +314,7 @@ def judge(build: str, run: BuildRun, tolerance: Tolerance) -> Correctness:
         return Correctness(build, run.status, None, False,
                            (f"the build did not run: {run.detail or run.status}",))
     errors = run.errors
-    reasons = []
+    reasons = [f"inf/NaN first appears in {run.nonfinite}"] if run.nonfinite else []
     if not all(v is not None and math.isfinite(v) for v in (errors.max_abs, errors.rmse)):
         reasons.append("non-finite output (NaN or inf)")
     if not (errors.rmse_ratio is not None and errors.rmse_ratio <= tolerance.rmse_ratio):

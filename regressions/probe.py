@@ -147,7 +147,6 @@ def cmd_sample(request: dict) -> dict:
 
 
 def cmd_stages(request: dict) -> dict:
-    import torch
 
     import spyre_sim
 
@@ -167,12 +166,11 @@ def cmd_stages(request: dict) -> dict:
             json.dump(run.trace, handle)
     stage_errors = {}
     if request.get("numerics", True):
-        reference = compiled.reference(*inputs)[0]
-        eager16 = compiled.reference(*inputs, dtype=torch.float16)[0]
-        errors = _harness(request).output_errors
+        harness = _harness(request)
+        references = harness.baselines(compiled, inputs)
         for stage in spyre_sim.EXECUTABLE_STAGES:
-            stage_errors[stage] = errors(compiled.run_stage(stage, *inputs)[0], reference,
-                                         eager16)
+            stage_errors[stage] = harness.output_errors(
+                compiled.run_stage(stage, *inputs)[0], *references)
     return {"status": "ok", "compile_times": compile_times,
             "device_time_us": run.device_time_us,
             "kernels": [{"name": k.name, "time_us": k.time_us, "bound": k.bound}
@@ -182,7 +180,6 @@ def cmd_stages(request: dict) -> dict:
 
 
 def _metric(spyre_sim, request: dict, program, inputs, config) -> float:
-    import torch
 
     kind = request["metric"]
     if kind == "compile_time":
@@ -207,10 +204,10 @@ def _metric(spyre_sim, request: dict, program, inputs, config) -> float:
             compiled.run(*inputs)
             times.append(time.perf_counter() - start)
         return statistics.median(times)
-    reference = compiled.reference(*inputs)[0]
-    eager16 = compiled.reference(*inputs, dtype=torch.float16)[0]
-    errors = _harness(request).output_errors
-    return errors(compiled.run(*inputs).outputs[0], reference, eager16)[request["error"]]
+    harness = _harness(request)
+    errors = harness.output_errors(compiled.run(*inputs).outputs[0],
+                                   *harness.baselines(compiled, inputs))
+    return errors[request["error"]]
 
 
 def cmd_knobs(request: dict) -> dict:

@@ -87,7 +87,7 @@ INJECTIONS: dict[str, Injection] = {i.name: i for i in (
         "decompose: verify every op's shape after each emitted op",
         "A debugging aid left on: after every op the builder re-infers the shape of every op "
         "emitted so far, so decompose time grows with the square of the graph size.",
-        (Edit("spyre_sim/decompositions.py",
+        (Edit("spyre_sim/graph_builder.py",
               "        self.values[name] = (tuple(shape), dtype)\n        return name\n",
               "        self.values[name] = (tuple(shape), dtype)\n        self.verify()\n"
               "        return name\n\n"
@@ -149,8 +149,8 @@ BENIGN: tuple[tuple[str, Edit], ...] = (
      Edit("spyre_sim/stages/sdsc.py", "def core_to_slice(",
           "# superdsc.py: core_id -> Mod(floor(core_id / inner), split)\ndef core_to_slice(")),
     ("backend: say why the binary is CBOR",
-     Edit("spyre_sim/stages/backend.py", "FORMAT_VERSION = 1",
-          "FORMAT_VERSION = 1  # CBOR, like DeepTools' historical g2.graph.cbor")),
+     Edit("spyre_sim/stages/backend.py", "FORMAT_VERSION = 2",
+          "FORMAT_VERSION = 2  # CBOR, like DeepTools' historical g2.graph.cbor")),
 )
 
 

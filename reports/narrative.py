@@ -131,7 +131,7 @@ def timing_sentence(timing: Timing, metric: str) -> str:
         if good is None or bad is None:
             return f"on {program} the error could not be compared (a build did not run)"
         return (f"on {program} the output's RMSE against float64 went from "
-                f"{good.rmse_ratio:.3g}× to {bad.rmse_ratio:.3g}× eager fp16's (max abs "
+                f"{good.rmse_ratio:.3g}× to {bad.rmse_ratio:.3g}× eager DLFloat16's (max abs "
                 f"error {good.max_abs:.3g} → {bad.max_abs:.3g}; fixed seeds, so these repeat "
                 "exactly)")
     if device.ratio is None:

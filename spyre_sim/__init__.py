@@ -2,8 +2,9 @@
 
     import torch, spyre_sim
     program = spyre_sim.compile(model, (x,))          # eight stages, each timed
-    result = program.run(x)                           # fp16 numerics + simulated device time
-    result.device_time_us, result.kernels, result.trace
+    result = program.run(x)                           # DLFloat16 numerics + simulated device time
+    result.device_time_us, result.kernels, result.trace, result.nonfinite
+    program.reference(x, dtype=spyre_sim.dlfloat16)  # the eager DLFloat16 baseline
     torch.compile(model, backend="spyre")             # the same pipeline inside torch.compile
 
 The public names load on first use (PEP 562), so `spyre_sim.STAGES` costs no torch import:
@@ -21,6 +22,8 @@ _EXPORTS = {
     "DeviceParams": "spyre_sim.device",
     "FallbackWarning": "spyre_sim.errors", "SpyreCompileError": "spyre_sim.errors",
     "SpyreConfigError": "spyre_sim.errors", "SpyreRuntimeError": "spyre_sim.errors",
+    "NonFinite": "spyre_sim.errors", "NonFiniteWarning": "spyre_sim.errors",
+    "dlfloat16": "spyre_sim.dlfloat",
     "Program": "spyre_sim.pipeline", "RunResult": "spyre_sim.pipeline",
     "capture": "spyre_sim.pipeline", "compile": "spyre_sim.pipeline",
     "device_clock": "spyre_sim.pipeline", "run_stage": "spyre_sim.pipeline",

@@ -44,9 +44,9 @@ KNOBS: tuple[Knob, ...] = (
     Knob("work_division", "kernel", ("cost_model", "output_first"),
          "how a kernel's iteration space is split across cores"),
     Knob("matmul_accumulation", "kernel", ("fp32", "fp16"),
-         "precision of matmul partial sums"),
+         "precision of matmul partial sums (fp16: the 16-bit SEN169_FP16 format)"),
     Knob("reduction_accumulation", "kernel", ("fp32", "fp16"),
-         "precision of sum/mean/softmax partial sums"),
+         "precision of sum/mean/softmax partial sums (fp16: the 16-bit SEN169_FP16 format)"),
 )
 KNOBS_BY_NAME = {knob.name: knob for knob in KNOBS}
 

@@ -221,7 +221,10 @@ def host_op_time_us(elements: int, device: DeviceParams) -> float:
 
 
 def divisors(n: int) -> list[int]:
-    """Ascending divisors: the legal core counts for a dim (splits divide evenly)."""
+    """Ascending divisors: the legal core counts for a dim (splits divide evenly). A dim of
+    size 0 (an empty tensor) is not split."""
+    if n <= 0:
+        return [1]
     small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
     return sorted(set(small + [n // d for d in small]))
 

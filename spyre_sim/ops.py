@@ -145,6 +145,25 @@ OPS.update({
 
 VIEW_OPS = ("view", "permute", "expand", "slice")
 
+# torch_spyre/_inductor/constants.py SPYRE_FP32_OPS: the opfuncs a kernel may run in IEEE_FP32.
+# Every op accepts SEN169_FP16; any other op given an fp32 operand is a compile-time
+# Unsupported in torch-spyre ("not a silent downcast"), and a SpyreCompileError here.
+SPYRE_FP32_OPS = frozenset({
+    "add", "sub", "mul", "where3", "realdiv", "relufwd", "reciprocal", "mean", "sum", "max",
+    "min", "layernormscale", "abs", "neg", "exp", "sigmoid", "exx2", "layernormnorm", "identity",
+    "sqrt", "rsqrt", "topkvalue", "topkindex", "floor", "to_dtype", "maximum", "minimum", "prod",
+})
+
+# What spyre_sim claims to run on the device, as ATen op names (torch-spyre's eager list,
+# torch_spyre/ops/eager.py, as far as spyre_sim implements it, plus rms_norm): the OpInfo
+# conformance suite (tests/test_opinfo.py) covers each of these and of FALLBACK_OPS.
+DEVICE_ATEN_OPS = (
+    "mm", "bmm", "addmm", "add", "sub", "mul", "div", "exp", "log", "sqrt", "rsqrt",
+    "reciprocal", "neg", "abs", "relu", "gelu", "silu", "sigmoid", "tanh", "pow", "softmax",
+    "sum", "mean", "amax", "amin", "max", "min", "where", "clamp", "maximum", "minimum", "eq",
+    "ne", "lt", "le", "gt", "ge", "cat", "layer_norm", "rms_norm", "floor", "logical_not",
+)
+
 # torch_spyre/ops/fallbacks.py register_fallback_default (plus decompositions excluded from
 # Inductor: tril/triu): these run on the CPU with a FallbackWarning.
 FALLBACK_OPS = frozenset({
@@ -173,3 +192,6 @@ def fallback_callable(target: str) -> Callable:
     """`aten.embedding.default` -> torch.ops.aten.embedding.default."""
     namespace, name, overload = target.split(".")
     return getattr(getattr(getattr(torch.ops, namespace), name), overload)
+
+# Every op spyre_sim claims: on the device, or on the CPU with a FallbackWarning.
+CLAIMED_OPS = DEVICE_ATEN_OPS + tuple(sorted(FALLBACK_OPS))

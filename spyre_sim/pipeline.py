@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextvars
 import logging
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +25,8 @@ from torch.utils import _pytree
 
 from spyre_sim import debug_capture
 from spyre_sim.config import Config
+from spyre_sim.dlfloat import DLFloat16Format, round_dlfloat16
+from spyre_sim.errors import NonFinite, NonFiniteWarning
 from spyre_sim.executor import Executor
 from spyre_sim.ir import CapturedGraph, DynamoArtifact
 from spyre_sim.stages import (
@@ -56,7 +59,8 @@ class CompiledGraph:
 
     def interpreter(self, stage: str) -> Executor:
         if stage not in self._interpreters:
-            self._interpreters[stage] = Executor(self.artifacts[stage].to_plan())
+            self._interpreters[stage] = Executor(self.artifacts[stage].to_plan(), stage,
+                                                 self.captured.index)
         return self._interpreters[stage]
 
 
@@ -125,22 +129,37 @@ def device_clock() -> float:
 @dataclass
 class _Execution:
     mode: str = "runtime"  # runtime | capture | a stage in EXECUTABLE_STAGES | reference
-    reference_dtype: torch.dtype = torch.float64
+    reference_dtype: torch.dtype | DLFloat16Format = torch.float64
     label_graphs: bool = False
     records: list[RunRecord] = field(default_factory=list)
+    nonfinite: list[NonFinite] = field(default_factory=list)
 
 
 _EXECUTION: contextvars.ContextVar[_Execution | None] = contextvars.ContextVar(
     "spyre_sim_execution", default=None)
 
 
+def _round_ieee_fp16(t: torch.Tensor) -> torch.Tensor:
+    return t.to(torch.float16).to(torch.float32)
+
+
+def _round_dlfloat16(t: torch.Tensor) -> torch.Tensor:
+    # An eager baseline models rounding error: infinities (a -inf mask) stay infinite.
+    return round_dlfloat16(t, keep_infinities=True)
+
+
 class _RoundingInterpreter(torch.fx.Interpreter):
-    """Eager ATen execution with every floating result stored in fp16 (an fp16 eager baseline)."""
+    """Eager ATen execution with every floating result stored in a 16-bit format (an eager
+    IEEE fp16 or DLFloat16 baseline)."""
+
+    def __init__(self, module: torch.fx.GraphModule, rounding: Callable) -> None:
+        super().__init__(module)
+        self.rounding = rounding
 
     def run_node(self, n: torch.fx.Node) -> Any:
         result = super().run_node(n)
         return _pytree.tree_map(
-            lambda t: t.to(torch.float16).to(torch.float32)
+            lambda t: self.rounding(t)
             if isinstance(t, torch.Tensor) and t.is_floating_point() else t, result)
 
 
@@ -151,16 +170,21 @@ def _output_dtypes(graph_module: torch.fx.GraphModule) -> list[torch.dtype | Non
             and isinstance(r.meta.get("val"), torch.Tensor) else None for r in results]
 
 
-def reference_outputs(captured: CapturedGraph, args: Sequence[Any], dtype: torch.dtype) -> list:
+def reference_outputs(captured: CapturedGraph, args: Sequence[Any],
+                      dtype: torch.dtype | DLFloat16Format) -> list:
     """The captured ATen graph run eagerly on the CPU in `dtype` (float64: the accuracy oracle).
 
+    torch.float16 and `spyre_sim.dlfloat16` compute each op in fp32 and store its result in
+    that 16-bit format (inputs too): the eager IEEE fp16 and eager DLFloat16 baselines.
     Results go back in the graph's own output dtypes, so values crossing a graph break keep the
-    dtypes Dynamo guarded on (a float32 rounding, 2^-24 relative: far below fp16's 2^-11).
+    dtypes Dynamo guarded on (a float32 rounding, 2^-24 relative: far below 16-bit rounding).
     """
-    if dtype == torch.float16:
-        cast = [a.to(torch.float16).to(torch.float32)
-                if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args]
-        results = list(_RoundingInterpreter(captured.graph_module).run(*cast))
+    rounding = _round_dlfloat16 if isinstance(dtype, DLFloat16Format) \
+        else _round_ieee_fp16 if dtype == torch.float16 else None
+    if rounding is not None:
+        cast = [rounding(a) if isinstance(a, torch.Tensor) and a.is_floating_point() else a
+                for a in args]
+        results = list(_RoundingInterpreter(captured.graph_module, rounding).run(*cast))
     else:
         cast = [a.to(dtype) if isinstance(a, torch.Tensor) and a.is_floating_point() else a
                 for a in args]
@@ -175,18 +199,23 @@ def graph_runner(compiled: CompiledGraph) -> Callable[[list], list]:
     def run(args: list) -> list:
         execution = _EXECUTION.get()
         mode = execution.mode if execution else "runtime"
-        if mode == "runtime":
-            label = f"g{compiled.captured.index}" if execution and execution.label_graphs else ""
-            outputs, record = compiled.executable(list(args), label)
-            _device_clock_us[0] += record.device_time_us
-            if execution is not None:
-                execution.records.append(record)
-            return outputs
         if mode == "capture":
             return compiled.executable.placeholder_outputs()
         if mode == "reference":
             return reference_outputs(compiled.captured, args, execution.reference_dtype)
-        return compiled.interpreter(mode)(list(args))
+        if mode == "runtime":
+            label = f"g{compiled.captured.index}" if execution and execution.label_graphs else ""
+            outputs, record, note = compiled.executable(list(args), label)
+            _device_clock_us[0] += record.device_time_us
+            if execution is not None:
+                execution.records.append(record)
+        else:
+            outputs, note = compiled.interpreter(mode)(list(args))
+        if note is not None:
+            if execution is not None:
+                execution.nonfinite.append(note)
+            warnings.warn(NonFiniteWarning(note), stacklevel=2)
+        return outputs
 
     run._boxed_call = True  # type: ignore[attr-defined]
     return run
@@ -194,13 +223,18 @@ def graph_runner(compiled: CompiledGraph) -> Callable[[list], list]:
 
 @dataclass(frozen=True)
 class RunResult:
+    """One run: outputs, simulated device time, per-kernel records, the Chrome trace, and
+    `nonfinite`: where the run first turned finite values into inf/NaN (None when clean)."""
+
     outputs: tuple[torch.Tensor, ...]
     device_time_us: float
     kernels: tuple[KernelRecord, ...]
     trace: dict = field(compare=False, repr=False)
+    nonfinite: NonFinite | None = None
 
 
-def _merge(records: list[RunRecord], outputs: tuple) -> RunResult:
+def _merge(records: list[RunRecord], outputs: tuple,
+           nonfinite: NonFinite | None = None) -> RunResult:
     events: list[dict] = []
     offset = 0.0
     seen_meta: set[tuple] = set()
@@ -217,7 +251,7 @@ def _merge(records: list[RunRecord], outputs: tuple) -> RunResult:
     trace = {"traceEvents": events, "displayTimeUnit": "ms",
              "otherData": {"generator": "spyre_sim", "version": 1}}
     kernels = tuple(k for r in records for k in r.kernels)
-    return RunResult(outputs, offset, kernels, trace)
+    return RunResult(outputs, offset, kernels, trace, nonfinite)
 
 
 class Program:
@@ -257,20 +291,26 @@ class Program:
                      if isinstance(leaf, torch.Tensor))
 
     def run(self, *inputs: Any) -> RunResult:
-        """Execute the compiled binary on the simulated device."""
+        """Execute the compiled binary on the simulated device. Inf/NaN produced from finite
+        values is reported in `RunResult.nonfinite` and as a `NonFiniteWarning`."""
         execution = _Execution("runtime")
         outputs = self._call(execution, inputs)
-        return _merge(execution.records, outputs)
+        return _merge(execution.records, outputs,
+                      execution.nonfinite[0] if execution.nonfinite else None)
 
     def run_stage(self, stage: str, *inputs: Any) -> tuple[torch.Tensor, ...]:
-        """Execute one stage's artifact instead of the binary (for per-stage numerics)."""
+        """Execute one stage's artifact instead of the binary (for per-stage numerics). Inf/NaN
+        produced from finite values raises a `NonFiniteWarning` whose `.location` says where."""
         if stage not in EXECUTABLE_STAGES:
             raise ValueError(f"stage {stage!r} is not executable; choose one of "
                              f"{list(EXECUTABLE_STAGES)}")
         return self._call(_Execution(stage), inputs)
 
-    def reference(self, *inputs: Any, dtype: torch.dtype = torch.float64) -> tuple:
-        """The captured program run eagerly on the CPU in `dtype` (float16 rounds every op)."""
+    def reference(self, *inputs: Any,
+                  dtype: torch.dtype | DLFloat16Format = torch.float64) -> tuple:
+        """The captured program run eagerly on the CPU in `dtype`: torch.float64 is the accuracy
+        oracle; torch.float16 (IEEE) and `spyre_sim.dlfloat16` store every op's result in that
+        format, the eager baselines a compiled program is compared with."""
         return self._call(_Execution("reference", reference_dtype=dtype), inputs)
 
 

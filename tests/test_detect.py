@@ -186,7 +186,9 @@ def test_metrics_table():
     assert metrics.floor_for("x.time_a(1)", (("time_a", 0.3), ("x", 0.1))) == 0.3
     assert metrics.numerics_error("n.NumericsStageError.track_max_abs_error") == "max_abs"
     assert metrics.numerics_error("n.NumericsStageError.track_rmse_vs_eager_fp16") == \
-        "rmse_ratio"
+        "rmse_ratio_fp16"
+    assert metrics.numerics_error(
+        "n.NumericsStageErrorDLFloat16.track_rmse_vs_eager_dlfloat16") == "rmse_ratio"
     assert set(metrics.PROBE_METRICS) == {"device_time", "host_time", "compile_time",
                                           "numerics"}
     with pytest.raises(KeyError, match="unknown metric 'latency'"):

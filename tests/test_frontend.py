@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import spyre_sim
-from spyre_sim import decompositions
+from spyre_sim import graph_builder
 from spyre_sim.config import Config
 from spyre_sim.stages import backend, decompose, dynamo, kernel, layout, lower, runtime, sdsc
 from tests.conftest import compile_workload
@@ -40,7 +40,7 @@ def test_torch_compile_backend_is_registered():
 
 
 def test_fallback_warns_once_and_stays_correct(recwarn):
-    decompositions._warned.discard("fallback:aten.embedding.default")
+    graph_builder._warned.discard("fallback:aten.embedding.default")
     warnings.simplefilter("always")
     compiled, model, inputs = compile_workload("embedding", 16, 64)
     compiled_again, _, _ = compile_workload("embedding", 16, 64)

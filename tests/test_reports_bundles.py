@@ -91,7 +91,7 @@ def numerics_bundle(tmp_path_factory):
     inputs = (_randn(128, 4096, shift=4.0), torch.ones(4096), torch.zeros(4096))
     source = example.captured_source(_layernorm, inputs,
                                      "LayerNorm over 4096 offset activations.")
-    target = Target("bench_numerics.NumericsStageError.track_rmse_vs_eager_fp16",
+    target = Target("bench_numerics.NumericsStageErrorDLFloat16.track_rmse_vs_eager_dlfloat16",
                     ("'layernorm'", "128", "'runtime'"), "layernorm", 128, 4096, "numerics",
                     None, "rmse_ratio")
     return investigate(work, target, "('layernorm', 128, 'runtime')", source, EmulatedBuild(

@@ -74,7 +74,7 @@ def test_mlp_kernel_specs(mlp):
 
 def test_mlp_sdsc_is_superdsc_shaped(mlp):
     document = json.loads(mlp["sdsc"])
-    assert document["version"] == 1
+    assert document["version"] == 2
     sdsc = document["sdscs"]["k0_mm_add_gelu"]
     assert sdsc["numCoresUsed_"] == len(sdsc["coreIdToWkSlice_"])
     (body,) = sdsc["dscs_"][0].values()

@@ -24,7 +24,7 @@ from spyre_sim.ir import Binary, SdscBundle, canonical_json
 
 log = logging.getLogger("spyre_sim.backend")
 STAGE = "backend"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 SEGMENT_BYTES = 0x4_0000_0000  # 16 GiB per argument segment (constants.py SEGMENT_OFFSETS)
 SEGMENTS = 7
 MAX_KERNEL_TENSORS = 6  # non-intermediate tensors one bundle can address
@@ -127,7 +127,7 @@ def run(bundle: SdscBundle, config: Config) -> Binary:
     core_count = sum(e["cores"] for e in entries.values())
     modelled_s = DXP_BASE_S + DXP_PER_OP_S * op_count + DXP_PER_CORE_S * core_count
     constants = {
-        name: {"shape": c["shape"], "fp16": base64.b64decode(c["fp16_base64"])}
+        name: {"shape": c["shape"], "dl16": base64.b64decode(c["dl16_base64"])}
         for name, c in document["constants"].items()
     }
     program = {

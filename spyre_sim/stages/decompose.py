@@ -1,11 +1,12 @@
 """Stage 2 — decompose: ATen ops into the Spyre op vocabulary, fallbacks marked for the CPU.
 
-The per-op rewrites live in `spyre_sim.decompositions` (torch_spyre/_inductor/decompositions.py
-plays that part upstream): addmm -> mm*alpha + beta*bias, linear -> matmul + add, SDPA ->
-explicit Q·Kᵀ·V with a softmax, layer_norm and softmax either as fused Spyre ops or explicit
-arithmetic (knobs `layernorm_decomposition`, `softmax_decomposition`). This stage walks the
-captured graph through them, then runs common-subexpression elimination (knob `cse`) and
-dead-code elimination.
+The per-op rewrites live in `spyre_sim.decompositions` and `spyre_sim.nn_decompositions`
+(torch_spyre/_inductor/decompositions.py plays that part upstream): addmm -> mm*alpha +
+beta*bias, linear -> matmul + add, SDPA -> explicit Q·Kᵀ·V with a softmax, layer_norm and
+softmax either as fused Spyre ops or explicit arithmetic (knobs `layernorm_decomposition`,
+`softmax_decomposition`); `spyre_sim.graph_builder` holds the node builder and the device dtype
+rules. This stage walks the captured graph through them, then runs common-subexpression
+elimination (knob `cse`) and dead-code elimination.
 """
 
 from __future__ import annotations
@@ -14,15 +15,16 @@ import logging
 
 import torch
 
+from spyre_sim import decompositions, nn_decompositions  # noqa: F401 - fill the table
 from spyre_sim.config import Config, Decisions
-from spyre_sim.decompositions import (
+from spyre_sim.errors import SpyreCompileError
+from spyre_sim.graph_builder import (
     GraphBuilder,
     convert_node,
     device_dtype,
     meta_tensor,
     static_shape,
 )
-from spyre_sim.errors import SpyreCompileError
 from spyre_sim.ir import CapturedGraph, Graph, Node, Value
 
 log = logging.getLogger("spyre_sim.decompose")

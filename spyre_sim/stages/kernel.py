@@ -55,6 +55,18 @@ def _kernel_kind(nodes: list[Node]) -> str:
     return "pointwise"
 
 
+def _data_format(nodes: list[Node]) -> str:
+    """The format a kernel computes in: IEEE_FP32 when its ops produce fp32 (the program
+    widened a 16-bit float and every op is in SPYRE_FP32_OPS), IEEE_INT32 for integer-only
+    kernels, SEN169_FP16 (DLFloat16) otherwise."""
+    dtypes = {n.dtype for n in nodes}
+    if dtypes == {"i32"}:
+        return DEVICE_DTYPE_NAMES["i32"]
+    if "f32" in dtypes and dtypes <= {"f32", "i32"}:
+        return DEVICE_DTYPE_NAMES["f32"]
+    return DEVICE_DTYPE_NAMES["f16"]
+
+
 class _KernelBuilder:
     def __init__(self, layout_graph: LayoutGraph, config: Config) -> None:
         self.graph = layout_graph.loop
@@ -184,10 +196,12 @@ class _KernelBuilder:
         args = self.args(nodes)
         read, write = self.traffic(args)
         ops = self.op_work(nodes)
+        data_format = _data_format(nodes)
         accumulation = "fp32"
-        if kind == "matmul":
+        sixteen_bit = data_format != DEVICE_DTYPE_NAMES["f32"]  # fp32 kernels keep fp32 sums
+        if sixteen_bit and kind == "matmul":
             accumulation = self.decisions.use("matmul_accumulation", lambda: name)
-        elif any(n.op in ACCUMULATING_OPS for n in nodes):
+        elif sixteen_bit and any(n.op in ACCUMULATING_OPS for n in nodes):
             accumulation = self.decisions.use("reduction_accumulation", lambda: name)
         space, stick, per_stick = self.iteration_space(kind, nodes)
 
@@ -198,8 +212,6 @@ class _KernelBuilder:
         splits = self.split(kind, name, space, stick, per_stick, price)
         work = derive_work(name, kind, space, splits, read, write, ops, accumulation)
         tiling = tuple((label, size // dict(splits).get(label, 1)) for label, size in space)
-        dtypes = {a.layout.dtype for a in args}
-        data_format = DEVICE_DTYPE_NAMES["i32"] if dtypes == {"i32"} else DEVICE_DTYPE_NAMES["f16"]
         return KernelSpec(name, kind, tuple(nodes), args, space, splits, tiling, accumulation,
                           data_format, work)
 

@@ -20,9 +20,10 @@ import cbor2
 import numpy as np
 import torch
 
+from spyre_sim import dlfloat
 from spyre_sim.config import Config
 from spyre_sim.cost import KernelWork, host_op_time_us, kernel_cost, transfer_time_us
-from spyre_sim.errors import SpyreRuntimeError
+from spyre_sim.errors import NonFinite, SpyreRuntimeError
 from spyre_sim.executor import (
     Binding,
     ExecPlan,
@@ -37,7 +38,7 @@ from spyre_sim.layouts import TensorLayout
 from spyre_sim.timeline import JobStep, RunRecord, noise_factor, run_record
 
 log = logging.getLogger("spyre_sim.runtime")
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: constants as DLFloat16 codes
 
 
 def _layout(data: dict | None) -> TensorLayout | None:
@@ -45,10 +46,10 @@ def _layout(data: dict | None) -> TensorLayout | None:
 
 
 def _constant(entry: dict[str, Any]) -> torch.Tensor:
-    raw = entry["fp16"]
-    array = np.frombuffer(raw if isinstance(raw, bytes) else base64.b64decode(raw),
-                          dtype=np.float16)
-    return torch.from_numpy(array.copy()).to(torch.float32).reshape(entry["shape"])
+    """A resident constant from its DLFloat16 codes (little-endian uint16)."""
+    raw = entry["dl16"]
+    codes = np.frombuffer(raw if isinstance(raw, bytes) else base64.b64decode(raw), dtype="<u2")
+    return dlfloat.decode(torch.from_numpy(codes.astype(np.int32))).reshape(entry["shape"])
 
 
 def _plan(program: dict[str, Any]) -> ExecPlan:
@@ -143,19 +144,22 @@ class Executable:
         return [None if meta is None else cast_to_host_dtype(torch.zeros(meta[0]), meta[1])
                 for meta in self.output_shapes]
 
-    def __call__(self, inputs: Sequence[torch.Tensor], label: str = "") -> tuple[list, RunRecord]:
+    def __call__(self, inputs: Sequence[torch.Tensor],
+                 label: str = "") -> tuple[list, RunRecord, NonFinite | None]:
+        """Outputs, the timeline record, and where this run first produced inf/NaN (or None)."""
+        note = None
         if self.config.numerics:
             if self._executor is None:
-                self._executor = Executor(self.plan)
+                self._executor = Executor(self.plan, "runtime", self.index)
             try:
-                outputs = self._executor(inputs)
+                outputs, note = self._executor(inputs)
             except (RuntimeError, ValueError, IndexError) as error:
                 raise SpyreRuntimeError(f"spyre_sim runtime: graph {self.index}: {error}") \
                     from error
         else:
             outputs = self.placeholder_outputs()
         factor = noise_factor(self._rng, self.config.noise_cv)
-        return outputs, run_record(self.jobs, factor, label)
+        return outputs, run_record(self.jobs, factor, label), note
 
 
 def run(binary: Binary, config: Config) -> Executable:

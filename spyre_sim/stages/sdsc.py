@@ -17,14 +17,17 @@ from typing import Any
 
 import torch
 
+from spyre_sim import dlfloat
 from spyre_sim.config import Config
+from spyre_sim.errors import SpyreCompileError
 from spyre_sim.executor import HostStep
 from spyre_sim.ir import KernelProgram, KernelSpec, SdscBundle, canonical_json, node_to_dict
-from spyre_sim.layouts import elems_per_stick
+from spyre_sim.layouts import DEVICE_DTYPE_NAMES, DTYPE_BYTES, elems_per_stick
 from spyre_sim.ops import OPS
 
 log = logging.getLogger("spyre_sim.sdsc")
-FORMAT_VERSION = 1
+STAGE = "sdsc"
+FORMAT_VERSION = 2  # 2: constants as DLFloat16 codes (1: IEEE fp16)
 
 
 def core_to_slice(splits: list[tuple[str, int]]) -> dict[str, dict[str, int]]:
@@ -47,8 +50,8 @@ def _labeled(spec: KernelSpec) -> list[dict[str, Any]]:
         kind = "OUTPUT" if arg.role == "output" else "KERNEL" if arg.name == matmul_b else "INPUT"
         labeled.append({
             "ldsIdx_": index, "dsName_": arg.name, "dsType_": kind, "role_": arg.role,
-            "wordLength": 2 if arg.layout.dtype != "i32" else 4,
-            "dataFormat_": "IEEE_INT32" if arg.layout.dtype == "i32" else "SEN169_FP16",
+            "wordLength": DTYPE_BYTES[arg.layout.dtype],
+            "dataFormat_": DEVICE_DTYPE_NAMES[arg.layout.dtype],
             "memOrg_": {"hbm": {"isPresent": int(arg.memory == "hbm")},
                         "lx": {"isPresent": 1}},
             "bytes_": arg.nbytes,
@@ -78,7 +81,7 @@ def _compute_ops(spec: KernelSpec) -> list[dict[str, Any]]:
         ops.append({
             "exUnit": "pt" if definition.kind == "matmul" else "sfp",
             "opFuncName": definition.opfunc,
-            "attributes_": {"dataFormat_": spec.data_format, "fidelity_": "regular",
+            "attributes_": {"dataFormat_": DEVICE_DTYPE_NAMES[node.dtype], "fidelity_": "regular",
                             "accumulation_": spec.accumulation},
             "location": "Inner",
             "inputLabeledDs": [a for a in node.value_inputs],
@@ -116,9 +119,19 @@ def descriptor(spec: KernelSpec) -> dict[str, Any]:
     }
 
 
-def _constant_payload(tensor: torch.Tensor) -> dict[str, Any]:
-    data = tensor.to(torch.float16).contiguous().numpy().tobytes()
-    return {"shape": list(tensor.shape), "fp16_base64": base64.b64encode(data).decode()}
+def _constant_payload(name: str, tensor: torch.Tensor) -> dict[str, Any]:
+    """A resident constant as SEN169_FP16 (DLFloat16) codes, little-endian uint16, base64.
+
+    Finite values beyond DLFloat16's range would be stored as its NaN/inf code, where no run
+    could see that they were finite: the compiler refuses them here instead."""
+    codes = dlfloat.encode(tensor.detach()).flatten()
+    if bool(torch.isfinite(tensor).all()) and bool(((codes & 0x7FFF) == dlfloat.NINF_CODE).any()):
+        raise SpyreCompileError(STAGE, f"constant {name}", [tuple(tensor.shape)],
+                                f"values up to {float(tensor.abs().max()):.3g} do not fit "
+                                f"DLFloat16 (largest finite {dlfloat.MAX:.4g}); scale the "
+                                "constant or compute with it on the host")
+    data = codes.numpy().astype("<u2").tobytes()
+    return {"shape": list(tensor.shape), "dl16_base64": base64.b64encode(data).decode()}
 
 
 def run(program: KernelProgram, config: Config) -> SdscBundle:
@@ -141,7 +154,7 @@ def run(program: KernelProgram, config: Config) -> SdscBundle:
         "inputs": [{"name": v.name, "shape": list(v.shape), "dtype": v.dtype,
                     "host_dtype": v.host_dtype, "kind": v.kind,
                     "layout": layouts[v.name].to_dict()} for v in program.inputs],
-        "constants": {name: _constant_payload(t) for name, t in program.constants},
+        "constants": {name: _constant_payload(name, t) for name, t in program.constants},
         "outputs": [None if name is None else
                     {"name": name, "host_dtype": dtype, "layout": layouts[name].to_dict()}
                     for name, dtype in zip(program.outputs, program.output_host_dtypes,
