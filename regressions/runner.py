@@ -107,6 +107,7 @@ class Worker:
 
 # asv's log lines: "· Creating environments", "·· Installing requirements for ..." before it
 # counts, "[ 25.00%] ·· Benchmarking ..." once it does (asv_runner.console.Log).
+STILL_RUNNING_EVERY = 30.0  # seconds between reminders that a long asv step is still running
 _ASV_PERCENT = re.compile(r"^\[\s*[\d.]+%\]\s*")
 
 
@@ -168,15 +169,22 @@ def run_asv(arguments: list[str], cwd: Path, env: dict[str, str] | None = None,
     lines: list[str] = []
     deadline = time.monotonic() + timeout
     assert process.stdout is not None
-    last_shown = None
+    last_shown, first_shown, reminded = None, 0.0, 0.0
     for text, complete in output_as_it_comes(process.stdout):
         if complete:
             lines.append(text + "\n")
         shown = asv_progress(text) if stream is not None else None
+        if shown is not None and not complete and shown.startswith("["):
+            shown = None  # a benchmark line still running: it ends in seconds
+        now = time.monotonic()
         if shown is not None and shown != last_shown:  # an unfinished line, then finished
             stream("asv " + shown)
+            first_shown = reminded = now
+        elif shown is not None and not complete and now - reminded >= STILL_RUNNING_EVERY:
+            stream(f"asv {shown} (still running after {now - first_shown:.0f} s)")
+            reminded = now
         last_shown = shown if not complete else None
-        if time.monotonic() > deadline:
+        if now > deadline:
             process.kill()
             raise SpyreRegressError(f"asv {arguments[0]} ran longer than {timeout:.0f} s; "
                                     "run fewer commits (--stride) or fewer benchmarks (--bench)")
