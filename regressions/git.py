@@ -36,6 +36,26 @@ def check_ref(ref: str) -> str:
     return ref
 
 
+def check_repository(repo: Path | str) -> Path:
+    """`repo` if it is a directory inside a git work tree; else SpyreRegressError naming the
+    fix (checked before anything slow runs)."""
+    repo = Path(repo)
+    fix = "pass --repo pointing at a git clone of the benchmarked project"
+    if not repo.exists():
+        raise SpyreRegressError(f"{repo} does not exist; {fix}")
+    if not repo.is_dir():
+        raise SpyreRegressError(f"{repo} is not a directory; {fix}")
+    try:
+        done = subprocess.run(["git", "-C", str(repo), "rev-parse", "--is-inside-work-tree"],
+                              capture_output=True, check=False,
+                              env={**os.environ, "LC_ALL": "C", "GIT_TERMINAL_PROMPT": "0"})
+    except FileNotFoundError:
+        raise SpyreRegressError("git is not installed or not on PATH; install git") from None
+    if done.returncode != 0 or done.stdout.strip() != b"true":
+        raise SpyreRegressError(f"{repo} is not a git repository; {fix}")
+    return repo
+
+
 def resolve(repo: Path | str, ref: str) -> str:
     """Full sha of the commit `ref` names in `repo`."""
     return _git(repo, "rev-parse", "--verify", "--end-of-options",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
@@ -75,8 +76,13 @@ def parse_params(text: str) -> tuple[str, ...]:
 
 
 def target_for(benchmark: str, params: tuple[str, ...], param_names: Sequence[str],
-               numerics_widths: dict[str, int]) -> Target:
-    """What a probe measures for one benchmark series, from the metrics table."""
+               numerics_widths: dict[str, int], stage_width: int | None = None) -> Target:
+    """What a probe measures for one benchmark series, from the metrics table.
+
+    The width is the one the benchmark builds the workload at, so the probes measure the
+    benchmark's own program: `numerics_widths` for numerics, `stage_width` for a per-stage
+    compile benchmark (a `stage` parameter), the workload's default otherwise.
+    """
     if len(params) != len(param_names):
         raise SpyreRegressError(f"{benchmark} takes parameters {list(param_names)}; got "
                                 f"{len(params)} value(s)")
@@ -91,17 +97,18 @@ def target_for(benchmark: str, params: tuple[str, ...], param_names: Sequence[st
         return Target(benchmark, params, workload, int(seq), numerics_widths.get(workload),
                       metric.name, None, metrics.numerics_error(benchmark))
     stage = values.get("stage") if metric.probe == "compile_time" else None
-    return Target(benchmark, params, workload, int(seq), None, metric.name, stage)
+    width = stage_width if stage is not None else None
+    return Target(benchmark, params, workload, int(seq), width, metric.name, stage)
 
 
 def alert_target(alert: Alert, param_names: dict[str, tuple[str, ...]],
-                 numerics_widths: dict[str, int]) -> Target:
+                 numerics_widths: dict[str, int], stage_width: int | None = None) -> Target:
     probe = alert.probe
     if probe.benchmark not in param_names:
         raise SpyreRegressError(f"{probe.benchmark} is not in the suite's benchmark list; "
                                 "pass the results directory the alert was detected in")
     return target_for(probe.benchmark, parse_params(probe.params), param_names[probe.benchmark],
-                      numerics_widths)
+                      numerics_widths, stage_width)
 
 
 class Investigator:
@@ -155,7 +162,8 @@ class Investigator:
         scoped = self.prober.knobs(bad, target, {"knob": best.knob, "value": best.value,
                                                  "limits": list(SCOPE_LIMITS)})
         metric = metrics.by_name(target.metric)
-        program = model.Program(target.workload, target.seq, width, "full")
+        # the knob probe builds the catalogue's program, as the benchmark does
+        program = model.Program(target.workload, target.seq, width, "benchmark")
         return model.Workaround(best.knob, best.value, best.stage, program, target.metric,
                                 probe_unit(metric), bad_metric, best.metric, good_metric,
                                 recovered, _decisive(scoped, bad_metric, spread), trials)
@@ -216,6 +224,8 @@ class Investigator:
         out_dir.mkdir(parents=True, exist_ok=True)
         traces = {"good": out_dir / "trace_good.json", "bad": out_dir / "trace_bad.json"}
         report = self.stages(parent, culprit, target, (traces["good"], traces["bad"]))
+        if confirmed is not None and confirmed.program.width is None:  # the default, as built
+            confirmed = replace(confirmed, program=replace(confirmed.program, width=report.width))
         workaround = None
         baseline = good_metric(report, target)
         if baseline is not None:

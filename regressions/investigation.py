@@ -71,13 +71,18 @@ class Program:
     ops: int | None = None
 
     def describe(self) -> str:
+        """`benchmark`: the catalogue's program as the benchmark builds it (parameters in the
+        module); `full`: its captured ATen graph as a standalone program (weights become
+        inputs, as the minimizer and the reproducer see it); `minimized`: what is left of
+        that graph after minimization."""
         shape = f"seq {self.seq}" + (f", width {self.width}" if self.width else "")
-        ops = f"{self.ops} op{'s' if self.ops != 1 else ''}" if self.ops else ""
+        ops = f"{self.ops} ATen op{'s' if self.ops != 1 else ''}" if self.ops else "ATen graph"
         if self.form == "benchmark":
             return f"the {self.workload} benchmark program at {shape}"
         if self.form == "minimized":
-            return f"the minimized program ({ops} cut from {self.workload} at {shape})"
-        return f"the captured {self.workload} program ({ops + ', ' if ops else ''}{shape})"
+            return (f"the minimized program ({ops} cut from the captured {self.workload} "
+                    f"program at {shape})")
+        return f"the captured {self.workload} program ({ops}, weights as inputs, {shape})"
 
 
 @dataclass(frozen=True)

@@ -73,8 +73,11 @@ def cmd_discover(request: dict) -> dict:
     from asv_runner.discovery import disc_benchmarks
 
     sys.path.insert(0, os.path.dirname(request["suite"]))
-    found = {b.name: list(b.param_names) for b in disc_benchmarks(request["suite"])}
-    return {"status": "ok", "benchmarks": found}
+    listed = list(disc_benchmarks(request["suite"]))
+    found = {b.name: list(b.param_names) for b in listed}
+    # each parameter's values as asv's repr strings, the form detect prints and bench takes
+    params = {b.name: [list(values) for values in b.params] for b in listed}
+    return {"status": "ok", "benchmarks": found, "params": params}
 
 
 def _config(spyre_sim, request: dict, **overrides):

@@ -7,15 +7,19 @@ one imported. Checkouts are exported trees (`git archive`), cached per commit.
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
+import queue
+import re
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from regressions import git
 from regressions.errors import SpyreRegressError
@@ -101,25 +105,86 @@ class Worker:
         self._scratch.cleanup()
 
 
+# asv's log lines: "· Creating environments", "·· Installing requirements for ..." before it
+# counts, "[ 25.00%] ·· Benchmarking ..." once it does (asv_runner.console.Log).
+STILL_RUNNING_EVERY = 30.0  # seconds between reminders that a long asv step is still running
+_ASV_PERCENT = re.compile(r"^\[\s*[\d.]+%\]\s*")
+
+
+def asv_progress(line: str) -> str | None:
+    """The line if it is one of asv's step or progress lines worth showing, else None (result
+    tables, their rules and parameter headers, pip's output)."""
+    text = line.strip()
+    if not text.startswith(("[", "\u00b7")):
+        return None
+    body = _ASV_PERCENT.sub("", text).lstrip("\u00b7 ")
+    if not body or set(body) <= set("=- ") or body.startswith("For parameters"):
+        return None
+    return text
+
+
+def output_as_it_comes(pipe: IO[bytes], idle: float = 0.5) -> Iterator[tuple[str, bool]]:
+    """(text, complete) pieces of a process's output: each complete line as it ends, and the
+    unfinished line once the output has been idle for `idle` seconds. asv ends a log line only
+    when it starts the next, so "Installing requirements ..." would otherwise show only once
+    the install is over. On idle with nothing pending, ("", False), so callers can check
+    a deadline."""
+    chunks: queue.Queue[bytes | None] = queue.Queue()
+
+    def read() -> None:
+        while data := os.read(pipe.fileno(), 65536):
+            chunks.put(data)
+        chunks.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    pending = ""
+    while True:
+        try:
+            data = chunks.get(timeout=idle)
+        except queue.Empty:
+            yield pending, False
+            continue
+        if data is None:
+            break
+        *complete, pending = (pending + decoder.decode(data)).split("\n")
+        for line in complete:
+            yield line, True
+    if pending:
+        yield pending, True
+
+
 def run_asv(arguments: list[str], cwd: Path, env: dict[str, str] | None = None,
             stream: Callable[[str], None] | None = None,
             timeout: float = 3600.0) -> subprocess.CompletedProcess:
     """Run asv from this interpreter's environment (asv is a project dependency).
 
-    With `stream`, asv's progress lines ("[ 25.00%] ...") are passed on as they appear.
+    With `stream`, asv's step and progress lines (`asv_progress`) are passed on as they
+    appear, so creating the environment (a minute on the first run) names its steps too.
     """
     command = [sys.executable, "-m", "asv", *arguments]
     environment = {**os.environ, **(env or {})}
     process = subprocess.Popen(command, cwd=cwd, env=environment, stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True)
+                               stderr=subprocess.STDOUT)
     lines: list[str] = []
     deadline = time.monotonic() + timeout
     assert process.stdout is not None
-    for line in process.stdout:
-        lines.append(line)
-        if stream is not None and line.lstrip().startswith("["):
-            stream("asv " + line.strip())
-        if time.monotonic() > deadline:
+    last_shown, first_shown, reminded = None, 0.0, 0.0
+    for text, complete in output_as_it_comes(process.stdout):
+        if complete:
+            lines.append(text + "\n")
+        shown = asv_progress(text) if stream is not None else None
+        if shown is not None and not complete and shown.startswith("["):
+            shown = None  # a benchmark line still running: it ends in seconds
+        now = time.monotonic()
+        if shown is not None and shown != last_shown:  # an unfinished line, then finished
+            stream("asv " + shown)
+            first_shown = reminded = now
+        elif shown is not None and not complete and now - reminded >= STILL_RUNNING_EVERY:
+            stream(f"asv {shown} (still running after {now - first_shown:.0f} s)")
+            reminded = now
+        last_shown = shown if not complete else None
+        if now > deadline:
             process.kill()
             raise SpyreRegressError(f"asv {arguments[0]} ran longer than {timeout:.0f} s; "
                                     "run fewer commits (--stride) or fewer benchmarks (--bench)")

@@ -43,13 +43,18 @@ def write_json(path: Path, data: Any) -> Path:
                       + "\n")
 
 
-def read_json(path: Path, what: str) -> Any:
+def read_json(path: Path, what: str, fix: str = "") -> Any:
+    """The JSON document at `path`; `what` names it and `fix` says what to pass instead in
+    the one-line error."""
+    fix = f"; {fix}" if fix else ""
     try:
         return json.loads(Path(path).read_text())
     except FileNotFoundError:
-        raise SpyreRegressError(f"{what} {path} does not exist") from None
-    except json.JSONDecodeError as error:
-        raise SpyreRegressError(f"{what} {path} is not valid JSON ({error})") from None
+        raise SpyreRegressError(f"{what} {path} does not exist{fix}") from None
+    except IsADirectoryError:
+        raise SpyreRegressError(f"{what} {path} is a directory, not a file{fix}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise SpyreRegressError(f"{what} {path} is not valid JSON ({error}){fix}") from None
 
 
 def load_capture(directory: Path):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import importlib.resources
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 from regressions import runner, store
@@ -58,9 +59,34 @@ def numerics_widths(repo: Path) -> dict[str, int]:
     return {}
 
 
+def stage_width(repo: Path) -> int | None:
+    """`STAGE_WIDTH` of the suite's compile benchmarks (the width the per-stage compile
+    benchmark builds its workloads at), read as text; None when the suite has none."""
+    path = Path(repo) / SUITE_DIR / "bench_compile.py"
+    if not path.is_file():
+        return None
+    value = _literal(ast.parse(path.read_text()), "STAGE_WIDTH")
+    return value if isinstance(value, int) else None
+
+
+def _literal(tree: ast.AST, name: str):
+    """The literal value assigned to module-level `name`, or None."""
+    for node in ast.walk(tree):
+        target = getattr(node, "target", None) or (
+            node.targets[0] if isinstance(node, ast.Assign) else None)
+        if isinstance(target, ast.Name) and target.id == name and node.value is not None:
+            try:
+                return ast.literal_eval(node.value)
+            except ValueError:
+                return None
+    return None
+
+
 def param_names(results_dir: Path) -> dict[str, tuple[str, ...]]:
     """Each benchmark's parameter names, from the `benchmarks.json` asv writes."""
-    meta = store.read_json(Path(results_dir) / "benchmarks.json", "asv benchmark list")
+    meta = store.read_json(Path(results_dir) / "benchmarks.json", "asv benchmark list",
+                           "pass the results directory asv wrote (`results_dir` in "
+                           "asv.conf.json, e.g. .asv/results)")
     if not isinstance(meta, dict):
         raise SpyreRegressError(f"{results_dir}/benchmarks.json is not asv's benchmark list; "
                                 "pass the results directory asv wrote")
@@ -68,8 +94,18 @@ def param_names(results_dir: Path) -> dict[str, tuple[str, ...]]:
             if isinstance(entry, dict)}
 
 
-def discover(repo: Path, work_dir: Path) -> dict[str, tuple[str, ...]]:
-    """Every benchmark of the repository's suite and its parameter names.
+@dataclass(frozen=True)
+class Benchmark:
+    """One benchmark of a suite: its parameter names and each parameter's values (asv's repr
+    strings, e.g. "'mlp'", "127")."""
+
+    name: str
+    param_names: tuple[str, ...]
+    params: tuple[tuple[str, ...], ...]
+
+
+def discover(repo: Path, work_dir: Path) -> dict[str, Benchmark]:
+    """Every benchmark of the repository's suite, with its parameters.
 
     asv_runner imports the suite to list it, so this runs in a probe, with the repository's
     own code on the path, never in this process.
@@ -80,4 +116,25 @@ def discover(repo: Path, work_dir: Path) -> dict[str, tuple[str, ...]]:
         raise SpyreRegressError(f"cannot list the benchmarks of {repo}: "
                                 f"{answer.get('detail', answer.get('status'))}; check that "
                                 "`asv check` passes there")
-    return {name: tuple(names) for name, names in answer["benchmarks"].items()}
+    params = answer.get("params", {})
+    return {name: Benchmark(name, tuple(names), tuple(tuple(v) for v in params.get(name, ())))
+            for name, names in answer["benchmarks"].items()}
+
+
+def workload_names(repo: Path) -> tuple[str, ...]:
+    """The names in the catalogue's `WORKLOADS`, read as text (never imported): the string
+    keys of a dict literal, or the first argument of each `Workload(...)` call in it. Empty
+    when the catalogue builds its table some other way (then nothing can be checked early)."""
+    tree = ast.parse(catalogue_path(repo).read_text())
+    for node in ast.walk(tree):
+        target = getattr(node, "target", None) or (
+            node.targets[0] if isinstance(node, ast.Assign) else None)
+        if isinstance(target, ast.Name) and target.id == "WORKLOADS" and node.value:
+            names = [k.value for k in getattr(node.value, "keys", []) or []
+                     if isinstance(k, ast.Constant) and isinstance(k.value, str)]
+            names += [call.args[0].value for call in ast.walk(node.value)
+                      if isinstance(call, ast.Call) and getattr(call.func, "id", "") == "Workload"
+                      and call.args and isinstance(call.args[0], ast.Constant)
+                      and isinstance(call.args[0].value, str)]
+            return tuple(dict.fromkeys(names))
+    return ()

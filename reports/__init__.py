@@ -8,6 +8,6 @@ imports nothing of `regressions` but its types. The bundle's contents and how to
 in docs/reports.md, the file formats in docs/formats.md.
 """
 
-from reports.bundle import BUNDLE_VERSION, bundle_files, write_bundle
+from reports.bundle import BUNDLE_VERSION, bundle_files, scrub_investigation, write_bundle
 
-__all__ = ["BUNDLE_VERSION", "bundle_files", "write_bundle"]
+__all__ = ["BUNDLE_VERSION", "bundle_files", "scrub_investigation", "write_bundle"]

@@ -202,6 +202,14 @@ def scrubbed(found: Investigation, secret_values: tuple[str, ...]) -> Investigat
     return model.load({**clean, "traces": traces}, "the scrubbed investigation")
 
 
+def scrub_investigation(found: Investigation,
+                        environ: Mapping[str, str] | None = None) -> Investigation:
+    """`found` as it may be saved beside a bundle (the reports directory is uploaded and
+    shared like the bundle): secrets redacted as in the bundle, trace paths kept so
+    `spyre-regress report --investigation` can render it again."""
+    return scrubbed(found, secrets.secret_values(environ))
+
+
 def bundle_files(found: Investigation, repo_name: str,
                  environ: Mapping[str, str] | None = None) -> tuple[str, dict[str, bytes]]:
     """(bundle name, {file name: bytes}) for an investigation; nothing is written."""

@@ -15,6 +15,8 @@ import re
 import unicodedata
 from collections.abc import Sequence
 
+from regressions import metrics
+from regressions.investigation import Program
 from reports import tables
 from reports.narrative import Report, short
 from reports.tables import Table
@@ -148,11 +150,15 @@ def _render(report: Report, files: Sequence[str], usage: str, diff_file: str | N
 
 
 def minimized_text(report: Report) -> str:
-    minimized = report.investigation.minimized
+    found = report.investigation
+    minimized = found.minimized
+    captured = Program(found.target.workload, found.target.seq, found.timing.program.width,
+                       "full", minimized.ops_before)
     return (f"{minimized.ops_before} → {minimized.ops_after} ops in {minimized.queries} "
             f"queries, keeping the regression: the bad/good ratio of the noise-free "
-            f"{report.metric} was {minimized.ratio_before:.3f} on the captured program and "
-            f"is {minimized.ratio_after:.3f} on this one. reproducer.py embeds it.")
+            f"{metrics.by_name(report.metric).label} was {minimized.ratio_before:.3f} on "
+            f"{captured.describe()} and is {minimized.ratio_after:.3f} on this one. "
+            "reproducer.py embeds it.")
 
 
 def _evidence(report: Report, t: dict[str, Table], diff_file: str | None,

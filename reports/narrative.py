@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from regressions import metrics
-from regressions.investigation import Confirmation, Investigation, Timing, Workaround
+from regressions.investigation import Confirmation, Investigation, Program, Timing, Workaround
 from reports.analysis import KernelChanges, config_differences, kernel_changes
 
 MAX_NAMES = 6  # kernel names listed inline before "and N more"
@@ -27,6 +27,13 @@ SECTION_ORDER = {"device_time": ("timing", "correctness", "evidence"),
                  "numerics": ("correctness", "evidence", "timing"),
                  "compile_time": ("evidence", "timing", "correctness")}
 DEFAULT_ORDER = ("evidence", "timing", "correctness")
+# What a numerics figure is, after its value: the error fields of `metrics.ERRORS`.
+ERROR_UNITS = {"rmse_ratio": "× eager fp16's RMSE", "max_abs": " max abs error",
+               "max_rel": " max rel error"}
+# The clock each of this suite's time benchmarks reads (docs/benchmarks.md, "Clocks and
+# noise"), so a benchmark's figure is not mistaken for the probes' wall-clock compile times.
+BENCHMARK_CLOCKS = {"compile_time": "CPU time", "host_time": "wall time",
+                    "device_time": "the simulator's device clock"}
 
 
 @dataclass(frozen=True)
@@ -93,6 +100,24 @@ def quantity(value: float | None, unit: str, metric: str = "") -> str:
     return f"{value:.4g}" + (f" {unit}" if unit else "")
 
 
+def error_value(value: float | None, error: str | None) -> str:
+    """A numerical error with what it is: "1.378× eager fp16's RMSE", "0.00323 max abs
+    error". Four significant digits everywhere one is quoted."""
+    if value is None:
+        return "n/a"
+    return f"{value:.4g}{ERROR_UNITS.get(error or 'rmse_ratio', '')}"
+
+
+def metric_value(value: float | None, unit: str, metric: str, error: str | None = None) -> str:
+    """A value of `metric` in its readable unit, or with what it is for an error."""
+    return error_value(value, error) if metric == "numerics" else quantity(value, unit, metric)
+
+
+def benchmark_program(found: Investigation) -> Program:
+    """The catalogue's program the stage and knob probes build, as the benchmark does."""
+    return Program(found.target.workload, found.stages.seq, found.stages.width, "benchmark")
+
+
 def interval(ci: Sequence[float | None] | None, digits: int = 3) -> str:
     if not ci or any(x is None for x in ci):
         return "no interval"
@@ -114,13 +139,14 @@ def confirmation_sentence(found: Investigation) -> str:
     c, target = found.confirmation, found.target
     if c is None:
         return f"the benchmark {target.label} fails at the culprit and runs at its parent"
+    clock = BENCHMARK_CLOCKS.get(c.metric)
     samples = ("one deterministic value per build" if c.pvalue is None else
-               f"medians of {c.good_n} and {c.bad_n} samples, one-sided Mann-Whitney "
-               f"p = {pvalue(c.pvalue)}")
+               f"{clock + ', ' if clock else ''}medians of {c.good_n} and {c.bad_n} samples, "
+               f"one-sided Mann-Whitney p = {pvalue(c.pvalue)}")
     return (f"the benchmark {target.label}, on {c.program.describe()}, measured "
-            f"{quantity(c.good_median, c.unit, c.metric)} at the parent and "
-            f"{quantity(c.bad_median, c.unit, c.metric)} at the culprit ({samples}): "
-            f"{confirmation_figure(c)}")
+            f"{metric_value(c.good_median, c.unit, c.metric, target.error)} at the parent and "
+            f"{metric_value(c.bad_median, c.unit, c.metric, target.error)} at the culprit "
+            f"({samples}): {confirmation_figure(c)}")
 
 
 def timing_sentence(timing: Timing, metric: str) -> str:
@@ -131,8 +157,8 @@ def timing_sentence(timing: Timing, metric: str) -> str:
         if good is None or bad is None:
             return f"on {program} the error could not be compared (a build did not run)"
         return (f"on {program} the output's RMSE against float64 went from "
-                f"{good.rmse_ratio:.3g}× to {bad.rmse_ratio:.3g}× eager DLFloat16's (max abs "
-                f"error {good.max_abs:.3g} → {bad.max_abs:.3g}; fixed seeds, so these repeat "
+                f"{good.rmse_ratio:.4g}× to {bad.rmse_ratio:.4g}× eager DLFloat16's (max abs "
+                f"error {good.max_abs:.4g} → {bad.max_abs:.4g}; fixed seeds, so these repeat "
                 "exactly)")
     if device.ratio is None:
         return f"on {program} the device time could not be compared (a build did not run)"
@@ -183,22 +209,24 @@ def _what_changed(found: Investigation, kernels: KernelChanges,
                                                for n, g, b in kernels.changed]))
         sentences.append(f"Its compiled kernels changed ({'; '.join(parts)}), "
                          f"{kernels.good_total_us:.1f} → {kernels.bad_total_us:.1f} us of "
-                         f"noise-free kernel time per call on the {found.target.workload} "
-                         f"program at seq {found.stages.seq}.")
+                         f"noise-free kernel time per call on "
+                         f"{benchmark_program(found).describe()}.")
     stage = found.stages.numerics_first_divergent_stage
     if stage:
         row = next((r for r in numerics_rows if r["stage"] == stage), None)
         detail = ""
         if row and row["good"] is not None and row["bad"] is not None:
-            detail = f" (RMSE ratio {row['good']:.3g} → {row['bad']:.3g})"
+            detail = (f" (RMSE {row['good']:.4g}× → {row['bad']:.4g}× eager fp16's, on "
+                      f"{benchmark_program(found).describe()})")
         sentences.append(f"The first executed stage output that drifts further from float64 "
                          f"is {stage}'s{detail}.")
     if found.stages.basis == "compile_time":
         row = next(d for d in found.stages.stages if d.stage == found.stages.first_divergent_stage)
         sentences.append(f"The {row.stage} stage produces the same artifact, only more slowly: "
                          f"{quantity(row.compile_s_good, 's')} → "
-                         f"{quantity(row.compile_s_bad, 's')} per cold compile (median), "
-                         f"Mann-Whitney p = {pvalue(row.compile_p)}.")
+                         f"{quantity(row.compile_s_bad, 's')} of wall time per cold compile of "
+                         f"{benchmark_program(found).describe()} (medians of repeated "
+                         f"compiles), Mann-Whitney p = {pvalue(row.compile_p)}.")
     return " ".join(sentences)
 
 
@@ -224,14 +252,14 @@ def causal_statement(found: Investigation, kernels: KernelChanges,
     return " ".join(p for p in parts if p)
 
 
-def workaround_statement(workaround: Workaround | None) -> str:
+def workaround_statement(workaround: Workaround | None, error: str | None = None) -> str:
     if workaround is None:
         return ("No single Config knob restores the metric at the bad commit; there is no "
                 "local workaround, the fix belongs in the compiler.")
     label = metrics.by_name(workaround.metric).label
 
     def value(x: float) -> str:
-        return quantity(x, workaround.unit, workaround.metric)
+        return metric_value(x, workaround.unit, workaround.metric, error)
 
     text = (f"Workaround (local, not a fix): set Config({workaround.knob}="
             f"{workaround.value!r}), a decision of the {workaround.stage} stage. On "
@@ -275,12 +303,12 @@ def notes(found: Investigation) -> dict[str, str]:
                    "call; bad / good is the ratio of geometric means with a Welch interval on "
                    "log times, p a two-sided Mann-Whitney test. Samples in "
                    "timing_samples.csv, ECDFs in timing.png."),
-        "stages": (f"Per stage, on the {found.target.workload} program at seq "
-                   f"{found.stages.seq}, width {found.stages.width}: whether the canonical "
-                   "artifact changed, and the median of repeated cold compiles "
-                   "(compile_stages.csv, compile_stages.png)."),
-        "kernels": (f"Kernels of the {found.target.workload} program at seq {found.stages.seq}:"
-                    " noise-free device time per call (changed ones highlighted). Find them "
+        "stages": (f"Per stage, on {benchmark_program(found).describe()}: whether the "
+                   "canonical artifact changed, and the stage's wall time per cold compile "
+                   "(median of repeated compiles of the whole pipeline in one process; "
+                   "compile_stages.csv, compile_stages.png)."),
+        "kernels": (f"Kernels of {benchmark_program(found).describe()}: noise-free simulated "
+                    "device time per call (changed ones highlighted). Find them "
                     "by name in trace_good.json and trace_bad.json (Chrome trace format: open "
                     "in ui.perfetto.dev or chrome://tracing)."),
     }
@@ -300,4 +328,5 @@ def build_report(found: Investigation, repo_name: str) -> Report:
              f"{f' in {first}' if first else ''}: {found.target.label} ({sha})")
     return Report(found, repo_name, title, headline(found),
                   causal_statement(found, kernels, changes, rows),
-                  workaround_statement(found.workaround), kernels, changes, rows, notes(found))
+                  workaround_statement(found.workaround, found.target.error), kernels, changes,
+                  rows, notes(found))

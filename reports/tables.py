@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 from regressions import metrics
 from regressions.investigation import Comparison, SampleSummary
-from reports.narrative import Report, interval, quantity, short
+from reports.narrative import Report, interval, metric_value, quantity, short
 
 
 class Table(NamedTuple):
@@ -36,11 +36,13 @@ def members(report: Report) -> Table:
 
 
 def _summary(summary: SampleSummary | None, unit: str) -> str:
+    """Median (IQR, n) in the row's unit: us to 0.1 us, as the causal statement quotes device
+    time; seconds as ms to 0.01 ms."""
     if summary is None:
         return "not measured"
-    scale = 1e3 if unit == "s" else 1.0
-    return (f"{summary.median * scale:.2f} (IQR {summary.q1 * scale:.2f}-"
-            f"{summary.q3 * scale:.2f}, n={summary.n})")
+    scale, digits = (1e3, ".2f") if unit == "s" else (1.0, ".1f")
+    return (f"{summary.median * scale:{digits}} (IQR {summary.q1 * scale:{digits}}-"
+            f"{summary.q3 * scale:{digits}}, n={summary.n})")
 
 
 def ratio(c: Comparison) -> str:
@@ -65,7 +67,7 @@ def correctness(report: Report) -> Table:
         e = c.errors
         values = (e.max_abs, e.max_rel, e.rmse, e.rmse_ratio, e.rmse_ratio_fp16) if e \
             else (None,) * 5
-        rows.append((c.build, *(number(v) for v in values),
+        rows.append((c.build, *(number(v, ".4g") for v in values),
                      "PASS" if c.passed else "FAIL: " + "; ".join(c.reasons)))
     return Table(("build", "max abs", "max rel", "RMSE", "RMSE ratio vs eager DLFloat16",
                   "vs eager IEEE fp16", "verdict"), tuple(rows),
@@ -73,11 +75,9 @@ def correctness(report: Report) -> Table:
 
 
 def numerics(report: Report) -> Table:
-    rows = tuple((r["stage"], number(r["good"]), number(r["bad"]), number(r["good_max_abs"]),
-                  number(r["bad_max_abs"])) for r in report.numerics_rows)
-    return Table(("stage output", "RMSE ratio good (vs eager DLFloat16)", "RMSE ratio bad",
-                  "max abs good",
-                  "max abs bad"), rows,
+        values = (e.max_abs, e.max_rel, e.rmse, e.rmse_ratio, e.rmse_ratio_fp16) if e \
+            else (None,) * 5
+        rows.append((c.build, *(number(v, ".4g") for v in values),
                  tuple(r["stage"] == report.numerics_stage for r in report.numerics_rows))
 
 
@@ -107,7 +107,8 @@ def bisect_steps(report: Report) -> Table:
     steps = found.bisect.steps if found.bisect else []
     unit = metrics.by_name(found.target.metric).unit
     metric = found.target.metric
-    rows = tuple((short(s.commit), str(s.n), quantity(s.median, unit, metric),
+    rows = tuple((short(s.commit), str(s.n),
+                  metric_value(s.median, unit, metric, found.target.error),
                   s.reference, number(s.pvalue, ".2g"), s.verdict, s.note) for s in steps)
     culprit = found.commits.culprit.sha if found.commits.culprit else None
     return Table(("commit", "samples", "median", "compared with", "p", "verdict", "note"), rows,

@@ -21,7 +21,7 @@ from regressions.errors import SpyreRegressError
 from regressions.investigate import Investigator, NotReproduced, alert_target
 from regressions.investigation import Investigation
 from regressions.probing import GitHistory, SubprocessProber
-from reports import write_bundle
+from reports import scrub_investigation, write_bundle
 
 Progress = Callable[[str], None]
 
@@ -172,10 +172,10 @@ def investigate_and_report(options: NightlyOptions, alert: Alert, alert_id: int,
                               options.machine, progress, options.asv_env)
     investigator = Investigator(GitHistory(options.repo), prober, progress)
     target = alert_target(alert, suite.param_names(options.results_dir),
-                          suite.numerics_widths(options.repo))
+                          suite.numerics_widths(options.repo), suite.stage_width(options.repo))
     out_dir = options.reports_dir / f"alert-{alert_id:03d}"
     investigation = investigator.investigate(alert, target, out_dir, options.floors)
-    store.write_json(out_dir / "investigation.json", investigation)
+    store.write_json(out_dir / "investigation.json", scrub_investigation(investigation))
     bundle = write_bundle(investigation, out_dir)
     progress(f"alert {alert_id}: report written to {bundle}")
     return Outcome(alert_id, investigation, bundle)

@@ -4,6 +4,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from doc_commands import expand, fenced_commands
 
 import spyre_sim
 from benchmarks import workloads
@@ -37,3 +38,31 @@ def run_cli(*args: str, cwd: Path, timeout: float = 1800, **env: str
 def outside(tmp_path_factory) -> Path:
     """A working directory outside the repository."""
     return tmp_path_factory.mktemp("user")
+
+
+def isolated_home(home: Path) -> dict[str, str]:
+    """Environment for a user whose HOME is `home` (asv writes its machine file there), still
+    reading this machine's pip configuration (a package index configured per user)."""
+    env = {"HOME": str(home)}
+    config = Path.home() / ".config" / "pip" / "pip.conf"
+    if "PIP_CONFIG_FILE" not in os.environ and config.is_file():
+        env["PIP_CONFIG_FILE"] = str(config)
+    return env
+
+
+def documented(subcommand: str, page: str | None = None):
+    """The fenced commands of the docs that run `subcommand` (tests/doc_commands.py)."""
+    return [c for c in fenced_commands()
+            if c.subcommand == subcommand and (page is None or c.page == page)]
+
+
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory):
+    """The README's `spyre-regress demo`, as written, from a directory outside the
+    repository: (its output directory, the finished process). Shared by the demo's tests and
+    the documented-commands test."""
+    (command,) = documented("demo", "README.md")
+    user = tmp_path_factory.mktemp("user")
+    done = run_cli(*expand(command, {}), cwd=user, timeout=2400)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return user / "spyre-regress-demo", done

@@ -290,8 +290,8 @@ def test_every_quote_of_the_regression_is_the_confirmation(tmp_path):
     assert figure in summary["title"] and figure in summary["causal_statement"]
     assert figure in files["report.md"].decode() and figure in files["report.html"].decode()
     # the timing of the minimized program is quoted as what it is
-    assert "on the minimized program (2 ops cut from mlp at seq 127, width 256)" in \
-        summary["causal_statement"]
+    assert ("on the minimized program (2 ATen ops cut from the captured mlp program at seq "
+            "127, width 256)") in summary["causal_statement"]
 
 
 # --- the bundle -----------------------------------------------------------------------------

@@ -58,11 +58,22 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("spyre-regress: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except Exception as exc:  # a bug of ours: one line, the traceback in a file
-        path = _save_traceback()
-        print(f"spyre-regress: internal error: {type(exc).__name__}: {exc} (the traceback is "
-              f"in {path}; please report it)", file=sys.stderr)
-        return EXIT_FAULT
+    except OSError as exc:
+        if exc.filename is None:  # not about a path the user gave: a fault of ours
+            return _fault(exc)
+        print(f"spyre-regress: error: cannot use {exc.filename}: {exc.strerror}; check the "
+              "path and its permissions", file=sys.stderr)
+        return common.EXIT_USAGE
+    except Exception as exc:
+        return _fault(exc)
+
+
+def _fault(exc: Exception) -> int:
+    """A bug of ours: one line, and the traceback in a file."""
+    path = _save_traceback()
+    print(f"spyre-regress: internal error: {type(exc).__name__}: {exc} (the traceback is "
+          f"in {path}; please report it)", file=sys.stderr)
+    return EXIT_FAULT
 
 
 def _save_traceback() -> Path:

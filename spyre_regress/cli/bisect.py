@@ -5,12 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import pandas as pd
-
-from regressions import bisect, git, metrics, suite
-from regressions.errors import SpyreRegressError
-from regressions.investigation import Target
-from spyre_regress.cli import common, targets
+from regressions import git, metrics, suite
+from spyre_regress.cli import checks, common, targets
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -34,24 +30,27 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from regressions.investigate import parse_params
+    good, bad = checks.repository_and_refs(args.repo, args.good, args.bad)
+    import pandas as pd  # after the checks: pandas, scipy
 
+    from regressions import bisect
+    from regressions.investigate import parse_params
+    from regressions.investigation import Target
+    from reports.narrative import quantity
+
+    given = parse_params(args.params)
     with common.work_dir(args.work_dir) as work:
-        benchmark, param_names = resolve_benchmark(args.repo, args.bench, work)
-        params = parse_params(args.params)
-        if len(params) != len(param_names):
-            raise SpyreRegressError(f"{benchmark} takes parameters {list(param_names)}; pass "
-                                    f"--params with {len(param_names)} value(s)")
+        found = checks.benchmark(suite.discover(args.repo, work), args.bench)
+        params = checks.params(found, given, args.params)
         investigator = targets.investigator(args, work, args.results)
-        metric = metrics.metric_for(benchmark).name
-        target = Target(benchmark, params, "", 0, None, metric)
-        good, bad = git.resolve(args.repo, args.good), git.resolve(args.repo, args.bad)
+        metric = metrics.metric_for(found.name)
+        target = Target(found.name, params, "", 0, None, metric.name)
         result = investigator.bisect(good, bad, target)
-    unit = metrics.metric_for(benchmark).unit
     table = pd.DataFrame([{"commit": s.commit[:10], "samples": s.n,
-                           f"median ({unit})" if unit else "median": common.fmt(s.median, ".4g"),
+                           "median": quantity(s.median, metric.unit, metric.name),
                            "vs": s.reference, "p": common.fmt(s.pvalue, ".1e"),
                            "verdict": s.verdict, "note": s.note} for s in result.steps])
+    print(f"{target.label}: {metric.label} per commit (median of its samples)")
     print(table.to_string(index=False))
     print(f"{result.commits_in_range} commits in range; {result.commits_measured} measured "
           f"(the ends included); {len(result.steps)} verdicts")
@@ -64,17 +63,3 @@ def run(args: argparse.Namespace) -> int:
         print(f"no single culprit: one of {[c[:12] for c in result.candidates]}")
     common.write_json(args.json, result, bisect.FORMAT_VERSION)
     return common.EXIT_OK if result.culprit else common.EXIT_REGRESSED
-
-
-def resolve_benchmark(repo: Path, pattern: str, work: Path) -> tuple[str, tuple[str, ...]]:
-    """The one benchmark of the repository's suite that `pattern` selects."""
-    import re
-
-    known = suite.discover(repo, work)
-    found = {name: names for name, names in known.items() if re.search(pattern, name)}
-    if len(found) != 1:
-        listed = ", ".join(sorted(found)[:8]) or "none"
-        hint = "" if found else f"; benchmarks: {', '.join(sorted(known)[:8])}, ..."
-        raise SpyreRegressError(f"--bench {pattern!r} matches {len(found)} benchmarks "
-                                f"({listed}); make it match exactly one{hint}")
-    return next(iter(found.items()))

@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import pandas as pd
-
 from spyre_regress.cli import common
 
 
@@ -22,13 +20,16 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import pandas as pd
+
     from spyre_regress import demo
 
     common.show_warnings()
     summary = demo.run(args.out, common.progress)
     out = Path(args.out).resolve()
     table = pd.DataFrame([{"culprit": r["commit"][:10], "stage": r["stage"], "kind": r["kind"],
-                           "measured": r["measured"], "workaround": r["workaround"] or "-",
+                           "benchmark, culprit/parent": r["measured"],
+                           "workaround": r["workaround"] or "-",
                            "report": str(Path(r["report"]).relative_to(out))}
                           for r in summary["regressions"]])
     print(table.to_string(index=False) if len(table) else "no regressions found")

@@ -5,12 +5,16 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
-
-from regressions import detect, git, results
+from regressions import git
 from regressions.errors import SpyreRegressError
 from spyre_regress.cli import common
+
+if TYPE_CHECKING:  # scipy and pandas: imported once the command runs
+    import pandas as pd
+
+    from regressions import detect
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -35,16 +39,20 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--higher-is-better", action="append", default=[], type=common.regex,
                    metavar="REGEX", help="series whose name REGEX matches are better when "
                    "higher (besides benchmarks declaring `higher_is_better = True`)")
-    p.add_argument("--fdr", type=common.rate, default=detect.FDR, metavar="Q",
-                   help="false discovery rate across all series (default %(default)s)")
+    p.add_argument("--fdr", type=common.rate, metavar="Q",
+                   help="false discovery rate across all series (default: regressions.detect."
+                        "FDR, 0.05)")
     p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from regressions import detect, results
+
     common.show_warnings()
     frame = results.load_results(args.results, repo=args.repo, machine=args.machine)
     series = results.series_from_frame(frame, higher_is_better=args.higher_is_better)
-    found = detect.find_regressions(series, floors=args.threshold, fdr=args.fdr)
+    found = detect.find_regressions(series, floors=args.threshold,
+                                   fdr=detect.FDR if args.fdr is None else args.fdr)
     alerts = detect.cluster_alerts(found)
     print(f"{len(series)} series over {frame['commit'].nunique()} commits on "
           f"{frame['machine'].nunique()} machine(s): {len(alerts)} alert(s)")
@@ -65,6 +73,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def members_table(alert: detect.Alert) -> pd.DataFrame:
+    import pandas as pd
+
     return pd.DataFrame([{
         "benchmark": r.name, "machine/env": f"{r.machine}/{r.env}",
         "ratio": common.fmt(r.ratio, ".3f"),

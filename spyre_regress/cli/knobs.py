@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from regressions import git
+from regressions import metrics
 from spyre_regress.cli import common, targets
 
 FORMAT_VERSION = 1
@@ -22,12 +22,12 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from regressions.investigate import good_metric
+    good, bad, target = targets.range_and_target(args)
+    from regressions.investigate import good_metric  # after the checks: scipy, torch
+    from reports.narrative import metric_value
 
-    target = targets.target(args)
     with common.work_dir(args.work_dir) as work:
         investigator = targets.investigator(args, work)
-        good, bad = git.resolve(args.repo, args.good), git.resolve(args.repo, args.bad)
         report = investigator.stages(good, bad, target)
         baseline = good_metric(report, target)
         workaround = None if baseline is None else investigator.knobs(bad, target, baseline,
@@ -36,11 +36,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"no knob restores the {target.metric} of the bad build to within "
               "25% of the good build's")
         return common.EXIT_REGRESSED
-    unit = workaround.unit
-    print(f"{workaround.program.describe()}, {target.metric} in {unit or 'its unit'}: "
-          f"good {workaround.metric_good:.6g}, bad {workaround.metric_bad:.6g}")
+    def value(x: float) -> str:
+        return metric_value(x, workaround.unit, workaround.metric, target.error)
+
+    print(f"noise-free {metrics.by_name(target.metric).label} of "
+          f"{workaround.program.describe()}: good build {value(workaround.metric_good)}, bad "
+          f"build {value(workaround.metric_bad)}; the bad build with each other knob value:")
     for trial in workaround.trials:
-        print(f"  {trial.knob}={trial.value!r}: {trial.metric:.6g} {unit}")
+        print(f"  {trial.knob}={trial.value!r}: {value(trial.metric)}")
     print(f"workaround: Config({workaround.knob}={workaround.value!r}) recovers "
           f"{workaround.recovered:.0%}; decisive application: "
           f"{workaround.decisive_application}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from regressions import git, store
+from regressions import store
 from spyre_regress.cli import common, targets
 
 
@@ -23,13 +23,12 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from regressions import minimize
+    good, bad, target = targets.range_and_target(args)
+    from regressions import minimize  # after the checks: torch
 
-    target = targets.target(args)
     with common.work_dir(args.work_dir) as work:
         investigator = targets.investigator(args, work)
-        result = investigator.minimize(git.resolve(args.repo, args.good),
-                                       git.resolve(args.repo, args.bad), target,
+        result = investigator.minimize(good, bad, target,
                                        investigator.prober.full_candidate(target))
     if result is None:
         print(f"nothing to minimize: the full program shows no {target.metric} regression "

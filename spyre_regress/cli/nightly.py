@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from regressions import git
 from spyre_regress.cli import common
 
 
@@ -35,6 +36,7 @@ def run(args: argparse.Namespace) -> int:
     from spyre_regress import nightly
 
     common.show_warnings()
+    git.check_repository(args.repo)
     state = args.state or args.repo / ".spyre-regress"
     options = nightly.NightlyOptions(args.repo.resolve(), state.resolve(),
                                      (args.reports or state / "reports").resolve(),

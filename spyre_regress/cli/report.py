@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from regressions import detect, investigation, store, suite
+from regressions import git, store, suite
 from regressions.errors import SpyreRegressError
 from spyre_regress.cli import common
 
@@ -30,30 +30,37 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from regressions import detect, investigation
     from regressions.investigate import Investigator, alert_target
     from regressions.probing import GitHistory, SubprocessProber
-    from reports import write_bundle
+    from reports import scrub_investigation, write_bundle
 
     if args.investigation is not None:
-        found = investigation.load(store.read_json(args.investigation, "investigation"),
-                                   str(args.investigation))
+        found = investigation.load(
+            store.read_json(args.investigation, "investigation",
+                            "pass the investigation.json that `nightly` or `report` "
+                            "saved beside a bundle"),
+            str(args.investigation))
     else:
         if args.repo is None or args.alerts is None or args.results is None:
             raise SpyreRegressError("pass --repo, --alerts and --results (or --investigation)")
-        alerts = detect.alerts_from_json(store.read_json(args.alerts, "alerts file"),
-                                         str(args.alerts))
+        git.check_repository(args.repo)
+        alerts = detect.alerts_from_json(
+            store.read_json(args.alerts, "alerts file",
+                            "pass the file `spyre-regress detect --json` wrote"),
+            str(args.alerts))
         if not 1 <= args.alert <= len(alerts):
             raise SpyreRegressError(f"--alert {args.alert}: {args.alerts} holds "
                                     f"{len(alerts)} alert(s); pass 1..{len(alerts)}")
         alert = alerts[args.alert - 1]
         target = alert_target(alert, suite.param_names(args.results),
-                              suite.numerics_widths(args.repo))
+                              suite.numerics_widths(args.repo), suite.stage_width(args.repo))
         with common.work_dir(args.work_dir) as work:
             prober = SubprocessProber(args.repo, work, work / "probe-results",
                                       progress=common.progress)
             investigator = Investigator(GitHistory(args.repo), prober, common.progress)
             found = investigator.investigate(alert, target, args.out)
-            store.write_json(args.out / "investigation.json", found)
+            store.write_json(args.out / "investigation.json", scrub_investigation(found))
             bundle = write_bundle(found, args.out)
         print(f"wrote {bundle}")
         return common.EXIT_OK

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-import pandas as pd
-
-from regressions import git, stages
 from spyre_regress.cli import common, targets
 
 
@@ -22,10 +19,13 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    good, bad, target = targets.range_and_target(args)
+    import pandas as pd  # after the checks
+
+    from regressions import stages
+
     with common.work_dir(args.work_dir) as work:
-        investigator = targets.investigator(args, work)
-        report = investigator.stages(git.resolve(args.repo, args.good),
-                                     git.resolve(args.repo, args.bad), targets.target(args))
+        report = targets.investigator(args, work).stages(good, bad, target)
     table = pd.DataFrame([{"stage": d.stage, "artifact": "differs" if d.changed else "same",
                            "lines": d.diff_lines,
                            "compile good ms": common.fmt(d.compile_s_good * 1e3, ".2f"),

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import spyre_sim
 from regressions import metrics, suite
-from regressions.investigation import Target
-from spyre_regress.cli import common
+from spyre_regress.cli import checks, common
+
+if TYPE_CHECKING:  # numpy and scipy: imported once a command runs
+    from regressions.investigation import Target
 
 
 def add_range_arguments(p: argparse.ArgumentParser) -> None:
@@ -35,8 +38,17 @@ def add_workload_arguments(p: argparse.ArgumentParser) -> None:
                    help="numerics: which error (default %(default)s)")
 
 
+def range_and_target(args: argparse.Namespace) -> tuple[str, str, Target]:
+    """(good sha, bad sha, target), every argument checked before anything slow runs."""
+    good, bad = checks.repository_and_refs(args.repo, args.good, args.bad)
+    checks.workload(args.repo, args.workload)
+    return good, bad, target(args)
+
+
 def target(args: argparse.Namespace) -> Target:
     """The probe target `--workload/--shape/--metric` name (no benchmark: probes only)."""
+    from regressions.investigation import Target
+
     width = args.width
     if args.metric == "numerics" and width is None:
         width = suite.numerics_widths(args.repo).get(args.workload)

@@ -1,0 +1,194 @@
+"""Mistakes a user can make, as a user makes them: the installed script in a subprocess, from
+outside the repository. Each is one line naming the problem and the fix, exit 2, no
+traceback; a fault of the tool itself is one line and the path of the traceback (exit 70)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+
+from regressions import detect, history, store
+from regressions.detect import Alert, Regression
+from spyre_regress import cli
+
+EXIT_USAGE, EXIT_FAULT = 2, 70
+DEVICE = "bench_execute.ExecuteDeviceTime.time_device"
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory) -> Path:
+    """A scratch repository of the project: an import and one harmless commit."""
+    path = tmp_path_factory.mktemp("scratch") / "repo"
+    history.build(path, [None])
+    return path
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory) -> dict[str, Path]:
+    """An alerts file with one alert, a bundle's summary.json, a results directory without
+    benchmarks.json, a plain file, a directory that is not a repository, an alert store."""
+    root = tmp_path_factory.mktemp("inputs")
+    member = Regression("m", "env", DEVICE, "('mlp', 127)", "device_time", "a" * 40, "b" * 40,
+                        0, 1, 1.7, (1.6, 1.8), 1e-5, 1e-4, 1.0)
+    alerts = root / "alerts.json"
+    alerts.write_text(json.dumps(detect.alerts_to_json([Alert("device_time", "a" * 40,
+                                                              "b" * 40, (member,), member)])))
+    summary = root / "summary.json"
+    summary.write_text(json.dumps({"version": 2, "regressions": [], "alerts": 3,
+                                   "failures": []}))
+    (root / "results").mkdir()
+    (root / "plain.txt").write_text("not a directory\n")
+    (root / "not-a-repo").mkdir()
+    state = root / "state"
+    state.mkdir()
+    database = store.AlertStore(state / "alerts.sqlite")
+    database.upsert("k", "device_time", "a" * 40, "b" * 40, {})
+    database.update(1, status="reported", culprit="c" * 40, stage="kernel",
+                    report=str(root / ("reports/" + "alert-001/" + "x" * 150)))
+    database.close()
+    return {"alerts": alerts, "summary": summary, "results": root / "results",
+            "plain": root / "plain.txt", "not_a_repo": root / "not-a-repo", "state": state,
+            "root": root}
+
+
+def usage_error(done, *phrases: str) -> None:
+    assert done.returncode == EXIT_USAGE, (done.returncode, done.stdout, done.stderr)
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("spyre-regress: error: "), done.stderr
+    for phrase in phrases:
+        assert phrase in lines[0], (phrase, lines[0])
+
+
+RANGE = ["--good", "HEAD~1", "--bad", "HEAD"]
+WORKLOAD = ["--workload", "mlp", "--shape", "127"]
+
+
+@pytest.mark.parametrize("command", ["stages", "knobs", "minimize"])
+@pytest.mark.parametrize("where, phrases", [
+    ("{root}/missing", ("does not exist", "pass --repo pointing at a git clone")),
+    ("{plain}", ("is not a directory", "pass --repo")),
+    ("{not_a_repo}", ("is not a git repository", "pass --repo pointing at a git clone")),
+])
+def test_a_repo_that_is_not_a_repository(command, where, phrases, files, outside):
+    extra = ["--out", "x.py"] if command == "minimize" else []
+    path = where.format(**files)
+    usage_error(run_cli(command, "--repo", path, *RANGE, *WORKLOAD, *extra, cwd=outside),
+                *phrases)
+
+
+@pytest.mark.parametrize("command", ["stages", "knobs", "minimize", "bisect"])
+def test_a_ref_that_does_not_exist(command, repo, outside):
+    extra = {"minimize": [*WORKLOAD, "--out", "x.py"], "bisect": ["--bench", "Execute"]}
+    done = run_cli(command, "--repo", str(repo), "--good", "v9.9", "--bad", "HEAD",
+                   *extra.get(command, WORKLOAD), cwd=outside)
+    usage_error(done, "cannot resolve 'v9.9'", "the ref exists")
+
+
+@pytest.mark.parametrize("command", ["stages", "knobs", "minimize"])
+@pytest.mark.parametrize("name, close", [("mpl", "'mlp'"), ("atention", "'attention'"),
+                                         ("transformer", None)])
+def test_an_unknown_workload_names_the_close_ones(command, name, close, repo, outside):
+    extra = ["--out", "x.py"] if command == "minimize" else []
+    done = run_cli(command, "--repo", str(repo), *RANGE, "--workload", name, "--shape",
+                   "127", *extra, cwd=outside)
+    usage_error(done, f"unknown workload '{name}'", "pass --workload with one of", "mlp")
+    assert (f"did you mean {close}?" in done.stderr) if close else "did you mean" not in \
+        done.stderr
+
+
+@pytest.mark.slow  # lists the suite in a probe (a torch import)
+@pytest.mark.parametrize("bench, params, phrases", [
+    ("ExecuteDeviceTim$", "('mlp', 127)",
+     ("matches no benchmark", "did you mean 'bench_execute.ExecuteDeviceTime.time_device'")),
+    ("Execute", "('mlp', 127)", ("matches", "make it match exactly one")),
+    ("ExecuteDeviceTime", "('mlp', 126)",
+     ("is not a combination", "seq 126 is not one of", "did you mean 127 or 128?")),
+    ("ExecuteDeviceTime", "('mpl', 127)", ("workload 'mpl' is not one of", "'mlp'")),
+    ("ExecuteDeviceTime", "('mlp',)", ("takes parameters (workload, seq)", "e.g.")),
+    ("ExecuteDeviceTime", "mlp 127", ("cannot read params", "as detect prints them")),
+])
+def test_bisect_refuses_what_the_suite_does_not_have(bench, params, phrases, repo, outside):
+    done = run_cli("bisect", "--repo", str(repo), *RANGE, "--bench", bench, "--params",
+                   params, cwd=outside)
+    usage_error(done, *phrases)
+
+
+@pytest.mark.parametrize("args, phrases", [
+    (["--alerts", "{summary}"], ("is not an alerts file", "detect --json")),
+    (["--alerts", "{root}/none.json"], ("does not exist", "detect --json")),
+    (["--alerts", "{plain}"], ("is not valid JSON", "detect --json")),
+    (["--alerts", "{alerts}", "--alert", "2"], ("--alert 2", "holds 1 alert(s)", "pass 1..1")),
+    (["--alerts", "{alerts}", "--alert", "0"], ("--alert 0", "pass 1..1")),
+    (["--alerts", "{alerts}", "--results", "{root}/missing"],
+     ("does not exist", "results_dir")),
+    (["--alerts", "{alerts}", "--results", "{results}"], ("benchmarks.json", "results_dir")),
+    (["--investigation", "{summary}"], ("summary.json", "lists the investigation fields")),
+])
+def test_report_refuses_the_wrong_files(args, phrases, files, repo, outside):
+    given = [a.format(**files) for a in args]
+    if "--results" not in given:
+        given += ["--results", str(files["results"])]
+    if "--investigation" in given:
+        given = given[:2]
+    done = run_cli("report", "--repo", str(repo), *given, "--out", str(files["root"] / "out"),
+                   cwd=outside)
+    usage_error(done, *phrases)
+
+
+def test_nightly_refuses_a_state_file_and_a_non_repository(repo, files, outside):
+    usage_error(run_cli("nightly", "--repo", str(repo), "--state", str(files["plain"]),
+                        cwd=outside), "is a file", "pass a directory")
+    usage_error(run_cli("nightly", "--repo", str(files["not_a_repo"]), cwd=outside),
+                "is not a git repository")
+
+
+def test_alerts_refuses_an_unknown_id_or_status_and_changes_nothing(files, outside):
+    state = str(files["state"])
+    usage_error(run_cli("alerts", "--state", state, "--set", "9", "fixed", cwd=outside),
+                "there is no alert 9", "lists them")
+    usage_error(run_cli("alerts", "--state", state, "--set", "1", "done", cwd=outside),
+                "must be one of")
+    usage_error(run_cli("alerts", "--state", str(files["root"]), cwd=outside),
+                "does not exist", "run `spyre-regress nightly` first")
+    listing = run_cli("alerts", "--state", state, cwd=outside)
+    assert listing.returncode == 0 and " 1 reported " in listing.stdout
+    assert max(len(line) for line in listing.stdout.splitlines()) <= 100  # fits the terminal
+
+
+def test_version_and_an_example_in_every_help(outside):
+    done = run_cli("--version", cwd=outside)
+    assert done.returncode == 0 and re.fullmatch(r"spyre-regress \d+\.\d+\.\d+\n", done.stdout)
+    for command in cli.COMMANDS:
+        name = command.__name__.rsplit(".", 1)[1]
+        shown = run_cli(name, "--help", cwd=outside)
+        last = shown.stdout.rstrip().splitlines()[-2:]
+        assert shown.returncode == 0 and last[0] == "example:", shown.stdout
+        assert last[1].strip().startswith(f"spyre-regress {name} ")
+
+
+def test_a_fault_of_the_tool_is_one_line_and_a_traceback_file(monkeypatch, capsys):
+    def broken(args):
+        raise ZeroDivisionError("a bug")
+
+    monkeypatch.setattr(cli.alerts, "run", broken)
+    assert cli.main(["alerts", "--state", "."]) == EXIT_FAULT
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("spyre-regress: internal error: ZeroDivisionError: a bug")
+    path = Path(re.search(r"traceback is in (\S+);", line).group(1))
+    assert "raise ZeroDivisionError" in path.read_text()
+    path.unlink()
+
+
+def test_a_path_the_system_refuses_is_a_usage_error(monkeypatch, capsys):
+    def refused(args):
+        raise PermissionError(13, "Permission denied", "/srv/reports/out.json")
+
+    monkeypatch.setattr(cli.alerts, "run", refused)
+    assert cli.main(["alerts", "--state", "."]) == EXIT_USAGE
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line == ("spyre-regress: error: cannot use /srv/reports/out.json: Permission "
+                    "denied; check the path and its permissions")
