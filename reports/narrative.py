@@ -28,7 +28,8 @@ SECTION_ORDER = {"device_time": ("timing", "correctness", "evidence"),
                  "compile_time": ("evidence", "timing", "correctness")}
 DEFAULT_ORDER = ("evidence", "timing", "correctness")
 # What a numerics figure is, after its value: the error fields of `metrics.ERRORS`.
-ERROR_UNITS = {"rmse_ratio": "× eager fp16's RMSE", "max_abs": " max abs error",
+ERROR_UNITS = {"rmse_ratio": "× eager DLFloat16's RMSE",
+               "rmse_ratio_fp16": "× eager IEEE fp16's RMSE", "max_abs": " max abs error",
                "max_rel": " max rel error"}
 # The clock each of this suite's time benchmarks reads (docs/benchmarks.md, "Clocks and
 # noise"), so a benchmark's figure is not mistaken for the probes' wall-clock compile times.
@@ -101,7 +102,7 @@ def quantity(value: float | None, unit: str, metric: str = "") -> str:
 
 
 def error_value(value: float | None, error: str | None) -> str:
-    """A numerical error with what it is: "1.378× eager fp16's RMSE", "0.00323 max abs
+    """A numerical error with what it is: "1.378× eager DLFloat16's RMSE", "0.00323 max abs
     error". Four significant digits everywhere one is quoted."""
     if value is None:
         return "n/a"
@@ -216,7 +217,7 @@ def _what_changed(found: Investigation, kernels: KernelChanges,
         row = next((r for r in numerics_rows if r["stage"] == stage), None)
         detail = ""
         if row and row["good"] is not None and row["bad"] is not None:
-            detail = (f" (RMSE {row['good']:.4g}× → {row['bad']:.4g}× eager fp16's, on "
+            detail = (f" (RMSE {row['good']:.4g}× → {row['bad']:.4g}× eager DLFloat16's, on "
                       f"{benchmark_program(found).describe()})")
         sentences.append(f"The first executed stage output that drifts further from float64 "
                          f"is {stage}'s{detail}.")

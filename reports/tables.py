@@ -75,9 +75,11 @@ def correctness(report: Report) -> Table:
 
 
 def numerics(report: Report) -> Table:
-        values = (e.max_abs, e.max_rel, e.rmse, e.rmse_ratio, e.rmse_ratio_fp16) if e \
-            else (None,) * 5
-        rows.append((c.build, *(number(v, ".4g") for v in values),
+    rows = tuple((r["stage"], *(number(r[k], ".4g") for k in ("good", "bad", "good_max_abs",
+                                                                "bad_max_abs")))
+                 for r in report.numerics_rows)
+    return Table(("stage output", "RMSE ratio good (× eager DLFloat16)",
+                  "RMSE ratio bad (× eager DLFloat16)", "max abs good", "max abs bad"), rows,
                  tuple(r["stage"] == report.numerics_stage for r in report.numerics_rows))
 
 

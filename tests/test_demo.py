@@ -97,4 +97,4 @@ def test_each_figure_has_one_value_wherever_it_is_quoted(demo):
             # the benchmark and the stage probe computed the same error of the same output
             stage = found.stages.numerics["bad"]["runtime"][error]
             assert f"{stage:.4g}" == f"{c.bad_median:.4g}"
-            assert f"→ {stage:.4g}× eager fp16's" in statement
+            assert f"→ {stage:.4g}× eager DLFloat16's" in statement

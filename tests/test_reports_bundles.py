@@ -195,7 +195,7 @@ def test_numerics_bundle_and_reproducer(numerics_bundle):
     assert summary["first_divergent_stage"] == "kernel"
     assert summary["numerics_first_divergent_stage"] in ("kernel", "runtime")
     assert (folder / "numerics.png").is_file() and (folder / "numerics_stages.csv").is_file()
-    assert "| stage output | RMSE ratio good (× eager fp16) |" in md
+    assert "| stage output | RMSE ratio good (× eager DLFloat16) |" in md
     assert "Error after each executable stage" in html
     assert "Config(reduction_accumulation='fp32')" in summary["workaround_statement"]
     assert "bad FAIL" in summary["causal_statement"]
