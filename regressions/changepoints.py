@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as sps
+from scipy import special
 
 from regressions import outliers, stats
 from regressions.segmentation import NoiseModel, Segmenter, Split
@@ -55,8 +55,9 @@ class Change:
     with a 99% confidence interval `ci`. `edge` is "newest" when only the last commit holds
     the new level, "oldest" when only the first commit holds the old one; such a change is
     provisional. `plausible` lists other first-new-level indexes almost as likely (an
-    ambiguous location). `previous` is the last point at the old level when a transient lies
-    between it and `index` (default `index - 1`).
+    ambiguous location), most likely first. `previous` is the last point at the old level
+    when a transient lies between it and `index` (default `index - 1`). `uncertain` lists the
+    points whose level (old or new) the fit cannot tell, most uncertain first.
     """
 
     index: int
@@ -68,6 +69,7 @@ class Change:
     edge: str | None = None
     plausible: tuple[int, ...] = ()
     previous: int | None = None
+    uncertain: tuple[int, ...] = ()
 
     @property
     def good_index(self) -> int:
@@ -186,14 +188,19 @@ class _NoisyAnalysis:
     """Transients out, end commits screened, interior segmented, edges tested."""
 
     def __init__(self, values: list[np.ndarray], min_size: int):
+        self.positive = all(bool((v > 0).all()) for v in values)
+        values = outliers.trim_bursts(values, self.positive)
         self.values = values
         self.min_size = min_size
-        self.positive = all(bool((v > 0).all()) for v in values)
-        self.scaled = [np.log(v) for v in values] if self.positive else values
-        self.means = np.array([float(v.mean()) for v in self.scaled])
         counts = np.array([v.size for v in values])
+        flat = np.concatenate(values)
+        if self.positive:
+            flat = np.log(flat)
+        self.scaled = np.split(flat, np.cumsum(counts)[:-1])
+        self.means = np.add.reduceat(flat, np.concatenate([[0], np.cumsum(counts)[:-1]])) \
+            / counts
         dof = int(np.sum(counts - 1))
-        within = sum(float(np.sum((v - v.mean()) ** 2)) for v in self.scaled) / dof if dof \
+        within = float(np.sum((flat - np.repeat(self.means, counts)) ** 2)) / dof if dof \
             else None
         error = math.sqrt(within / float(np.median(counts))) if within else None
         self.scale = outliers.commit_scale(self.means, error)
@@ -230,7 +237,7 @@ class _NoisyAnalysis:
         levels = _levels(before, after, self.positive)
         return Change(interior[split.index], interval.ratio, (interval.low, interval.high),
                       split.pvalue, *levels, None, tuple(interior[j] for j in split.plausible),
-                      interior[split.index - 1])
+                      interior[split.index - 1], tuple(interior[j] for j in split.uncertain))
 
     def _edge(self, which: str, kept: list[int], lo: int, hi: int, splits: list[int],
               noise: NoiseModel) -> Change | None:
@@ -301,14 +308,14 @@ def edge_test(end: list[np.ndarray], reference: list[np.ndarray], noise: NoiseMo
         return None
     dof = variance**2 / terms
     t = abs(difference) / math.sqrt(variance)
-    pvalue = float(sps.t.sf(t, dof))
+    pvalue = float(special.stdtr(dof, -t))  # the t distribution's survival function
     side = "greater" if difference > 0 else "less"
     raw_end, raw_reference = raw if raw is not None else (end, reference)
     if ends.size > 1:
         confirm = stats.mann_whitney(np.concatenate(raw_reference), np.concatenate(raw_end),
                                      side).pvalue
         pvalue = max(pvalue, confirm)
-    half = float(sps.t.ppf(0.5 + confidence / 2, dof)) * math.sqrt(variance)
+    half = float(special.stdtrit(dof, 0.5 + confidence / 2)) * math.sqrt(variance)
     return pvalue, difference, half
 
 

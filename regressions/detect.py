@@ -132,7 +132,9 @@ class Transient:
 class Candidate:
     """A worsening one series was tested for, reported or not: what re-measurement planning
     (`remeasure.plan`) reads. `q` is None when the worsening is below the floor (kept because
-    its estimate may grow with samples); `plausible` lists other possible bad commits."""
+    its estimate may grow with samples); `plausible` lists other possible bad commits, and
+    `uncertain` the commits whose level the fit cannot tell, most uncertain first. An
+    exact change of a deterministic series is a reported candidate with `p` and `q` None."""
 
     series: Series
     good_commit: str
@@ -141,12 +143,13 @@ class Candidate:
     bad_position: int
     ratio: float
     ci: tuple[float, float]
-    p: float
+    p: float | None
     q: float | None
     worsening: float
     edge: str | None
     plausible: tuple[str, ...]
     reported: bool
+    uncertain: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -201,6 +204,7 @@ def run_detection(
     min_size: int = MIN_SIZE,
     edges: Sequence[str] = changepoints.EDGES,
     window: int | None = None,
+    memo: dict | None = None,
 ) -> Detection:
     """Regressions, every tested candidate and the transients of one run.
 
@@ -212,48 +216,84 @@ def run_detection(
     when p <= `alpha` and q <= `fdr`; an edge regression is provisional. Deterministic
     changes and failures are observations, not tests: they skip the FDR step. `window` keeps
     each series' newest `window` measured points (then only the newest edge is tested where
-    the window cut history off).
+    the window cut history off). `memo` (a dict the caller keeps) reuses the analysis of a
+    series object seen before with the same options: re-measurement rounds change few series.
     """
+    options = (alpha, min_size, tuple(edges), window)
     found: list[Regression] = []
     family: list[float] = []
-    tested: list[tuple[Series, list[int], changepoints.Change, int | None, bool]] = []
+    tested: list[tuple[_Analysed, changepoints.Change, int | None, bool]] = []
     transients: list[Transient] = []
+    candidates: list[Candidate] = []
     for s in series:
         found += _failures(s)
-        measured, points, exact = _points(s, window)
-        cut = window is not None and len(measured) < sum(v is not None for v in s.samples)
-        analysis = changepoints.analyse_series(
-            points, alpha=alpha, min_size=min_size, deterministic=exact,
-            edges=[e for e in edges if not (cut and e == "oldest")])
+        analysed = _analyse(s, options, memo)
         floor = floor_for(s.name, floors)
-        transients += [_transient(s, measured, t) for t in analysis.transients
+        transients += [_transient(s, analysed.measured, t) for t in analysed.changes.transients
                        if _worse(t.level, t.level * t.ratio, s.higher_is_better) >= floor]
-        chosen = analysis.changes if exact else analysis.changes + analysis.near
-        covered: set[str | None] = set()
-        for c in chosen:
-            w = worsening(c, s.higher_is_better)
-            significant = c in analysis.changes
-            if exact:
+        if analysed.exact:
+            for c in analysed.changes.changes:
+                w = worsening(c, s.higher_is_better)
                 if w > 0 and w >= floor:
-                    found.append(_regression(s, measured, c, None))
-            elif w > 0 and w >= floor:
-                tested.append((s, measured, c, len(family), significant))
-                family.append(c.pvalue)
-                covered.add(c.edge)
-            elif w > 0 and w >= floor * NEAR_FLOOR:
-                tested.append((s, measured, c, None, False))
-        if not exact:
-            family += [1.0] * sum(e not in covered for e in (None, *analysis.edge_tests))
+                    found.append(_regression(s, analysed.measured, c, None))
+                    candidates.append(_candidate(s, analysed.measured, c, None, True))
+            continue
+        tested += _tests(analysed, floor, family)
     qvalues = stats.bh_qvalues(family)
-    candidates = []
-    for s, measured, c, j, significant in tested:
+    for analysed, c, j, significant in tested:
         q = None if j is None else qvalues[j]
         reported = significant and q is not None and q <= fdr
         if reported:
-            found.append(_regression(s, measured, c, q))
-        candidates.append(_candidate(s, measured, c, q, reported))
+            found.append(_regression(analysed.series, analysed.measured, c, q))
+        candidates.append(_candidate(analysed.series, analysed.measured, c, q, reported))
     found.sort(key=lambda r: (r.bad_position, r.kind, r.benchmark, r.params))
     return Detection(found, candidates, transients)
+
+
+@dataclass(frozen=True)
+class _Analysed:
+    """One series read by `changepoints.analyse_series`: which points it used."""
+
+    series: Series
+    measured: list[int]
+    exact: bool
+    changes: changepoints.SeriesChanges
+
+
+def _analyse(s: Series, options: tuple, memo: dict | None) -> _Analysed:
+    key = (id(s), options)
+    if memo is not None and key in memo and memo[key].series is s:
+        return memo[key]
+    alpha, min_size, edges, window = options
+    measured, points, exact = _points(s, window)
+    cut = window is not None and len(measured) < sum(v is not None for v in s.samples)
+    changes = changepoints.analyse_series(
+        points, alpha=alpha, min_size=min_size, deterministic=exact,
+        edges=[e for e in edges if not (cut and e == "oldest")])
+    analysed = _Analysed(s, measured, exact, changes)
+    if memo is not None:
+        memo[key] = analysed
+    return analysed
+
+
+def _tests(analysed: _Analysed, floor: float, family: list[float]
+           ) -> list[tuple[_Analysed, changepoints.Change, int | None, bool]]:
+    """A noisy series' candidates, each with its index in the FDR `family` (appended here;
+    None for a near miss below the floor) and whether its own p passed `alpha`; p = 1 for
+    the interior and each tested edge without a candidate."""
+    s, changes = analysed.series, analysed.changes
+    out: list[tuple[_Analysed, changepoints.Change, int | None, bool]] = []
+    covered: set[str | None] = set()
+    for c in (*changes.changes, *changes.near):
+        w = worsening(c, s.higher_is_better)
+        if w > 0 and w >= floor:
+            out.append((analysed, c, len(family), c in changes.changes))
+            family.append(c.pvalue)
+            covered.add(c.edge)
+        elif w > 0 and w >= floor * NEAR_FLOOR:
+            out.append((analysed, c, None, False))
+    family += [1.0] * sum(e not in covered for e in (None, *changes.edge_tests))
+    return out
 
 
 def _points(s: Series, window: int | None) -> tuple[list[int], list[tuple[float, ...]], bool]:
@@ -263,7 +303,7 @@ def _points(s: Series, window: int | None) -> tuple[list[int], list[tuple[float,
     exact = s.deterministic if s.deterministic is not None else looks_deterministic(
         [s.samples[i] for i in measured])
     if not exact:  # an infinite value carries no level for a test; drop those points
-        measured = [i for i in measured if all(math.isfinite(x) for x in s.samples[i])]
+        measured = [i for i in measured if all(map(math.isfinite, s.samples[i]))]
     if window is not None:
         measured = measured[-window:]
     return measured, [s.samples[i] for i in measured], exact
@@ -293,7 +333,8 @@ def _candidate(s: Series, measured: list[int], c: changepoints.Change, q: float 
     good, bad = measured[c.good_index], measured[c.index]
     return Candidate(s, s.commits[good], s.commits[bad], s.positions[good], s.positions[bad],
                      c.ratio, c.ci, c.pvalue, q, worsening(c, s.higher_is_better), c.edge,
-                     tuple(s.commits[measured[j]] for j in c.plausible), reported)
+                     tuple(s.commits[measured[j]] for j in c.plausible), reported,
+                     tuple(s.commits[measured[j]] for j in c.uncertain))
 
 
 def _transient(s: Series, measured: list[int], t: changepoints.Transient) -> Transient:

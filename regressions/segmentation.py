@@ -20,6 +20,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import special
 from scipy import stats as sps
 
 from regressions import stats
@@ -34,6 +35,8 @@ BETWEEN_COMMIT_PVALUE = 0.01
 # fraction of the best split's (Gaussian likelihood of the two-level fit): with a flat prior
 # the best split then holds at most 95% of the posterior mass.
 PLAUSIBLE_LIKELIHOOD = 0.05
+# A commit's level is uncertain when P(new level) P(old level) reaches this (5% either way).
+UNCERTAIN_LEVEL = 0.0475
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,7 @@ class Split:
     hi: int
     pvalue: float
     plausible: tuple[int, ...]
+    uncertain: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -68,11 +72,11 @@ class Segmenter:
         self.values = values
         self.min_size = min_size
         self.positive = all(bool((v > 0).all()) for v in values)
-        self.scaled = [np.log(v) for v in values] if self.positive else values
-        flat = np.concatenate(self.scaled)
+        self.flat = np.concatenate(values)  # the raw samples, commit after commit
+        flat = np.log(self.flat) if self.positive else self.flat
         center = float(flat.mean())  # for precise sums of squares
         flat = flat - center
-        counts = np.array([v.size for v in self.scaled])
+        counts = np.array([v.size for v in values])
         starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
         sums = np.add.reduceat(flat, starts)
         self.count, self.total, self.squares = (
@@ -106,15 +110,14 @@ class Segmenter:
             pvalues[split] = self._test(lo, hi, split)[0]
         self.splits = [s for s in splits if pvalues[s] <= alpha]
         bounds = [0, *self.splits, n]
-        found = [Split(s, bounds[i], bounds[i + 2], pvalues[s],
-                       self._plausible(bounds[i], s, bounds[i + 2]))
+        found = [self._located(bounds[i], s, bounds[i + 2], pvalues[s])
                  for i, s in enumerate(self.splits)]
         near = []
         for lo, hi in zip(bounds, bounds[1:], strict=False):
             if hi - lo >= 2 * self.min_size:
                 pvalue, split = self._test(lo, hi)
                 if alpha < pvalue <= near_alpha:
-                    near.append(Split(split, lo, hi, pvalue, self._plausible(lo, split, hi)))
+                    near.append(self._located(lo, split, hi, pvalue))
         return found, near
 
     def noise_model(self) -> NoiseModel:
@@ -234,15 +237,22 @@ class Segmenter:
             dof = n_left + n_right - 2
             t = abs(shift) / math.sqrt(max(float(sse[j]) / dof, 1e-300)
                                        * (1 / n_left + 1 / n_right))
-            z = float(sps.norm.isf(sps.t.sf(t, dof)))
+            z = -float(special.ndtri(special.stdtr(dof, -t)))  # the same tail as a z
         side = "greater" if shift > 0 else "less"
-        confirm = stats.mann_whitney(np.concatenate(self.values[lo:split]),
-                                     np.concatenate(self.values[split:hi]), side).pvalue
+        starts = self.count.astype(int)
+        confirm = stats.mann_whitney(self.flat[starts[lo]:starts[split]],
+                                     self.flat[starts[split]:starts[hi]], side).pvalue
         return stats.scan_pvalue(z, hi - lo, self.min_size), confirm, split
 
-    def _plausible(self, lo: int, split: int, hi: int) -> tuple[int, ...]:
-        """Other splits of [lo, hi) whose likelihood is at least PLAUSIBLE_LIKELIHOOD of the
-        likelihood at `split`, by the residual sums of squares and the fitted noise."""
+    def _located(self, lo: int, split: int, hi: int, pvalue: float) -> Split:
+        """A split with its plausible alternatives and the commits whose level is uncertain.
+
+        With a flat prior over the splits of [lo, hi), the posterior of each split is its
+        Gaussian likelihood (residual sums of squares, fitted noise) normalised. Plausible
+        splits reach PLAUSIBLE_LIKELIHOOD of the best one, most likely first. A commit j is
+        uncertain when P(split <= j) P(split > j) >= UNCERTAIN_LEVEL (it may be at either
+        level); the most uncertain first: the commits where more samples locate the change.
+        """
         k, sse = self._scan(lo, hi)
         best = float(sse[k == split][0])
         noise = self.noise
@@ -250,10 +260,18 @@ class Segmenter:
             dof = float(self.count[hi] - self.count[lo]) - 2
             noise = best / dof if dof > 0 else 0.0
         if not noise > 0:
-            return ()
+            return Split(split, lo, hi, pvalue, ())
         loglik = -(sse - best) / (2 * noise)
-        return tuple(int(j) for j, value in zip(k, loglik, strict=True)
-                     if j != split and value >= math.log(PLAUSIBLE_LIKELIHOOD))
+        order = np.argsort(-loglik, kind="stable")
+        plausible = tuple(int(k[i]) for i in order
+                          if k[i] != split and loglik[i] >= math.log(PLAUSIBLE_LIKELIHOOD))
+        mass = np.exp(loglik - loglik.max())
+        mass /= mass.sum()
+        new_level = np.cumsum(mass)  # P(split <= k): commit k is at the new level
+        doubt = new_level * (1 - new_level)
+        ranked = np.argsort(-doubt, kind="stable")
+        uncertain = tuple(int(k[i]) for i in ranked if doubt[i] >= UNCERTAIN_LEVEL)
+        return Split(split, lo, hi, pvalue, plausible, uncertain)
 
     def _level(self, lo: int, hi: int) -> float:
         return float(self.total[hi] - self.total[lo]) / float(self.count[hi] - self.count[lo])

@@ -50,6 +50,30 @@ def step_panel(
     return [step_series(seed=seed + i, steps=steps, **kw) for i in range(n_series)]
 
 
+class StepRemeasure:
+    """Fresh samples for the step series of a panel: a re-measurement served from the same
+    generator (`remeasure.Measure`). Series are keyed by their params string; each call
+    draws from its own stream, so repeating a request gives new samples."""
+
+    def __init__(self, steps: Mapping[str, Sequence[tuple[int, float]]], *, seed: int,
+                 noise: float = PANEL_NOISE):
+        self.steps = {key: tuple(value) for key, value in steps.items()}
+        self.noise = noise
+        self.rng = np.random.default_rng(seed)
+        self.samples = 0
+
+    def level(self, params: str, commit: int) -> float:
+        return math.prod(1 + size for index, size in self.steps[params] if commit >= index)
+
+    def __call__(self, requests) -> list[list[float]]:
+        out = []
+        for r in requests:
+            level = self.level(r.params, int(r.commit, 16))
+            out.append((level * np.exp(self.rng.normal(0.0, self.noise, r.samples))).tolist())
+            self.samples += r.samples
+        return out
+
+
 def precision_recall(true: Sequence[int], found: Sequence[int], margin: int) -> tuple[float, float]:
     """Share of `found` within `margin` (inclusive) of a true change, and of `true` found.
 
