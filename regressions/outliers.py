@@ -45,16 +45,20 @@ MAD_TO_SD = 1.4826
 
 def trim_bursts(values: list[np.ndarray], positive: bool, *, z: float = TRIM_Z
                 ) -> list[np.ndarray]:
-    """Each commit's samples without those far from the commit's own median.
+    """Each re-measured commit's samples without a minority far from its own median.
 
-    A load spike slows a burst of one run's samples, and a re-measured commit mixes a bad
-    run with good ones; either way a minority of its samples sits `z` robust standard
+    A commit measured again (asv --append-samples) holds several runs; when one of them was
+    a bad run (a load spike, a glitch) a minority of its samples sits `z` robust standard
     deviations (pooled over the series' commits, of log values for positive data) from the
     commit's median. Those samples are dropped, unless that would drop half of the commit
-    or more (then it is not a minority). Commits with fewer than TRIM_MIN_SAMPLES samples
-    are left alone. Normal noise reaches 5 sd once in 1.7 million samples.
+    or more (then it is not a minority). Only commits with more samples than the series'
+    usual count (the median), and at least TRIM_MIN_SAMPLES, are touched: a single run's
+    own tail is the benchmark's noise, which the tests model. Normal noise reaches 5 sd once
+    in 1.7 million samples.
     """
-    eligible = [i for i, v in enumerate(values) if v.size >= TRIM_MIN_SAMPLES]
+    usual = float(np.median([v.size for v in values])) if values else 0.0
+    eligible = [i for i, v in enumerate(values)
+                if v.size >= TRIM_MIN_SAMPLES and v.size > usual]
     if not eligible:
         return values
     scaled = {i: np.log(values[i]) if positive else values[i] for i in eligible}

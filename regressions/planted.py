@@ -50,6 +50,10 @@ class Plant:
 
 @dataclass(frozen=True)
 class MonthConfig:
+    """A simulated month: which plants land where (labels of PLANTS -> placement; a plant
+    without a placement is left out), how many nights and commits, the stride, and the
+    first seed it is scored on."""
+
     name: str
     places: dict[str, str]
     nights: int = 30
@@ -129,9 +133,11 @@ def build_branch(config: MonthConfig, seed: int) -> Branch:
     for plant in PLANTS:  # primary events first, outliers after the steps they flank
         place = config.places.get(plant.label, "")
         if plant.with_:
+            if plant.with_ not in landed:
+                continue
             at = landed[plant.with_]
-        elif place.startswith("outlier:"):
-            continue
+        elif not place or place.startswith("outlier:"):
+            continue  # not planted in this configuration, or an outlier (below)
         else:
             at = _land(branch, place, landed, free, rng)
         landed[plant.label] = at

@@ -209,7 +209,9 @@ def detect_with_remeasurement(series: Sequence[Series], history: Sequence[str],
         # Each round may spend its share of what is left, so the candidates still unsure
         # after a round (the real ones, mostly) find samples in the next.
         share = (budget - spent) // (rounds - round_)
-        requests = plan(detection.candidates, history, share, fdr=options.get("fdr", FDR))
+        fdr = options.get("fdr", FDR)
+        requests = plan(detection.candidates, history, share, fdr=fdr) or plan(
+            detection.candidates, history, budget - spent, fdr=fdr)  # one item above a share
         if not requests:
             break
         current = append_samples(current, requests, measure(requests), history)
