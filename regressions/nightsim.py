@@ -83,9 +83,11 @@ class _Nightly:
                 base += len(samples) if samples else 0
         history = branch.commits[:branch.nights[night][1] + 1]
         budget = remeasure.budget_for(base, self.budget_fraction)
+        contradicted = {c for r in self.records if r.status == "not-reproduced"
+                        for c in (r.good_commit, r.bad_commit)}
         found = remeasure.detect_with_remeasurement(
             self.series(), history, self.remeasure, budget=budget, fdr=self.fdr,
-            window=self.window)
+            window=self.window, contradicted=contradicted)
         alerts = detect.cluster_alerts(found.detection.regressions)
         label = f"night {night + 1}"
         place = {sha: i for i, sha in enumerate(history)}

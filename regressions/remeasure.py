@@ -2,16 +2,18 @@
 
 Detection that is unsure asks for more data rather than a better guess, as Pinpoint adds
 repeats while its verdict is "unknown" (catapult dashboard/pinpoint/models/job_state.py,
-`_REPEAT_COUNT_INCREASE`). Four kinds of candidate earn samples, in this order:
+`_REPEAT_COUNT_INCREASE`). Five kinds of candidate earn samples, in this order:
 
 1. *edge*: a change at the newest (or oldest) benchmarked commit, held by one commit: the
    commit again (a bad run shows as an excursion that does not repeat) and every commit of
    the stride window before it that was not benchmarked (a step inside the window then holds
    for two commits and is located exactly);
-2. *weak*: q within a factor of the false-discovery threshold, or a near miss: the commits
+2. *contradicted*: a change at a commit where an investigation did not reproduce it: both
+   ends again, since a bad run there may have moved the change onto the wrong commit;
+3. *weak*: q within a factor of the false-discovery threshold, or a near miss: the commits
    around its split, so the estimate firms up or fades;
-3. *ambiguous*: other splits nearly as likely as the best one: the commits between them;
-4. *window*: a sure change whose range still holds commits that were not benchmarked: those
+4. *ambiguous*: other splits nearly as likely as the best one: the commits between them;
+5. *window*: a sure change whose range still holds commits that were not benchmarked: those
    commits, so two regressions inside one stride window come apart before bisection.
 
 The nightly hands the requests to `asv run --append-samples` (the extra samples land in the
@@ -23,7 +25,7 @@ results like any others) and runs detection again on the enlarged data. The plan
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 
 from regressions.detect import FDR, Candidate, Detection, Series, run_detection
@@ -40,7 +42,7 @@ WEAK_MARGIN = 20.0
 LOCATION_COMMITS = 8
 # Rounds of plan, measure, detect in one night.
 MAX_ROUNDS = 3
-REASONS = ("edge", "weak", "ambiguous", "window")
+REASONS = ("edge", "contradicted", "weak", "ambiguous", "window")
 
 
 @dataclass(frozen=True)
@@ -62,7 +64,7 @@ def budget_for(base_samples: int, fraction: float = BUDGET_FRACTION) -> int:
 
 
 def plan(candidates: Sequence[Candidate], history: Sequence[str], budget: int, *,
-         fdr: float = FDR) -> list[Request]:
+         fdr: float = FDR, contradicted: Collection[str] = ()) -> list[Request]:
     """Requests for tonight's candidates, at most `budget` samples in all.
 
     Args:
@@ -72,16 +74,23 @@ def plan(candidates: Sequence[Candidate], history: Sequence[str], budget: int, *
             point there.
         budget: extra samples allowed (`budget_for`).
         fdr: the run's false-discovery rate, for what "near the threshold" means.
+        contradicted: commits at which an investigation did not reproduce what detection
+            saw (the good and bad commits of not-reproduced alerts): a candidate that still
+            starts or ends there is measured there again, right after the edges, because a
+            bad run can fool detection into blaming the wrong commit.
     """
     order = _History(history)
     items = []
     for candidate in candidates:
         reason = classify(candidate, order, fdr)
+        if {candidate.good_commit, candidate.bad_commit} & set(contradicted) and \
+                reason != "edge":
+            reason = "contradicted"
         if reason is None:
             continue
         requests = _requests(candidate, _commits(candidate, reason, order), reason)
         if requests:
-            items.append((reason != "edge", _urgency(candidate), requests))
+            items.append((REASONS.index(reason), _urgency(candidate), requests))
     chosen: list[Request] = []
     seen: set[tuple[str, str, str, str, str]] = set()
     spent = 0
@@ -142,6 +151,8 @@ def _commits(candidate: Candidate, reason: str, history: _History) -> list[str]:
     window = history.unbenchmarked(candidate)
     if reason == "window":
         return window
+    if reason == "contradicted":
+        return [candidate.bad_commit, candidate.good_commit, *window]
     if reason == "edge":
         if candidate.edge == "newest":
             return [candidate.bad_commit, *reversed(window)]
@@ -194,11 +205,12 @@ class Remeasured:
 
 def detect_with_remeasurement(series: Sequence[Series], history: Sequence[str],
                               measure: Measure, *, budget: int, rounds: int = MAX_ROUNDS,
-                              **options) -> Remeasured:
+                              contradicted: Collection[str] = (), **options) -> Remeasured:
     """Detect, plan, measure, detect again, for up to `rounds` rounds within `budget`.
 
     `measure` is injected (asv `--append-samples` in the nightly, a generator in the
-    simulations), so one loop serves both; `options` go to `detect.run_detection`.
+    simulations), so one loop serves both; `contradicted` goes to `plan`, `options` to
+    `detect.run_detection`.
     """
     current = list(series)
     memo: dict = {}  # a round re-analyses only the series it measured again
@@ -210,8 +222,10 @@ def detect_with_remeasurement(series: Sequence[Series], history: Sequence[str],
         # after a round (the real ones, mostly) find samples in the next.
         share = (budget - spent) // (rounds - round_)
         fdr = options.get("fdr", FDR)
-        requests = plan(detection.candidates, history, share, fdr=fdr) or plan(
-            detection.candidates, history, budget - spent, fdr=fdr)  # one item above a share
+        requests = plan(detection.candidates, history, share, fdr=fdr,
+                        contradicted=contradicted) or plan(
+            detection.candidates, history, budget - spent, fdr=fdr,
+            contradicted=contradicted)  # one item above a share
         if not requests:
             break
         current = append_samples(current, requests, measure(requests), history)

@@ -125,3 +125,15 @@ def test_the_panel_step_is_located_with_a_quarter_more_samples():
     assert hits >= 8 and hits > sum(any((s.params, p) in before for p in (49, 50, 51))
                                     for s in steps)
     assert not any(params in {s.params for s in flats} for params, _ in found)
+
+
+def test_a_contradicted_change_is_measured_again_at_both_ends():
+    levels = [1.0] * 20 + [1.3] * 10
+    s = strided(levels, 1)
+    found = detect.run_detection([s])
+    (candidate,) = [c for c in found.candidates if c.reported]
+    assert remeasure.plan(found.candidates, history(30), budget=1000) == []  # sure, exact
+    requests = remeasure.plan(found.candidates, history(30), budget=1000,
+                              contradicted={candidate.bad_commit})
+    assert [(int(r.commit, 16), r.reason) for r in requests] == [(20, "contradicted"),
+                                                                 (19, "contradicted")]
