@@ -290,9 +290,8 @@ def _withdrawn(record: AlertRecord, place: Mapping[str, int], night: str
                ) -> tuple[AlertRecord, Event]:
     later = (max(place.values()) - place[record.bad_commit]) if record.bad_commit in place \
         else 0
-    why = (f"{later} later commit(s) measured, and the level at {record.bad_commit[:12]} did "
-           "not hold" if later else f"measured again, {record.bad_commit[:12]} no longer "
-           "differs")
+    why = (f"{later} commit(s) landed after {record.bad_commit[:12]} and its level did not "
+           "hold" if later else f"measured again, {record.bad_commit[:12]} no longer differs")
     note = f"withdrawn on {night}: detection no longer finds it ({why})"
     return _note(replace(record, status="withdrawn"), note), Event(
         record.id, record.status, "withdrawn", note)

@@ -10,11 +10,12 @@ repeats while its verdict is "unknown" (catapult dashboard/pinpoint/models/job_s
    for two commits and is located exactly);
 2. *contradicted*: a change at a commit where an investigation did not reproduce it: both
    ends again, since a bad run there may have moved the change onto the wrong commit;
-3. *weak*: q within a factor of the false-discovery threshold, or a near miss: the commits
+3. *window*: a sure change whose range still holds commits that were not benchmarked: those
+   commits, so two regressions inside one stride window come apart before an alert merges
+   them and one bisection blames one culprit for both;
+4. *weak*: q within a factor of the false-discovery threshold, or a near miss: the commits
    around its split, so the estimate firms up or fades;
-4. *ambiguous*: other splits nearly as likely as the best one: the commits between them;
-5. *window*: a sure change whose range still holds commits that were not benchmarked: those
-   commits, so two regressions inside one stride window come apart before bisection.
+5. *ambiguous*: other splits nearly as likely as the best one: the commits between them.
 
 The nightly hands the requests to `asv run --append-samples` (the extra samples land in the
 results like any others) and runs detection again on the enlarged data. The plan stays under
@@ -42,7 +43,7 @@ WEAK_MARGIN = 20.0
 LOCATION_COMMITS = 8
 # Rounds of plan, measure, detect in one night.
 MAX_ROUNDS = 3
-REASONS = ("edge", "contradicted", "weak", "ambiguous", "window")
+REASONS = ("edge", "contradicted", "window", "weak", "ambiguous")
 
 
 @dataclass(frozen=True)
@@ -176,7 +177,7 @@ def _requests(candidate: Candidate, commits: Sequence[str], reason: str) -> list
 
 
 def _urgency(candidate: Candidate) -> float:
-    """Sort key after the edges: the most certain first, so a sure change gets located before
+    """Sort key inside a reason: the most certain first, so a sure change gets located before
     noise gets samples; a near miss without a q comes after every q."""
     if candidate.p is None:
         return 0.0

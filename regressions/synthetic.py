@@ -1,9 +1,10 @@
 """Ground truth for the detector: seeded step series, a scorer, and asv-format documents.
 
-The panel is the one research/detection.md section 8 scored Otava, PELT and others on, so our
-figures compare with theirs: 60 commits x 10 samples, 3% lognormal noise, +4% at commit 37
-and +1.5% at commit 50. Generators return plain lists; the asv builders return JSON documents
-keyed by relative path and leave writing them to the caller.
+The panel: 60 commits x 10 samples, 3% lognormal noise, +4% at commit 37 and +1.5% at
+commit 50: a step the detector finds easily and one at the edge of what 10 samples per
+commit can locate. `StepRemeasure` serves re-measurement from the same model. Generators
+return plain lists; the asv builders return JSON documents keyed by relative path and leave
+writing them to the caller.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# research/detection.md section 8.
 PANEL_STEPS: tuple[tuple[int, float], ...] = ((37, 0.04), (50, 0.015))
 PANEL_COMMITS = 60
 PANEL_SAMPLES = 10

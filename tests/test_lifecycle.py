@@ -60,7 +60,7 @@ def test_a_provisional_alert_is_withdrawn_with_a_note_when_detection_drops_it():
     (withdrawn,) = second.records
     assert withdrawn.status == "withdrawn"
     assert withdrawn.note.startswith("withdrawn on n2: detection no longer finds it")
-    assert "later commit(s) measured" in withdrawn.note
+    assert "commit(s) landed after" in withdrawn.note
     (event,) = second.events
     assert (event.before, event.after) == ("new", "withdrawn")
     # Measured again with no commit after it: the note says so.
