@@ -1,18 +1,18 @@
 """Change points of one benchmark series: pure functions on per-commit sample lists.
 
-A noisy series goes through two stages, as Chromium, Mozilla and MongoDB run them
-(research/detection.md section 9), inside a binary segmentation (Vostrikova 1981):
+A noisy series is read in three steps:
 
-1. *Change point*: on the per-commit summaries (mean of log samples), the split with the
-   largest standardised before/after shift, its noise predicted by the within-commit
-   replicates; its p-value is corrected for having picked the best of all splits
-   (`stats.scan_pvalue`, James, James & Siegmund 1987).
-2. *Confirmation*: a one-sided Mann-Whitney U test of the raw samples on either side.
+1. *Transients* (`outliers`): a single commit far outside the levels on both sides of it is
+   taken out and reported apart; it is neither a change nor allowed to pull one onto itself.
+2. *Interior*: a binary segmentation with a two-stage test per split (`segmentation`), at
+   least `min_size` commits on each side of every change.
+3. *Edges*: the newest commit (one commit after a change: tonight's regression) and the
+   oldest are each tested against the level next to them, from the raw samples, with a
+   commit-level noise model. Such a change is marked `edge`: one commit holds its level, so
+   a later night confirms it or withdraws it.
 
-A segment splits when both p-values are <= `alpha`; the larger one is the change's p-value.
-Surviving changes are re-tested against their final neighbours and the weakest dropped until
-all pass (the merge step of Otava; Fleming et al., ICPE 2023, arXiv 2301.03034). A
-deterministic series needs no statistics: every difference between adjacent commits is real.
+A deterministic series needs no statistics: every difference between adjacent commits is
+real, except a single commit that differs from two equal neighbours (a transient).
 docs/detection.md gives the method and its measured quality.
 """
 
@@ -23,22 +23,26 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as sps
+from scipy import special
 
-from regressions import stats
+from regressions import outliers, stats
+from regressions.segmentation import NoiseModel, Segmenter, Split
 
 # Ceiling on a change's p-value, for splitting and for keeping it; docs/detection.md
 # measures 0.05 and 0.02 on the detection panel.
 ALPHA = 0.05
-# A change is reported with a p-value from the segment between its *anchors*: neighbouring
-# changes at least this certain. Weaker neighbours were fitted to the same noise: between
-# two of them a random bump looks like a step, and its p-value comes out too small.
-ANCHOR_PVALUE = 0.001
-# A new level must hold for this many commits (asv step_detect `min_size=2`, asv PR #881):
-# a one-commit excursion is indistinguishable from an outlier.
+# A new level inside the series must hold for this many commits (asv step_detect
+# `min_size=2`, asv PR #881): a one-commit excursion inside is a transient. The two ends are
+# tested on their own (`edge`).
 MIN_SIZE = 2
-# Scatter of commit means beyond the within-commit noise is tested at this level.
-BETWEEN_COMMIT_PVALUE = 0.01
+# Best splits and edge tests with alpha < p <= NEAR_ALPHA are near misses: not changes, but
+# the re-measurement planner (`remeasure`) spends samples on them.
+NEAR_ALPHA = 0.25
+EDGES: tuple[str, ...] = ("oldest", "newest")
+# Commits an edge test needs: the end commit and at least this many minus one beside it.
+EDGE_MIN_COMMITS = 4
+# asv reports 99% intervals (asv_runner statistics.compute_stats, ci_99_a/ci_99_b).
+CI_CONFIDENCE = stats.CI_CONFIDENCE
 
 
 @dataclass(frozen=True)
@@ -48,7 +52,12 @@ class Change:
     `pvalue` is one-sided in the direction of the shift and corrected for the choice of the
     split; it is None for a deterministic series, where any difference is real. `before`
     and `after` are the levels (geometric means for positive data), `ratio` = after/before
-    with a 99% confidence interval `ci`.
+    with a 99% confidence interval `ci`. `edge` is "newest" when only the last commit holds
+    the new level, "oldest" when only the first commit holds the old one; such a change is
+    provisional. `plausible` lists other first-new-level indexes almost as likely (an
+    ambiguous location), most likely first. `previous` is the last point at the old level
+    when a transient lies between it and `index` (default `index - 1`). `uncertain` lists the
+    points whose level (old or new) the fit cannot tell, most uncertain first.
     """
 
     index: int
@@ -57,6 +66,36 @@ class Change:
     pvalue: float | None
     before: float
     after: float
+    edge: str | None = None
+    plausible: tuple[int, ...] = ()
+    previous: int | None = None
+    uncertain: tuple[int, ...] = ()
+
+    @property
+    def good_index(self) -> int:
+        """The last point at the old level."""
+        return self.index - 1 if self.previous is None else self.previous
+
+
+@dataclass(frozen=True)
+class Transient:
+    """A single-commit excursion: the point at `index` measured `ratio` x the `level` just
+    before it, while the points on both sides agree with each other."""
+
+    index: int
+    ratio: float
+    level: float
+
+
+@dataclass(frozen=True)
+class SeriesChanges:
+    """Everything one series says: changes (p <= alpha, or exact), near misses (alpha < p
+    <= near_alpha), transients, and which edges were tested (each one hypothesis more)."""
+
+    changes: tuple[Change, ...]
+    near: tuple[Change, ...] = ()
+    transients: tuple[Transient, ...] = ()
+    edge_tests: tuple[str, ...] = ()
 
 
 def looks_deterministic(points: Sequence[Sequence[float]], epsilon: float = stats.EPSILON) -> bool:
@@ -78,23 +117,40 @@ def looks_deterministic(points: Sequence[Sequence[float]], epsilon: float = stat
     return 2 * same >= len(pairs)
 
 
-def detect_changes(
+def detect_changes(points: Sequence[Sequence[float]], **options) -> list[Change]:
+    """Change points inside one series, both directions, in order, transients left out.
+
+    Each change is kept at p <= `alpha`. The ends are not tested unless `edges` is given:
+    two more tests per series at the same level would triple its false changes; a detection
+    run (`detect.run_detection`) tests them under its false-discovery-rate control instead.
+    Options are those of `analyse_series`.
+    """
+    options.setdefault("edges", ())
+    return list(analyse_series(points, **options).changes)
+
+
+def analyse_series(
     points: Sequence[Sequence[float]],
     *,
     alpha: float = ALPHA,
     min_size: int = MIN_SIZE,
     deterministic: bool | None = None,
     epsilon: float = stats.EPSILON,
-) -> list[Change]:
-    """Change points of one series, both directions, in order.
+    edges: Sequence[str] = EDGES,
+    near_alpha: float = NEAR_ALPHA,
+) -> SeriesChanges:
+    """Changes, near misses and transients of one series.
 
     Args:
         points: per commit in history order, the samples measured there (at least one;
             infinite values only in a deterministic series).
         alpha: ceiling on each change's p-value.
-        min_size: fewest commits on each side of a change in a noisy series.
+        min_size: fewest commits on each side of a change inside a noisy series.
         deterministic: skip the statistics (see `looks_deterministic`, used when None).
         epsilon: relative difference below which two values are equal.
+        edges: which ends of a noisy series to test ("oldest", "newest"); leave "oldest" out
+            when the series is a window cut from a longer history.
+        near_alpha: ceiling on a near miss's p-value.
     """
     values = [np.asarray(p, dtype=float) for p in points]
     if any(v.size == 0 or np.isnan(v).any() for v in values):
@@ -102,159 +158,168 @@ def detect_changes(
     if deterministic is None:
         deterministic = looks_deterministic(points, epsilon)
     if deterministic:
-        return _exact_changes([float(np.median(v)) for v in values], epsilon)
+        return _exact_analysis([float(np.median(v)) for v in values], epsilon)
     if not all(np.isfinite(v).all() for v in values):
         raise ValueError("detect_changes: a noisy series needs finite values")
     if len(values) < 2 * min_size:
-        return []
-    return _Segmenter(values, min_size).changes(alpha)
+        return SeriesChanges(())
+    return _NoisyAnalysis(values, min_size).run(alpha, near_alpha, tuple(edges))
 
 
-def _exact_changes(levels: Sequence[float], epsilon: float) -> list[Change]:
+def _exact_analysis(levels: Sequence[float], epsilon: float) -> SeriesChanges:
+    same = [stats.is_constant([a, b], epsilon) for a, b in zip(levels, levels[1:], strict=False)]
+    blips = [i for i in range(1, len(levels) - 1)
+             if not same[i - 1] and stats.is_constant([levels[i - 1], levels[i + 1]], epsilon)]
+    skip = {j for i in blips for j in (i, i + 1)}
     changes = []
     for i in range(1, len(levels)):
-        before, after = levels[i - 1], levels[i]
-        if not stats.is_constant([before, after], epsilon):
-            ratio = after / before if before else math.copysign(math.inf, after - before)
-            changes.append(Change(i, ratio, (ratio, ratio), None, before, after))
-    return changes
+        if not same[i - 1] and i not in skip:
+            ratio = _exact_ratio(levels[i - 1], levels[i])
+            changes.append(Change(i, ratio, (ratio, ratio), None, levels[i - 1], levels[i]))
+    found = [Transient(i, _exact_ratio(levels[i - 1], levels[i]), levels[i - 1]) for i in blips]
+    return SeriesChanges(tuple(changes), (), tuple(found))
 
 
-class _Segmenter:
-    """Binary segmentation of one noisy series; cumulative sums give O(1) segment statistics."""
+def _exact_ratio(before: float, after: float) -> float:
+    return after / before if before else math.copysign(math.inf, after - before)
+
+
+class _NoisyAnalysis:
+    """Transients out, end commits screened, interior segmented, edges tested."""
 
     def __init__(self, values: list[np.ndarray], min_size: int):
+        self.positive = all(bool((v > 0).all()) for v in values)
+        values = outliers.trim_bursts(values, self.positive)
         self.values = values
         self.min_size = min_size
-        self.positive = all(bool((v > 0).all()) for v in values)
-        scaled = [np.log(v) for v in values] if self.positive else values
-        center = float(np.mean(np.concatenate(scaled)))  # for precise sums of squares
-        sums = [(v.size, float(np.sum(v - center)), float(np.sum((v - center) ** 2)))
-                for v in scaled]
-        self.count, self.total, self.squares = (
-            np.concatenate([[0.0], np.cumsum(column)]) for column in zip(*sums, strict=True)
-        )
-        self.means = np.array([float(v.mean()) - center for v in scaled])
-        # Pooled within-commit variance of one sample: immune to level shifts.
-        self.within_dof = sum(v.size - 1 for v in scaled)
-        self.noise = (sum(float(np.sum((v - v.mean()) ** 2)) for v in scaled) / self.within_dof
-                      if self.within_dof else None)
-
-    def changes(self, alpha: float) -> list[Change]:
-        splits = self._segment(alpha)
-        for _ in range(3):  # once the noise is right there are fewer splits: re-estimate
-            between = self._between_commit_noise(splits)
-            if between is None:
-                break
-            self.noise = between
-            splits = self._segment(alpha)
-        n = len(self.values)
-        bounds = [0, *splits, n]
-        anchors = [s for i, s in enumerate(splits)
-                   if self._test(bounds[i], bounds[i + 2])[0] <= ANCHOR_PVALUE]
-        pvalues = {}
-        for split in splits:
-            lo = max([0] + [a for a in anchors if a < split])
-            hi = min([n] + [a for a in anchors if a > split])
-            pvalues[split] = self._test(lo, hi, split)[0]
-        kept = [s for s in splits if pvalues[s] <= alpha]
-        bounds = [0, *kept, n]
-        return [self._change(*bounds[i:i + 3], pvalues[s]) for i, s in enumerate(kept)]
-
-    def _segment(self, alpha: float) -> list[int]:
-        n = len(self.values)
-        splits: list[int] = []
-        pending = [(0, n)]
-        while pending:
-            lo, hi = pending.pop()
-            if hi - lo < 2 * self.min_size:
-                continue
-            pvalue, split = self._test(lo, hi)
-            if pvalue <= alpha:
-                splits.append(split)
-                pending += [(lo, split), (split, hi)]
-        splits.sort()
-        while splits:  # merge: re-test against final neighbours, drop the weakest
-            bounds = [0, *splits, n]
-            pvalues = [self._test(bounds[i], bounds[i + 2])[0] for i in range(len(splits))]
-            weakest = int(np.argmax(pvalues))
-            if pvalues[weakest] <= alpha:
-                break
-            del splits[weakest]
-        return splits
-
-    def _between_commit_noise(self, splits: list[int]) -> float | None:
-        """Per-sample variance implied by the scatter of commit means, when that scatter is
-        significantly larger than the within-commit noise predicts; else None.
-
-        Noise between runs (code layout, machine state) moves all samples of a commit
-        together, so replicates understate the noise of a commit's mean. A one-way ANOVA
-        F-test of commits nested in the segments detects it.
-        """
-        if self.noise is None:
-            return None
-        counts = np.diff(self.count)
-        bounds = [0, *splits, len(self.values)]
-        squares, dof = 0.0, 0
-        for lo, hi in zip(bounds, bounds[1:], strict=False):
-            squares += float(np.sum(counts[lo:hi] * (self.means[lo:hi] - self._level(lo, hi)) ** 2))
-            dof += hi - lo - 1
-        if dof < 2:
-            return None
-        between = squares / dof
-        excess = between / self.noise if self.noise > 0 else math.inf
-        if sps.f.sf(excess, dof, self.within_dof) >= BETWEEN_COMMIT_PVALUE:
-            return None
-        # Segments fitted with too small a noise absorb part of the scatter; the robust scale
-        # of successive differences (1.4826 MAD, halved: a difference of two means) does not.
-        steps = np.diff(self.means)
-        spread = (1.4826 * float(np.median(np.abs(steps - np.median(steps))))) ** 2 / 2
-        return max(between, spread * float(np.median(counts)), self.noise)
-
-    def _scan(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
-        """Every admissible split k of [lo, hi) and the residual sum of squares of a shift at k."""
-        k = np.arange(lo + self.min_size, hi - self.min_size + 1)
-        n_left, n_right = self.count[k] - self.count[lo], self.count[hi] - self.count[k]
-        s_left, s_right = self.total[k] - self.total[lo], self.total[hi] - self.total[k]
-        sse = (self.squares[hi] - self.squares[lo]) - s_left**2 / n_left - s_right**2 / n_right
-        return k, sse
-
-    def _test(self, lo: int, hi: int, split: int | None = None) -> tuple[float, int]:
-        """p-value of a change in [lo, hi) at `split` (default: the maximum-likelihood split),
-        and the split.
-
-        Stage 1 standardises the shift of the commit summaries by the predicted noise and
-        corrects it for the scan over [lo, hi); stage 2 is the rank test on the raw samples.
-        """
-        k, sse = self._scan(lo, hi)
-        j = int(np.argmin(sse)) if split is None else split - (lo + self.min_size)
-        split = int(k[j])
-        shift = self._level(split, hi) - self._level(lo, split)
-        if shift == 0:
-            return 1.0, split
-        n_left = float(self.count[split] - self.count[lo])
-        n_right = float(self.count[hi] - self.count[split])
-        if self.noise is not None:
-            z = abs(shift) / math.sqrt(max(self.noise, 1e-300) * (1 / n_left + 1 / n_right))
-        else:  # one value per commit: a pooled t-test on the commit values
-            dof = n_left + n_right - 2
-            t = abs(shift) / math.sqrt(max(float(sse[j]) / dof, 1e-300)
-                                       * (1 / n_left + 1 / n_right))
-            z = float(sps.norm.isf(sps.t.sf(t, dof)))
-        side = "greater" if shift > 0 else "less"
-        confirm = stats.mann_whitney(np.concatenate(self.values[lo:split]),
-                                     np.concatenate(self.values[split:hi]), side).pvalue
-        return max(stats.scan_pvalue(z, hi - lo, self.min_size), confirm), split
-
-    def _level(self, lo: int, hi: int) -> float:
-        return float(self.total[hi] - self.total[lo]) / float(self.count[hi] - self.count[lo])
-
-    def _change(self, lo: int, split: int, hi: int, pvalue: float) -> Change:
-        before = np.concatenate(self.values[lo:split])
-        after = np.concatenate(self.values[split:hi])
-        interval = stats.ratio_interval(before, after)
+        counts = np.array([v.size for v in values])
+        flat = np.concatenate(values)
         if self.positive:
-            levels = float(np.exp(np.log(before).mean())), float(np.exp(np.log(after).mean()))
+            flat = np.log(flat)
+        self.scaled = np.split(flat, np.cumsum(counts)[:-1])
+        self.means = np.add.reduceat(flat, np.concatenate([[0], np.cumsum(counts)[:-1]])) \
+            / counts
+        dof = int(np.sum(counts - 1))
+        within = float(np.sum((flat - np.repeat(self.means, counts)) ** 2)) / dof if dof \
+            else None
+        error = math.sqrt(within / float(np.median(counts))) if within else None
+        self.scale = outliers.commit_scale(self.means, error)
+
+    def run(self, alpha: float, near_alpha: float, edges: tuple[str, ...]) -> SeriesChanges:
+        blips = outliers.transients(self.means, self.scale)
+        kept = outliers.positions_kept(len(self.values), blips)
+        tested = edges if len(kept) >= EDGE_MIN_COMMITS else ()
+        screened = {w for w in tested
+                    if outliers.edge_excursion(self.means[kept], self.scale, w)}
+        lo = 1 if "oldest" in screened else 0
+        hi = len(kept) - (1 if "newest" in screened else 0)
+        interior = kept[lo:hi]
+        segmenter = Segmenter([self.values[i] for i in interior], self.min_size)
+        found, near = segmenter.changes(alpha, near_alpha)
+        changes = [self._interior(s, interior) for s in found]
+        misses = [self._interior(s, interior) for s in near]
+        splits = [lo + s for s in segmenter.splits]  # as positions in `kept`
+        noise = segmenter.noise_model()
+        for which in tested:
+            change = self._edge(which, kept, lo, hi, splits, noise)
+            if change is not None and change.pvalue <= alpha:
+                changes.append(change)
+            elif change is not None and change.pvalue <= near_alpha:
+                misses.append(change)
+        transients = tuple(self._transient(i) for i in blips)
+        return SeriesChanges(tuple(sorted(changes, key=lambda c: c.index)),
+                             tuple(sorted(misses, key=lambda c: c.index)), transients, tested)
+
+    def _interior(self, split: Split, interior: list[int]) -> Change:
+        before = np.concatenate([self.values[i] for i in interior[split.lo:split.index]])
+        after = np.concatenate([self.values[i] for i in interior[split.index:split.hi]])
+        interval = stats.ratio_interval(before, after)
+        levels = _levels(before, after, self.positive)
+        return Change(interior[split.index], interval.ratio, (interval.low, interval.high),
+                      split.pvalue, *levels, None, tuple(interior[j] for j in split.plausible),
+                      interior[split.index - 1], tuple(interior[j] for j in split.uncertain))
+
+    def _edge(self, which: str, kept: list[int], lo: int, hi: int, splits: list[int],
+              noise: NoiseModel) -> Change | None:
+        """The end commit against the segment next to it (in `kept` positions)."""
+        if which == "newest":
+            end = len(kept) - 1
+            reference = kept[max([lo, *splits]):min(hi, end)]
         else:
-            levels = float(before.mean()), float(after.mean())
-        return Change(split, interval.ratio, (interval.low, interval.high), pvalue, *levels)
+            end = 0
+            reference = kept[max(lo, 1):min([hi, *splits])]
+        if not reference:
+            return None
+        tested = edge_test([self.scaled[kept[end]]], [self.scaled[i] for i in reference],
+                           noise, raw=([self.values[kept[end]]],
+                                       [self.values[i] for i in reference]))
+        if tested is None:
+            return None
+        pvalue, difference, half = tested
+        base = float(np.mean(np.concatenate([self.scaled[i] for i in reference])))
+        if which == "newest":
+            before, after, previous, index = base, base + difference, kept[-2], kept[-1]
+        else:  # the old level is the end commit's: the change is into the reference
+            before, after, previous, index = base + difference, base, kept[0], kept[1]
+            difference = -difference
+        ratio, ci = self._ratio(before, difference, half)
+        levels = (math.exp(before), math.exp(after)) if self.positive else (before, after)
+        return Change(index, ratio, ci, pvalue, *levels, which, (), previous)
+
+    def _ratio(self, before: float, difference: float, half: float):
+        if self.positive:
+            return math.exp(difference), (math.exp(difference - half), math.exp(difference + half))
+        if before == 0:
+            return math.nan, (math.nan, math.nan)
+        return 1 + difference / before, (1 + (difference - half) / before,
+                                         1 + (difference + half) / before)
+
+    def _transient(self, index: int) -> Transient:
+        level = outliers.local_level(self.means, index)
+        if self.positive:
+            return Transient(index, math.exp(self.means[index] - level), math.exp(level))
+        return Transient(index, _exact_ratio(level, float(self.means[index])), level)
+
+
+def edge_test(end: list[np.ndarray], reference: list[np.ndarray], noise: NoiseModel,
+              raw: tuple[list[np.ndarray], list[np.ndarray]] | None = None,
+              confidence: float = CI_CONFIDENCE) -> tuple[float, float, float] | None:
+    """One-sided p-value that the `end` commit's level differs from the `reference` commits'
+    level in the direction it moved, the difference (end - reference) and the half-width of
+    its `confidence` interval; None when the noise cannot be estimated.
+
+    Stage 1 is a t statistic whose variance counts both the samples (`noise.within` / n) and
+    the offset every commit draws (`noise.between`, the ANOVA estimate): a single commit is
+    exactly what a commit-level offset moves, so replicates alone would overstate it.
+    Satterthwaite's degrees of freedom combine the two estimates. Stage 2, when the end commit
+    has several samples, is the one-sided Mann-Whitney test of the raw samples (`raw`, else
+    the arrays given); the p-value is the larger of the two.
+    """
+    ends, refs = np.concatenate(end), np.concatenate(reference)
+    counts = np.array([r.size for r in reference], dtype=float)
+    total = float(counts.sum())
+    difference = float(ends.mean() - refs.mean())
+    within = noise.within or 0.0
+    parts = [(within * (1 / ends.size + 1 / total), noise.within_dof),
+             (noise.between * (1 + float(np.sum(counts**2)) / total**2), noise.between_dof)]
+    variance = sum(v for v, _ in parts)
+    terms = sum(v * v / dof for v, dof in parts if v > 0 and dof > 0)
+    if not variance > 0 or not terms > 0:
+        return None
+    dof = variance**2 / terms
+    t = abs(difference) / math.sqrt(variance)
+    pvalue = float(special.stdtr(dof, -t))  # the t distribution's survival function
+    side = "greater" if difference > 0 else "less"
+    raw_end, raw_reference = raw if raw is not None else (end, reference)
+    if ends.size > 1:
+        confirm = stats.mann_whitney(np.concatenate(raw_reference), np.concatenate(raw_end),
+                                     side).pvalue
+        pvalue = max(pvalue, confirm)
+    half = float(special.stdtrit(dof, 0.5 + confidence / 2)) * math.sqrt(variance)
+    return pvalue, difference, half
+
+
+def _levels(before: np.ndarray, after: np.ndarray, positive: bool) -> tuple[float, float]:
+    if positive:
+        return float(np.exp(np.log(before).mean())), float(np.exp(np.log(after).mean()))
+    return float(before.mean()), float(after.mean())

@@ -16,12 +16,15 @@ import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 
-from regressions import metrics, stats
-from regressions.changepoints import ALPHA, MIN_SIZE, Change, detect_changes, looks_deterministic
+from regressions import changepoints, metrics, stats
+from regressions.changepoints import ALPHA, MIN_SIZE, Change, looks_deterministic
 from regressions.errors import SpyreRegressError
 
 # False discovery rate across all series of one run (Benjamini & Hochberg 1995).
 FDR = 0.05
+# A near miss below the floor still counts as a candidate for more samples when its estimate
+# reaches this fraction of the floor: a 1.5% step can measure 0.8% on ten samples.
+NEAR_FLOOR = 0.5
 JSON_VERSION = 2
 
 
@@ -67,6 +70,7 @@ class Regression:
     p: float | None
     q: float | None
     baseline: float | None
+    edge: str | None = None  # "newest" | "oldest": one commit holds a level, provisional
 
     @property
     def name(self) -> str:
@@ -112,6 +116,61 @@ class Alert:
             raise ValueError(f"the probe {ident['benchmark']}{ident['params']} is not a member")
         return cls(data["kind"], data["good_commit"], data["bad_commit"], members, probe)
 
+    @property
+    def provisional(self) -> bool:
+        """Every member is an edge regression: a later night confirms or withdraws it."""
+        return all(m.edge is not None for m in self.members)
+
+
+@dataclass(frozen=True)
+class Transient:
+    """A single-commit excursion of one series (`changepoints.Transient`), at least the
+    family floor in the bad direction: reported for a person to look at, never bisected."""
+
+    machine: str
+    env: str
+    benchmark: str
+    params: str
+    kind: str
+    commit: str
+    position: int
+    ratio: float  # the commit's level / the level just before it
+    level: float
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A worsening one series was tested for, reported or not: what re-measurement planning
+    (`remeasure.plan`) reads. `q` is None when the worsening is below the floor (kept because
+    its estimate may grow with samples); `plausible` lists other possible bad commits, and
+    `uncertain` the commits whose level the fit cannot tell, most uncertain first. An
+    exact change of a deterministic series is a reported candidate with `p` and `q` None."""
+
+    series: Series
+    good_commit: str
+    bad_commit: str
+    good_position: int
+    bad_position: int
+    ratio: float
+    ci: tuple[float, float]
+    p: float | None
+    q: float | None
+    worsening: float
+    edge: str | None
+    plausible: tuple[str, ...]
+    reported: bool
+    uncertain: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Detection:
+    """One run: `regressions` (confirmed and provisional), every tested `candidates`, and the
+    `transients` reported apart."""
+
+    regressions: list[Regression]
+    candidates: list[Candidate]
+    transients: list[Transient]
+
 
 def _number(x: float | None) -> float | None:
     """JSON has no inf or NaN: those are written as null."""
@@ -121,59 +180,135 @@ def _number(x: float | None) -> float | None:
 def worsening(change: Change, higher_is_better: bool) -> float:
     """Relative change in the bad direction (> 0 is worse): +0.25 is 25% slower, or 20% less
     throughput for a higher-is-better metric (1/0.8 - 1), so either direction reads alike."""
-    diff = change.before - change.after if higher_is_better else change.after - change.before
-    base = abs(change.after if higher_is_better else change.before)
+    return _worse(change.before, change.after, higher_is_better)
+
+
+def _worse(before: float, after: float, higher_is_better: bool) -> float:
+    diff = before - after if higher_is_better else after - before
+    base = abs(after if higher_is_better else before)
     if diff == 0:
         return 0.0
     return diff / base if base else math.copysign(math.inf, diff)
 
 
-def find_regressions(
+def find_regressions(series: Sequence[Series], **options) -> list[Regression]:
+    """Confirmed regressions and new failures of every series in one run
+    (`run_detection(...).regressions`; options are the same)."""
+    return run_detection(series, **options).regressions
+
+
+def run_detection(
     series: Sequence[Series],
     *,
     floors: Sequence[tuple[str, float]] = (),
     fdr: float = FDR,
     alpha: float = ALPHA,
     min_size: int = MIN_SIZE,
-) -> list[Regression]:
-    """Confirmed regressions and new failures of every series in one run.
+    edges: Sequence[str] = changepoints.EDGES,
+    window: int | None = None,
+    memo: dict | None = None,
+) -> Detection:
+    """Regressions, every tested candidate and the transients of one run.
 
     A candidate is a worsening at least the family floor (`floors` overrides: regex ->
-    fraction, first match wins). Candidates of noisy series form one Benjamini-Hochberg
-    family; a series without a candidate counts once with p = 1, since it was tested too.
-    Deterministic changes and failures are observations, not tests: they skip the FDR step.
+    fraction, first match wins), inside a series or at one of its `edges`. Every test of a
+    noisy series joins one Benjamini-Hochberg family: its interior candidates (or p = 1 when
+    it has none) and each tested edge (p = 1 when that edge has no candidate), so an edge
+    costs the same false-discovery control as any other change. A candidate is a regression
+    when p <= `alpha` and q <= `fdr`; an edge regression is provisional. Deterministic
+    changes and failures are observations, not tests: they skip the FDR step. `window` keeps
+    each series' newest `window` measured points (then only the newest edge is tested where
+    the window cut history off). `memo` (a dict the caller keeps) reuses the analysis of a
+    series object seen before with the same options: re-measurement rounds change few series.
     """
+    options = (alpha, min_size, tuple(edges), window)
     found: list[Regression] = []
     family: list[float] = []
-    tested: list[tuple[Series, Change, int, int, int]] = []
+    tested: list[tuple[_Analysed, changepoints.Change, int | None, bool]] = []
+    transients: list[Transient] = []
+    candidates: list[Candidate] = []
     for s in series:
         found += _failures(s)
-        measured = [i for i, v in enumerate(s.samples) if v is not None]
-        exact = s.deterministic if s.deterministic is not None else looks_deterministic(
-            [s.samples[i] for i in measured])
-        if not exact:  # an infinite value carries no level for a test; drop those points
-            measured = [i for i in measured if all(math.isfinite(x) for x in s.samples[i])]
-        points = [s.samples[i] for i in measured]
-        changes = detect_changes(points, alpha=alpha, min_size=min_size, deterministic=exact)
-        floor = metrics.floor_for(s.name, floors)
-        candidates = len(tested)
-        for c in changes:
-            w = worsening(c, s.higher_is_better)
-            if w <= 0 or w < floor:
-                continue
-            good, bad = measured[c.index - 1], measured[c.index]
-            if exact:
-                found.append(_regression(s, c, good, bad, None))
-            else:
-                tested.append((s, c, good, bad, len(family)))
-                family.append(c.pvalue)
-        if not exact and len(tested) == candidates:
-            family.append(1.0)
+        analysed = _analyse(s, options, memo)
+        floor = metrics.floor_for(s.name, tuple(floors))
+        transients += [_transient(s, analysed.measured, t) for t in analysed.changes.transients
+                       if _worse(t.level, t.level * t.ratio, s.higher_is_better) >= floor]
+        if analysed.exact:
+            for c in analysed.changes.changes:
+                w = worsening(c, s.higher_is_better)
+                if w > 0 and w >= floor:
+                    found.append(_regression(s, analysed.measured, c, None))
+                    candidates.append(_candidate(s, analysed.measured, c, None, True))
+            continue
+        tested += _tests(analysed, floor, family)
     qvalues = stats.bh_qvalues(family)
-    for s, c, good, bad, j in tested:
-        if qvalues[j] <= fdr:
-            found.append(_regression(s, c, good, bad, qvalues[j]))
-    return sorted(found, key=lambda r: (r.bad_position, r.kind, r.benchmark, r.params))
+    for analysed, c, j, significant in tested:
+        q = None if j is None else qvalues[j]
+        reported = significant and q is not None and q <= fdr
+        if reported:
+            found.append(_regression(analysed.series, analysed.measured, c, q))
+        candidates.append(_candidate(analysed.series, analysed.measured, c, q, reported))
+    found.sort(key=lambda r: (r.bad_position, r.kind, r.benchmark, r.params))
+    return Detection(found, candidates, transients)
+
+
+@dataclass(frozen=True)
+class _Analysed:
+    """One series read by `changepoints.analyse_series`: which points it used."""
+
+    series: Series
+    measured: list[int]
+    exact: bool
+    changes: changepoints.SeriesChanges
+
+
+def _analyse(s: Series, options: tuple, memo: dict | None) -> _Analysed:
+    key = (id(s), options)
+    if memo is not None and key in memo and memo[key].series is s:
+        return memo[key]
+    alpha, min_size, edges, window = options
+    measured, points, exact = _points(s, window)
+    cut = window is not None and len(measured) < sum(v is not None for v in s.samples)
+    changes = changepoints.analyse_series(
+        points, alpha=alpha, min_size=min_size, deterministic=exact,
+        edges=[e for e in edges if not (cut and e == "oldest")])
+    analysed = _Analysed(s, measured, exact, changes)
+    if memo is not None:
+        memo[key] = analysed
+    return analysed
+
+
+def _tests(analysed: _Analysed, floor: float, family: list[float]
+           ) -> list[tuple[_Analysed, changepoints.Change, int | None, bool]]:
+    """A noisy series' candidates, each with its index in the FDR `family` (appended here;
+    None for a near miss below the floor) and whether its own p passed `alpha`; p = 1 for
+    the interior and each tested edge without a candidate."""
+    s, changes = analysed.series, analysed.changes
+    out: list[tuple[_Analysed, changepoints.Change, int | None, bool]] = []
+    covered: set[str | None] = set()
+    for c in (*changes.changes, *changes.near):
+        w = worsening(c, s.higher_is_better)
+        if w > 0 and w >= floor:
+            out.append((analysed, c, len(family), c in changes.changes))
+            family.append(c.pvalue)
+            covered.add(c.edge)
+        elif w > 0 and w >= floor * NEAR_FLOOR:
+            out.append((analysed, c, None, False))
+    family += [1.0] * sum(e not in covered for e in (None, *changes.edge_tests))
+    return out
+
+
+def _points(s: Series, window: int | None) -> tuple[list[int], list[tuple[float, ...]], bool]:
+    """Indexes of the measured points (newest `window` of them), their samples, and whether
+    the series is deterministic."""
+    measured = [i for i, v in enumerate(s.samples) if v is not None]
+    exact = s.deterministic if s.deterministic is not None else looks_deterministic(
+        [s.samples[i] for i in measured])
+    if not exact:  # an infinite value carries no level for a test; drop those points
+        measured = [i for i in measured if all(map(math.isfinite, s.samples[i]))]
+    if window is not None:
+        measured = measured[-window:]
+    return measured, [s.samples[i] for i in measured], exact
 
 
 def _failures(s: Series) -> list[Regression]:
@@ -187,10 +322,27 @@ def _failures(s: Series) -> list[Regression]:
     ]
 
 
-def _regression(s: Series, c: Change, good: int, bad: int, q: float | None) -> Regression:
+def _regression(s: Series, measured: list[int], c: changepoints.Change,
+                q: float | None) -> Regression:
+    good, bad = measured[c.good_index], measured[c.index]
     return Regression(s.machine, s.env, s.benchmark, s.params, metrics.metric_for(s.name).name,
                       s.commits[good], s.commits[bad], s.positions[good], s.positions[bad],
-                      c.ratio, c.ci, c.pvalue, q, c.before)
+                      c.ratio, c.ci, c.pvalue, q, c.before, c.edge)
+
+
+def _candidate(s: Series, measured: list[int], c: changepoints.Change, q: float | None,
+               reported: bool) -> Candidate:
+    good, bad = measured[c.good_index], measured[c.index]
+    return Candidate(s, s.commits[good], s.commits[bad], s.positions[good], s.positions[bad],
+                     c.ratio, c.ci, c.pvalue, q, worsening(c, s.higher_is_better), c.edge,
+                     tuple(s.commits[measured[j]] for j in c.plausible), reported,
+                     tuple(s.commits[measured[j]] for j in c.uncertain))
+
+
+def _transient(s: Series, measured: list[int], t: changepoints.Transient) -> Transient:
+    at = measured[t.index]
+    return Transient(s.machine, s.env, s.benchmark, s.params, metrics.metric_for(s.name).name,
+                     s.commits[at], s.positions[at], t.ratio, t.level)
 
 
 def cluster_alerts(regressions: Sequence[Regression]) -> list[Alert]:

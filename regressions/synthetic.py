@@ -1,9 +1,10 @@
 """Ground truth for the detector: seeded step series, a scorer, and asv-format documents.
 
-The panel is the one research/detection.md section 8 scored Otava, PELT and others on, so our
-figures compare with theirs: 60 commits x 10 samples, 3% lognormal noise, +4% at commit 37
-and +1.5% at commit 50. Generators return plain lists; the asv builders return JSON documents
-keyed by relative path and leave writing them to the caller.
+The panel: 60 commits x 10 samples, 3% lognormal noise, +4% at commit 37 and +1.5% at
+commit 50: a step the detector finds easily and one at the edge of what 10 samples per
+commit can locate. `StepRemeasure` serves re-measurement from the same model. Generators
+return plain lists; the asv builders return JSON documents keyed by relative path and leave
+writing them to the caller.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# research/detection.md section 8.
 PANEL_STEPS: tuple[tuple[int, float], ...] = ((37, 0.04), (50, 0.015))
 PANEL_COMMITS = 60
 PANEL_SAMPLES = 10
@@ -48,6 +48,30 @@ def step_panel(
     """`n_series` independent `step_series`, seeded `seed`, `seed + 1`, ...; `steps=()` gives
     the no-change panel."""
     return [step_series(seed=seed + i, steps=steps, **kw) for i in range(n_series)]
+
+
+class StepRemeasure:
+    """Fresh samples for the step series of a panel: a re-measurement served from the same
+    generator (`remeasure.Measure`). Series are keyed by their params string; each call
+    draws from its own stream, so repeating a request gives new samples."""
+
+    def __init__(self, steps: Mapping[str, Sequence[tuple[int, float]]], *, seed: int,
+                 noise: float = PANEL_NOISE):
+        self.steps = {key: tuple(value) for key, value in steps.items()}
+        self.noise = noise
+        self.rng = np.random.default_rng(seed)
+        self.samples = 0
+
+    def level(self, params: str, commit: int) -> float:
+        return math.prod(1 + size for index, size in self.steps[params] if commit >= index)
+
+    def __call__(self, requests) -> list[list[float]]:
+        out = []
+        for r in requests:
+            level = self.level(r.params, int(r.commit, 16))
+            out.append((level * np.exp(self.rng.normal(0.0, self.noise, r.samples))).tolist())
+            self.samples += r.samples
+        return out
 
 
 def precision_recall(true: Sequence[int], found: Sequence[int], margin: int) -> tuple[float, float]:

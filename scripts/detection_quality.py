@@ -1,11 +1,13 @@
-"""Detection quality on the research/detection.md section 8 panel, through `find_regressions`.
+"""Detection quality on the step panel (regressions.synthetic), through `run_detection`.
 
 One detection run over N step series (+4% at commit 37, +1.5% at 50) and N no-change series,
-with the FDR control spanning all 2N series as `spyre-regress detect` applies it to a run.
-Then the A/A check: M no-change series in one run must give no alert.
+with the FDR control spanning all 2N series as `spyre-regress detect` applies it to a run;
+then the same run with re-measurement (regressions.remeasure) within a budget, served by the
+panel's own generator. Then the A/A check, with and without re-measurement: M no-change
+series in one run must give no alert.
 
     python scripts/detection_quality.py            # the documented figures (N=50, M=200)
-    python scripts/detection_quality.py --series 500 --seed 10000   # a tighter estimate
+    python scripts/detection_quality.py --series 500 --seed 10000 --aa 1000   # held out
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import time
 
 import numpy as np
 
-from regressions import detect, synthetic
+from regressions import detect, remeasure, synthetic
 
 STEP, FLAT = "execute.Panel.time_step", "execute.Panel.time_flat"
 
@@ -64,6 +66,65 @@ def localisation_ceiling(reps: int, seed: int) -> tuple[float, float]:
                  for score in (loglik, window))
 
 
+def panel_run(n: int, seed: int, *, remeasure_budget: float | None, alpha: float,
+              fdr: float) -> dict:
+    """One detection run over n step + n no-change series; with a budget (a fraction of the
+    base samples), re-measurement served by the panel's own generator first."""
+    step_seed, flat_seed = seed, seed + 100_000
+    series = (panel_series(STEP, synthetic.step_panel(n, seed=step_seed), step_seed)
+              + panel_series(FLAT, synthetic.step_panel(n, seed=flat_seed, steps=()), flat_seed))
+    base = sum(len(p) for s in series for p in s.samples)
+    start = time.perf_counter()
+    if remeasure_budget is None:
+        detection, spent = detect.run_detection(series, alpha=alpha, fdr=fdr), 0
+    else:
+        truth = {s.params: synthetic.PANEL_STEPS if s.benchmark == STEP else () for s in series}
+        result = remeasure.detect_with_remeasurement(
+            series, list(series[0].commits), synthetic.StepRemeasure(truth, seed=seed + 300_000),
+            budget=remeasure.budget_for(base, remeasure_budget), alpha=alpha, fdr=fdr)
+        detection, spent = result.detection, result.spent
+    elapsed = time.perf_counter() - start
+    found = found_changes(detection.regressions)
+    step_found = [found.get((STEP, s.params), []) for s in series[:n]]
+    recall = {(index, margin): sum(any(abs(f - index) <= margin for f in fs)
+                                   for fs in step_found) / n
+              for index, _ in synthetic.PANEL_STEPS for margin in (1, 2)}
+    precision = sum(synthetic.precision_recall([i for i, _ in synthetic.PANEL_STEPS], fs, 1)[0]
+                    for fs in step_found) / n
+    flat = sum(bool(found.get((FLAT, s.params))) for s in series[n:]) / n
+    return {"recall": recall, "precision": precision, "flat_alarms": flat, "extra": spent / base,
+            "ms_per_series": elapsed / (2 * n) * 1000}
+
+
+def aa_run(m: int, seed: int, *, remeasure_budget: float | None, alpha: float,
+           fdr: float) -> int:
+    """Alerts in one run of m no-change series (with re-measurement when a budget is given)."""
+    aa = panel_series(FLAT, synthetic.step_panel(m, seed=seed, steps=()), seed)
+    if remeasure_budget is None:
+        found = detect.run_detection(aa, alpha=alpha, fdr=fdr).regressions
+    else:
+        base = sum(len(p) for s in aa for p in s.samples)
+        found = remeasure.detect_with_remeasurement(
+            aa, list(aa[0].commits), synthetic.StepRemeasure({s.params: () for s in aa},
+                                                             seed=seed + 300_000),
+            budget=remeasure.budget_for(base, remeasure_budget), alpha=alpha,
+            fdr=fdr).detection.regressions
+    return len(detect.cluster_alerts(found))
+
+
+def report(label: str, n: int, seed: int, run: dict) -> None:
+    print(f"{label}: {n} step series (seeds {seed}..{seed + n - 1}) + {n} no-change "
+          f"series (seeds {seed + 100_000}..{seed + 100_000 + n - 1}), one run, "
+          f"{run['ms_per_series']:.1f} ms/series")
+    for index, size in synthetic.PANEL_STEPS:
+        print(f"  recall, +{size:.1%} step at commit {index} (+-1 commit): "
+              f"{run['recall'][index, 1]:.2f}   (+-2: {run['recall'][index, 2]:.2f})")
+    print(f"  precision of step-series detections (+-1): {run['precision']:.2f}")
+    print(f"  no-change series with any false alarm: {run['flat_alarms']:.1%}")
+    if run["extra"]:
+        print(f"  extra samples: {run['extra']:.1%} of the base samples")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--series", type=int, default=50, help="step and no-change series each")
@@ -73,43 +134,24 @@ def main() -> None:
                         help="per-change p ceiling (default %(default)s)")
     parser.add_argument("--fdr", type=float, default=detect.FDR,
                         help="false discovery rate (default %(default)s)")
+    parser.add_argument("--budget", type=float, default=remeasure.BUDGET_FRACTION,
+                        help="re-measurement budget, fraction of the base samples "
+                             "(default %(default)s)")
     args = parser.parse_args()
-
-    n = args.series
-    step_seed, flat_seed, aa_seed = args.seed, args.seed + 100_000, args.seed + 200_000
-    series = (panel_series(STEP, synthetic.step_panel(n, seed=step_seed), step_seed)
-              + panel_series(FLAT, synthetic.step_panel(n, seed=flat_seed, steps=()), flat_seed))
-    start = time.perf_counter()
-    found = found_changes(detect.find_regressions(series, alpha=args.alpha, fdr=args.fdr))
-    elapsed = time.perf_counter() - start
-
-    step_found = [found.get((STEP, s.params), []) for s in series[:n]]
-
-    def recall(index: int, margin: int) -> float:
-        return sum(any(abs(f - index) <= margin for f in fs) for fs in step_found) / n
-
-    scores = [synthetic.precision_recall([i for i, _ in synthetic.PANEL_STEPS], fs, 1)
-              for fs in step_found]
-    flat_alarms = sum(bool(found.get((FLAT, s.params))) for s in series[n:]) / n
-
-    aa = panel_series(FLAT, synthetic.step_panel(args.aa, seed=aa_seed, steps=()), aa_seed)
-    aa_alerts = detect.cluster_alerts(
-        detect.find_regressions(aa, alpha=args.alpha, fdr=args.fdr))
-
-    print(f"panel: {n} step series (seeds {step_seed}..{step_seed + n - 1}) + {n} no-change "
-          f"series (seeds {flat_seed}..{flat_seed + n - 1}), one run, "
-          f"{elapsed / (2 * n) * 1000:.1f} ms/series")
-    for index, size in synthetic.PANEL_STEPS:
-        print(f"  recall, +{size:.1%} step at commit {index} (+-1 commit): "
-              f"{recall(index, 1):.2f}   (+-2: {recall(index, 2):.2f})")
-    print(f"  precision of step-series detections (+-1): "
-          f"{sum(p for p, _ in scores) / n:.2f}")
-    print(f"  no-change series with any false alarm: {flat_alarms:.1%}")
+    n, options = args.series, {"alpha": args.alpha, "fdr": args.fdr}
+    report("panel, detection only", n, args.seed,
+           panel_run(n, args.seed, remeasure_budget=None, **options))
+    report(f"panel, re-measurement within {args.budget:.0%}", n, args.seed,
+           panel_run(n, args.seed, remeasure_budget=args.budget, **options))
     mle, bayes = localisation_ceiling(100_000, args.seed)
-    print(f"  oracle localisation of the +{synthetic.PANEL_STEPS[1][1]:.1%} step (+-1 commit, "
-          f"100000 draws): {mle:.2f} maximum likelihood, {bayes:.2f} Bayes +-1 window")
-    print(f"A/A: {args.aa} no-change series (seeds {aa_seed}..{aa_seed + args.aa - 1}) in one "
-          f"run: {len(aa_alerts)} alert(s)")
+    print(f"oracle localisation of the +{synthetic.PANEL_STEPS[1][1]:.1%} step at 10 samples "
+          f"(+-1 commit, 100000 draws): {mle:.2f} maximum likelihood, {bayes:.2f} Bayes +-1 "
+          "window")
+    aa_seed = args.seed + 200_000
+    for label, budget in (("detection only", None), ("with re-measurement", args.budget)):
+        alerts = aa_run(args.aa, aa_seed, remeasure_budget=budget, **options)
+        print(f"A/A, {label}: {args.aa} no-change series (seeds {aa_seed}.."
+              f"{aa_seed + args.aa - 1}) in one run: {alerts} alert(s)")
 
 
 if __name__ == "__main__":

@@ -86,8 +86,8 @@ def test_scan_pvalue_bounds():
 
 
 def test_samples_cap_is_the_power_formula():
-    # research/detection.md section 8: n = 23.4 (sigma/delta)^2 per side, "about 94" for a
-    # 1.5% shift at 3% noise (94.8, rounded up).
+    # The two-sample power formula: n = 23.4 (sigma/delta)^2 per side, 94.8 for a 1.5% shift
+    # at 3% noise, rounded up.
     z = scipy.stats.norm.isf(0.005) + scipy.stats.norm.ppf(0.8)
     assert 2 * z**2 == pytest.approx(23.35, abs=0.01)
     assert stats.samples_cap(0.03, math.log1p(0.015)) == 95
@@ -102,7 +102,8 @@ def test_high_threshold_falls_with_samples_to_the_low_threshold():
     assert thresholds == sorted(thresholds, reverse=True)
     assert thresholds[0] == 1.0
     assert thresholds[-1] == stats.LOW_THRESHOLD
-    # Pinpoint's table for a 1.0-IQR effect ends at n = 35 (detection.md section 3); with
+    # Pinpoint's table for a 1.0-IQR effect ends at n = 35 (catapult dashboard/pinpoint/
+    # models/compare/thresholds_performance.py); with
     # a 1% miss rate the normal approximation crosses 0.01 near n = 26 for 1.349 sd.
     crossing = next(n for n in range(2, 100) if stats.high_threshold(n, n, 1.349) <= 0.0100001)
     assert 20 <= crossing <= 35

@@ -1,0 +1,421 @@
+"""The life of an alert across nights: a pure state machine over plain records.
+
+Each night detection yields alerts (`detect.cluster_alerts`); `advance` matches them to the
+stored records, creates records for new ones, confirms or withdraws provisional ones and
+revives dismissed ones only on new data. The nightly investigates the records left `new`,
+and `investigated` turns an investigation's outcome into `reported` (its own measurement
+confirms the regression: `publishable`) or `not-reproduced` (with the evidence). Records
+whose bisection names one culprit become one report (`group_by_culprit`), as Perfherder
+groups alerts by push (mozilla/treeherder treeherder/perf/models.py,
+PerformanceAlertSummary). Nothing here reads or writes storage: the nightly persists the
+records (`to_dict` / `from_dict`).
+
+Statuses and transitions:
+
+    new --investigated, confirmed--> reported --triage--> acknowledged | fixed | invalid
+    new --investigated, not confirmed--> not-reproduced --new member or moved range--> new
+    new --investigation failed--> new (tried again next night)
+    any but invalid, while provisional --not detected again--> withdrawn
+    acknowledged --triage--> fixed | invalid;  new | not-reproduced --triage--> invalid
+
+`provisional` is separate from the status: an edge alert is investigated and reported the
+night it appears; it turns confirmed when a later night finds its level held (the alert is
+matched by a non-provisional one), and is withdrawn, with a note, when detection no longer
+finds it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+
+from regressions.detect import Alert, Regression
+from regressions.errors import SpyreRegressError
+
+FORMAT_VERSION = 1
+STATUSES = ("new", "reported", "not-reproduced", "acknowledged", "fixed", "invalid",
+            "withdrawn")
+# What a person may set, from each status (the machine sets the others).
+TRIAGE: dict[str, tuple[str, ...]] = {
+    "new": ("invalid",),
+    "reported": ("acknowledged", "fixed", "invalid"),
+    "acknowledged": ("fixed", "invalid"),
+    "not-reproduced": ("invalid",),
+    "fixed": ("reported",),  # it came back
+}
+# A report stands for these statuses (a culprit with a published bundle).
+REPORTED = ("reported", "acknowledged", "fixed")
+
+
+@dataclass(frozen=True)
+class Symptom:
+    """One affected series of an alert: what a report lists."""
+
+    kind: str
+    benchmark: str
+    params: str
+    machine: str
+    env: str
+    ratio: float | None
+    ci: tuple[float, float] | None
+
+    @property
+    def key(self) -> str:
+        return series_key(self.machine, self.env, self.benchmark, self.params)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """The investigation's own measurement of an alert: `ratio` = bad/good with its interval,
+    judged against the `floor` (relative worsening) in the metric's direction. `alert_good`,
+    `alert_bad` and `members` record what the alert was when it was measured, which is what
+    decides whether later data is new."""
+
+    good_commit: str
+    bad_commit: str
+    ratio: float | None
+    ci: tuple[float, float] | None
+    pvalue: float | None
+    samples: tuple[int, int]
+    floor: float
+    higher_is_better: bool = False
+    alert_good: str = ""
+    alert_bad: str = ""
+    members: tuple[str, ...] = ()
+    failed: bool = False  # the bad commit fails where the good one runs
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What investigating one alert found: the culprit (None when bisection named none),
+    the evidence, or the error that stopped it."""
+
+    culprit: str | None
+    evidence: Evidence | None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class AlertRecord:
+    """One alert as the nightly stores it."""
+
+    id: int
+    kind: str
+    good_commit: str
+    bad_commit: str
+    symptoms: tuple[Symptom, ...]
+    status: str = "new"
+    provisional: bool = False
+    culprit: str | None = None
+    evidence: Evidence | None = None
+    note: str = ""
+    first_seen: str = ""
+    last_seen: str = ""
+    history: tuple[str, ...] = field(default_factory=tuple)  # transition notes, oldest first
+
+    @property
+    def members(self) -> frozenset[str]:
+        return frozenset(s.key for s in self.symptoms)
+
+
+@dataclass(frozen=True)
+class Event:
+    """One transition, for the night's log."""
+
+    alert_id: int
+    before: str
+    after: str
+    note: str
+
+
+@dataclass(frozen=True)
+class Night:
+    """`advance`'s answer: every record after tonight, the ids to investigate, the events,
+    and for each of tonight's alerts (in order) its record id."""
+
+    records: list[AlertRecord]
+    investigate: list[int]
+    events: list[Event]
+    alert_ids: list[int]
+
+
+@dataclass(frozen=True)
+class CulpritReport:
+    """Alerts whose bisection named one culprit: one report listing every symptom."""
+
+    culprit: str
+    alert_ids: tuple[int, ...]
+    kinds: tuple[str, ...]
+    symptoms: tuple[Symptom, ...]
+
+
+def series_key(machine: str, env: str, benchmark: str, params: str) -> str:
+    return f"{machine}/{env}/{benchmark}{params}"
+
+
+def symptoms_of(alert: Alert) -> tuple[Symptom, ...]:
+    return tuple(_symptom(m) for m in alert.members)
+
+
+def _symptom(r: Regression) -> Symptom:
+    return Symptom(r.kind, r.benchmark, r.params, r.machine, r.env, r.ratio, r.ci)
+
+
+# --- matching tonight's alerts to stored records -----------------------------------------
+
+def match(records: Sequence[AlertRecord], alerts: Sequence[Alert],
+          place: Mapping[str, int]) -> list[tuple[int, int]]:
+    """Pairs (record index, alert index): the same regression seen again.
+
+    A record and an alert match when they have the same kind, share at least one series, and
+    their commit ranges (good, bad] overlap on the current history (`place`: commit ->
+    position in first-parent order). That holds when the range narrows as commits in it
+    are measured, and when a provisional alert's range moves inside or next to its stride
+    window. Withdrawn records never match (a regression that comes back is new). Pairs are
+    chosen greedily: most shared series, then the largest overlap, then the oldest record;
+    each record and each alert is used once.
+    """
+    scored = []
+    for i, record in enumerate(records):
+        if record.status == "withdrawn":
+            continue
+        stored = _span(record.good_commit, record.bad_commit, place)
+        for j, alert in enumerate(alerts):
+            tonight = _span(alert.good_commit, alert.bad_commit, place)
+            if record.kind != alert.kind or stored is None or tonight is None:
+                continue
+            shared = len(record.members & {s.key for s in symptoms_of(alert)})
+            overlap = min(stored[1], tonight[1]) - max(stored[0], tonight[0])
+            if shared and overlap > 0:
+                scored.append(((-shared, -overlap, record.id), i, j))
+    pairs, used_records, used_alerts = [], set(), set()
+    for _, i, j in sorted(scored):
+        if i not in used_records and j not in used_alerts:
+            pairs.append((i, j))
+            used_records.add(i)
+            used_alerts.add(j)
+    return sorted(pairs, key=lambda pair: pair[1])
+
+
+def _span(good: str, bad: str, place: Mapping[str, int]) -> tuple[int, int] | None:
+    if good not in place or bad not in place:
+        return None
+    return place[good], place[bad]
+
+
+# --- one night ---------------------------------------------------------------------------
+
+def advance(records: Sequence[AlertRecord], alerts: Sequence[Alert], place: Mapping[str, int],
+            night: str) -> Night:
+    """Tonight's alerts applied to the stored records (see the module docstring).
+
+    Args:
+        records: every stored record.
+        alerts: tonight's alerts, from detection after re-measurement.
+        place: commit -> position in tonight's first-parent history.
+        night: a label for tonight (a date), kept in `first_seen`/`last_seen` and notes.
+    """
+    pairs = dict((j, i) for i, j in match(records, alerts, place))
+    updated = list(records)
+    events: list[Event] = []
+    alert_ids: list[int] = []
+    next_id = max((r.id for r in records), default=0) + 1
+    for j, alert in enumerate(alerts):
+        if j in pairs:
+            record, event = _seen(updated[pairs[j]], alert, place, night)
+            updated[pairs[j]] = record
+            events += [event] if event else []
+        else:
+            record = AlertRecord(next_id, alert.kind, alert.good_commit, alert.bad_commit,
+                                 symptoms_of(alert), provisional=alert.provisional,
+                                 first_seen=night, last_seen=night)
+            next_id += 1
+            updated.append(record)
+            events.append(Event(record.id, "", "new", f"found on {night}"
+                                + (" (provisional: one commit holds the level)"
+                                   if alert.provisional else "")))
+        alert_ids.append(record.id)
+    matched = set(pairs.values())
+    for i, record in enumerate(records):
+        if i not in matched and record.provisional and record.status not in ("withdrawn",
+                                                                             "invalid"):
+            updated[i], event = _withdrawn(record, place, night)
+            events.append(event)
+    investigate = [r.id for r in updated if r.status == "new"]
+    return Night(updated, investigate, events, alert_ids)
+
+
+def _seen(record: AlertRecord, alert: Alert, place: Mapping[str, int],
+          night: str) -> tuple[AlertRecord, Event | None]:
+    """A stored record matched again: new range and symptoms, confirmation, revival."""
+    changed = replace(record, good_commit=alert.good_commit, bad_commit=alert.bad_commit,
+                      symptoms=symptoms_of(alert), last_seen=night)
+    if record.provisional and not alert.provisional:
+        note = f"confirmed on {night}: the new level held after {alert.bad_commit[:12]}"
+        return _note(replace(changed, provisional=False), note), Event(
+            record.id, record.status, record.status, note)
+    if record.status == "not-reproduced":
+        reason = revival(record, alert, place)
+        if reason:
+            note = f"revived on {night}: {reason}"
+            return _note(replace(changed, status="new"), note), Event(
+                record.id, "not-reproduced", "new", note)
+    return changed, None
+
+
+def revival(record: AlertRecord, alert: Alert, place: Mapping[str, int]) -> str | None:
+    """Why a not-reproduced record deserves another investigation, or None.
+
+    Only new data revives it: a series that was not a member when it was measured (a new
+    symptom), or a bad commit outside the range (good, bad] the investigation measured (the
+    change moved). More samples at the same range, or the range narrowing inside it, do not:
+    the measurement already compared both ends of that range.
+    """
+    evidence = record.evidence
+    if evidence is None:
+        return None
+    joined = sorted({s.key for s in symptoms_of(alert)} - set(evidence.members))
+    if joined:
+        return f"{len(joined)} new affected series ({joined[0]})"
+    measured = _span(evidence.alert_good, evidence.alert_bad, place)
+    bad = place.get(alert.bad_commit)
+    if measured is not None and bad is not None and not measured[0] < bad <= measured[1]:
+        return (f"the bad commit moved to {alert.bad_commit[:12]}, outside the measured "
+                f"{evidence.alert_good[:12]}..{evidence.alert_bad[:12]}")
+    return None
+
+
+def _withdrawn(record: AlertRecord, place: Mapping[str, int], night: str
+               ) -> tuple[AlertRecord, Event]:
+    later = (max(place.values()) - place[record.bad_commit]) if record.bad_commit in place \
+        else 0
+    why = (f"{later} commit(s) landed after {record.bad_commit[:12]} and its level did not "
+           "hold" if later else f"measured again, {record.bad_commit[:12]} no longer differs")
+    note = f"withdrawn on {night}: detection no longer finds it ({why})"
+    return _note(replace(record, status="withdrawn"), note), Event(
+        record.id, record.status, "withdrawn", note)
+
+
+def _note(record: AlertRecord, note: str) -> AlertRecord:
+    return replace(record, note=note, history=(*record.history, note))
+
+
+# --- investigation -----------------------------------------------------------------------
+
+def publishable(evidence: Evidence | None) -> bool:
+    """Whether the investigation's own measurement confirms the regression.
+
+    The worsening of its ratio (in the metric's direction) must reach the floor, and its
+    interval must exclude 1 on the bad side. A deterministic measurement has a zero-width
+    interval, so only the floor decides. A failure is confirmed by the bad commit failing
+    where the good one runs.
+    """
+    if evidence is not None and evidence.failed:
+        return True
+    if evidence is None or evidence.ratio is None or evidence.ci is None:
+        return False
+    higher = evidence.higher_is_better
+    point = _worsening(evidence.ratio, higher)
+    nearest = _worsening(evidence.ci[1] if higher else evidence.ci[0], higher)
+    if math.isnan(point) or math.isnan(nearest):
+        return False
+    return point >= evidence.floor and nearest > 0
+
+
+def _worsening(ratio: float, higher_is_better: bool) -> float:
+    if not higher_is_better:
+        return ratio - 1
+    return math.inf if ratio == 0 else 1 / ratio - 1
+
+
+def investigated(record: AlertRecord, outcome: Outcome, night: str) -> AlertRecord:
+    """The record after its investigation: `reported` when a culprit is named and the
+    measurement confirms the regression, `not-reproduced` (with the evidence) otherwise;
+    an investigation that failed leaves it `new`, to be tried again."""
+    if record.status != "new":
+        raise SpyreRegressError(f"alert {record.id} is {record.status}, not new: only new "
+                                "alerts are investigated")
+    if outcome.error is not None:
+        return _note(record, f"investigation failed on {night}: {outcome.error}")
+    if outcome.culprit is not None and publishable(outcome.evidence):
+        return _note(replace(record, status="reported", culprit=outcome.culprit,
+                             evidence=outcome.evidence),
+                     f"reported on {night}: culprit {outcome.culprit[:12]}"
+                     f" ({describe(outcome.evidence)})")
+    why = describe(outcome.evidence) if outcome.evidence else "no measurement"
+    if outcome.culprit is None and outcome.evidence is not None and publishable(
+            outcome.evidence):
+        why += "; bisection named no single culprit"
+    return _note(replace(record, status="not-reproduced", culprit=outcome.culprit,
+                         evidence=outcome.evidence),
+                 f"not reproduced on {night}: {why}")
+
+
+def describe(evidence: Evidence) -> str:
+    if evidence.failed:
+        return f"{evidence.bad_commit[:12]} fails where {evidence.good_commit[:12]} runs"
+    if evidence.ratio is None or evidence.ci is None:
+        return "no ratio measured"
+    p = "" if evidence.pvalue is None else f", p = {evidence.pvalue:.2g}"
+    return (f"x{evidence.ratio:.3f} [{evidence.ci[0]:.3f}, {evidence.ci[1]:.3f}] "
+            f"{evidence.good_commit[:12]}->{evidence.bad_commit[:12]}, "
+            f"{evidence.samples[0]}+{evidence.samples[1]} samples{p}, floor {evidence.floor:.0%}")
+
+
+def triage(record: AlertRecord, status: str, note: str = "") -> AlertRecord:
+    """A person's decision; only the transitions in TRIAGE are allowed."""
+    if status not in TRIAGE.get(record.status, ()):
+        allowed = list(TRIAGE.get(record.status, ()))
+        raise SpyreRegressError(f"alert {record.id} is {record.status}: it can become "
+                                f"{allowed or 'nothing by hand'}, not {status!r}")
+    return _note(replace(record, status=status),
+                 f"{record.status} -> {status}" + (f": {note}" if note else ""))
+
+
+# --- reports -----------------------------------------------------------------------------
+
+def group_by_culprit(records: Sequence[AlertRecord]) -> list[CulpritReport]:
+    """One report per culprit commit, listing the symptoms of every reported alert it caused
+    (device time, compile time, numerics ...), oldest alert first."""
+    groups: dict[str, list[AlertRecord]] = {}
+    for record in sorted(records, key=lambda r: r.id):
+        if record.status in REPORTED and record.culprit is not None:
+            groups.setdefault(record.culprit, []).append(record)
+    return [CulpritReport(culprit, tuple(r.id for r in group),
+                          tuple(dict.fromkeys(r.kind for r in group)),
+                          tuple(s for r in group for s in r.symptoms))
+            for culprit, group in groups.items()]
+
+
+# --- storage form ------------------------------------------------------------------------
+
+def to_dict(record: AlertRecord) -> dict:
+    """A JSON-ready form of `record` with a `version` field."""
+    data = asdict(record)
+    data["version"] = FORMAT_VERSION
+    return data
+
+
+def from_dict(data: Mapping) -> AlertRecord:
+    """Inverse of `to_dict`; refuses a version it does not know."""
+    if data.get("version") != FORMAT_VERSION:
+        raise SpyreRegressError(f"alert record version {data.get('version')!r} is not "
+                                f"{FORMAT_VERSION}: upgrade spyre-regress to read it")
+    fields = {k: v for k, v in data.items() if k != "version"}
+    fields["symptoms"] = tuple(_symptom_from(s) for s in fields["symptoms"])
+    evidence = fields.get("evidence")
+    if evidence is not None:
+        fields["evidence"] = Evidence(**{**evidence, "ci": _pair(evidence["ci"]),
+                                         "samples": tuple(evidence["samples"]),
+                                         "members": tuple(evidence["members"])})
+    fields["history"] = tuple(fields.get("history", ()))
+    return AlertRecord(**fields)
+
+
+def _symptom_from(data: Mapping) -> Symptom:
+    return Symptom(**{**data, "ci": _pair(data["ci"])})
+
+
+def _pair(value) -> tuple[float, float] | None:
+    return None if value is None else (float(value[0]), float(value[1]))

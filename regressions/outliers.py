@@ -1,0 +1,144 @@
+"""One-commit excursions of a noisy series: transients inside it, and screened edge commits.
+
+A commit whose level lies far outside the levels on *both* sides of it, while its
+neighbours agree with each other, is a transient (a load spike, a bad run, a commit reverted
+by the next one). Left in, it is a change point twice over, and the segmentation can move
+an adjacent real step onto it (a one-value-per-commit throughput series with one commit 40%
+low five commits before a real -12% step blamed the outlier's commit). So transients are
+taken out before the change points are fitted, and reported apart.
+
+At the two ends of a series a single commit cannot be told from a step: the newest commit of
+a night is the one that matters most. An end commit that is an excursion is kept out of the
+segmentation (so it cannot drag a split next to it onto its neighbour) and tested on its own
+(`changepoints`). Everything here works on per-commit means (of log values for positive
+data) and a robust scale; pure functions on arrays.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+
+import numpy as np
+
+# Commits on each side whose median is the local level (a running median, as the asv
+# step_detect's L1 fit is robust to a single outlier).
+WINDOW = 3
+# An excursion is this many robust standard deviations of a commit mean beyond both local
+# levels. Normal noise passes 5 sd once in 3.5 million commits; heavy-tailed noise more often,
+# and a false transient only drops one commit from the fit.
+TRANSIENT_Z = 5.0
+# Next to a step, an excursion beyond both levels must exceed this fraction of the step
+# itself: a first commit that overshoots a step by a little belongs to the step, while a
+# bad run of 1.5x right before a +20% step is an outlier (the month simulation plants it).
+OVERSHOOT = 0.5
+# An end commit this far from its neighbours is kept out of the segmentation and tested alone.
+EDGE_SCREEN_Z = 4.0
+# Fewer commits than this give no robust scale worth trusting: no transients are sought.
+MIN_COMMITS = 5
+# Samples this many robust standard deviations from their commit's median are a burst.
+TRIM_Z = 5.0
+TRIM_MIN_SAMPLES = 5
+# 1.4826 MAD estimates a normal standard deviation (Rousseeuw & Croux 1993).
+MAD_TO_SD = 1.4826
+
+
+def trim_bursts(values: list[np.ndarray], positive: bool, *, z: float = TRIM_Z
+                ) -> list[np.ndarray]:
+    """Each re-measured commit's samples without a minority far from its own median.
+
+    A commit measured again (asv --append-samples) holds several runs; when one of them was
+    a bad run (a load spike, a glitch) a minority of its samples sits `z` robust standard
+    deviations (pooled over the series' commits, of log values for positive data) from the
+    commit's median. Those samples are dropped, unless that would drop half of the commit
+    or more (then it is not a minority). Only commits with more samples than the series'
+    usual count (the median), and at least TRIM_MIN_SAMPLES, are touched: a single run's
+    own tail is the benchmark's noise, which the tests model. Normal noise reaches 5 sd once
+    in 1.7 million samples.
+    """
+    usual = float(np.median([v.size for v in values])) if values else 0.0
+    eligible = [i for i, v in enumerate(values)
+                if v.size >= TRIM_MIN_SAMPLES and v.size > usual]
+    if not eligible:
+        return values
+    scaled = {i: np.log(values[i]) if positive else values[i] for i in eligible}
+    centred = {i: scaled[i] - np.median(scaled[i]) for i in eligible}
+    scale = MAD_TO_SD * float(np.median(np.abs(np.concatenate(list(centred.values())))))
+    if not scale > 0:
+        return values
+    out = list(values)
+    for i in eligible:
+        keep = np.abs(centred[i]) <= z * scale
+        if 2 * int(keep.sum()) > keep.size and not keep.all():
+            out[i] = values[i][keep]
+    return out
+
+
+def commit_scale(means: np.ndarray, standard_error: float | None = None) -> float:
+    """Robust standard deviation of one commit mean around its local level.
+
+    The spread of successive differences (a step moves one difference, a transient two, so
+    the median absolute deviation ignores both), divided by sqrt(2) because a difference
+    holds two means. Never below `standard_error`, the sample noise of one commit mean: a
+    handful of differences can agree by chance.
+    """
+    floor = standard_error or 0.0
+    if means.size < 3:
+        return floor
+    steps = np.diff(means)
+    spread = MAD_TO_SD * float(np.median(np.abs(steps - np.median(steps)))) / np.sqrt(2)
+    return max(spread, floor)
+
+
+def transients(means: np.ndarray, scale: float, *, z: float = TRANSIENT_Z,
+               window: int = WINDOW) -> list[int]:
+    """Indexes of single-commit excursions inside the series (never its first or last commit).
+
+    Commit i is one when its mean lies beyond both local levels (medians of up to `window`
+    commits before and after it) by at least `z` scales, and by more than OVERSHOOT times
+    the difference of the two levels: a commit between the levels of a step belongs to the
+    step, and so does one that overshoots it a little. Two flagged neighbours are a
+    two-commit excursion, which is a change and a change back, not a transient.
+    """
+    if means.size < MIN_COMMITS or not scale > 0:
+        return []
+    values = means.tolist()  # medians of three values: plain Python is faster than numpy
+    flagged = []
+    for i in range(1, len(values) - 1):
+        left = statistics.median(values[max(0, i - window):i])
+        right = statistics.median(values[i + 1:i + 1 + window])
+        low, high = min(left, right), max(left, right)
+        excess = max(values[i] - high, low - values[i])
+        if excess >= z * scale and excess > OVERSHOOT * (high - low):
+            flagged.append(i)
+    chosen = set(flagged)
+    return [i for i in flagged if i - 1 not in chosen and i + 1 not in chosen]
+
+
+def edge_excursion(means: np.ndarray, scale: float, which: str, *, z: float = EDGE_SCREEN_Z,
+                   window: int = WINDOW) -> bool:
+    """Whether the `which` ("oldest" or "newest") commit stands apart from its neighbours.
+
+    It must differ by `z` scales from both the median of the `window` commits next to it and
+    the adjacent commit alone: a step one commit earlier puts the adjacent commit at the new
+    level too, and then the end commit belongs to the segmentation.
+    """
+    if means.size < 3 or not scale > 0:
+        return False
+    ordered = means if which == "oldest" else means[::-1]
+    neighbours = ordered[1:1 + window]
+    end = float(ordered[0])
+    return (abs(end - float(np.median(neighbours))) >= z * scale
+            and abs(end - float(ordered[1])) >= z * scale)
+
+
+def local_level(means: np.ndarray, index: int, window: int = WINDOW) -> float:
+    """The level just before `index` (the median of up to `window` means), else just after."""
+    before = means[max(0, index - window):index]
+    return float(np.median(before if before.size else means[index + 1:index + 1 + window]))
+
+
+def positions_kept(n: int, dropped: Sequence[int]) -> list[int]:
+    """0..n-1 without `dropped`, in order."""
+    gone = set(dropped)
+    return [i for i in range(n) if i not in gone]

@@ -1,0 +1,190 @@
+"""What the month simulation plants, and where: two configurations of a busy branch.
+
+`TRAINING` is the configuration the detection, re-measurement and lifecycle constants were
+tuned on; `HELD_OUT` moves the events to other places in the nights (newest commit <->
+inside a night, other outlier distances), lands more commits per night at a wider stride,
+and is scored on other seeds. Sizes run from 1.5% to x2 over device time, compile time,
+host time, numerics and throughput, with a failure, an improvement and a slow drift.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from regressions.month import (
+    COMPILE,
+    DEVICE,
+    HOST,
+    NUMERICS,
+    STAGE,
+    THROUGHPUT,
+    Branch,
+    Event,
+    Spec,
+    select,
+    suite,
+)
+
+
+@dataclass(frozen=True)
+class Plant:
+    """One planted event: what it does and to which series; `place` says where it lands
+    (newest, interior, oldest, window-1, window-2 (the next commit in the same stride
+    window as window-1), or outlier:<label>:<gap>, `gap` benchmarked commits before that
+    event's first benchmarked commit at the new level)."""
+
+    label: str
+    kind: str
+    symptom: str
+    factor: float
+    benchmarks: tuple[str, ...]
+    workload: object = None
+    seq: object = None
+    stage: object = None
+    length: int = 1
+    with_: str = ""  # lands at the same commit as this label
+
+
+@dataclass(frozen=True)
+class MonthConfig:
+    """A simulated month: which plants land where (labels of PLANTS -> placement; a plant
+    without a placement is left out), how many nights and commits, the stride, and the
+    first seed it is scored on."""
+
+    name: str
+    places: dict[str, str]
+    nights: int = 30
+    initial_commits: int = 24
+    commits_per_night: float = 9.0
+    stride: int = 3
+    first_seed: int = 0
+
+
+PLANTS: tuple[Plant, ...] = (
+    Plant("decode x2", "step", "device_time", 2.0, (DEVICE,), "attention", 1),
+    Plant("mlp +10%", "step", "device_time", 1.10, (DEVICE,), "mlp"),
+    Plant("linear +5%", "step", "device_time", 1.05, (DEVICE,), "linear", (512, 1024)),
+    Plant("softmax +3%", "step", "device_time", 1.03, (DEVICE,), "softmax"),
+    Plant("layernorm +1.5%", "step", "device_time", 1.015, (DEVICE,), "layernorm", (512, 1024)),
+    Plant("attention +6%", "step", "device_time", 1.06, (DEVICE,), "attention", (512, 1024)),
+    Plant("attention +4%", "step", "device_time", 1.04, (DEVICE,), "attention", (127, 128)),
+    Plant("embedding +8%", "step", "device_time", 1.08, (DEVICE,), "embedding"),
+    Plant("decompose x1.5", "step", "compile_time", 1.5, (STAGE,), stage="decompose"),
+    Plant("decompose total +10%", "step", "compile_time", 1.10, (COMPILE,),
+          with_="decompose x1.5"),
+    Plant("attention compile +20%", "step", "compile_time", 1.20, (COMPILE,), "attention"),
+    Plant("layout +8%", "step", "compile_time", 1.08, (STAGE,), stage="layout"),
+    Plant("host +25%", "step", "host_time", 1.25, (HOST,)),
+    Plant("fp16 accumulate x2", "step", "numerics", 2.0, NUMERICS,
+          stage=("kernel", "runtime")),
+    Plant("softmax rmse +30%", "step", "numerics", 1.30, NUMERICS[:1], "softmax"),
+    Plant("mlp throughput -12%", "step", "track", 0.88, (THROUGHPUT,), "mlp"),
+    Plant("embedding fails", "failure", "failure", 1.0, (DEVICE,), "embedding", (512, 1024)),
+    Plant("rmsnorm -10% (improvement)", "step", "device_time", 0.90, (DEVICE,), "rmsnorm"),
+    Plant("linear drift +9%", "drift", "device_time", 1.09, (DEVICE,), "linear", (1, 127, 128),
+          length=30),
+    Plant("mlp glitch x1.4", "outlier", "device_time", 1.4, (DEVICE,), "mlp", 128),
+    Plant("attention compile glitch x1.5", "outlier", "compile_time", 1.5, (COMPILE,),
+          "attention"),
+    Plant("mlp throughput glitch x0.6", "outlier", "track", 0.6, (THROUGHPUT,), "mlp"),
+)
+
+TRAINING = MonthConfig("training", {
+    "decode x2": "newest", "mlp +10%": "interior", "linear +5%": "newest",
+    "softmax +3%": "interior", "layernorm +1.5%": "interior", "attention +6%": "window-1",
+    "attention +4%": "window-2", "embedding +8%": "oldest", "decompose x1.5": "interior",
+    "attention compile +20%": "newest", "layout +8%": "interior", "host +25%": "interior",
+    "fp16 accumulate x2": "newest", "softmax rmse +30%": "interior",
+    "mlp throughput -12%": "interior", "embedding fails": "interior",
+    "rmsnorm -10% (improvement)": "interior", "linear drift +9%": "interior",
+    "mlp glitch x1.4": "outlier:mlp +10%:2",
+    "attention compile glitch x1.5": "outlier:attention compile +20%:1",
+    "mlp throughput glitch x0.6": "outlier:mlp throughput -12%:5",
+})
+
+HELD_OUT = MonthConfig("held-out", {
+    **TRAINING.places,
+    "decode x2": "interior", "linear +5%": "interior", "softmax +3%": "newest",
+    "host +25%": "newest", "fp16 accumulate x2": "interior", "softmax rmse +30%": "newest",
+    "attention compile +20%": "interior", "layernorm +1.5%": "newest",
+    "mlp glitch x1.4": "outlier:mlp +10%:1",
+    "attention compile glitch x1.5": "outlier:attention compile +20%:3",
+    "mlp throughput glitch x0.6": "outlier:mlp throughput -12%:2",
+}, initial_commits=30, commits_per_night=12.0, stride=4, first_seed=1000)
+
+
+def build_branch(config: MonthConfig, seed: int) -> Branch:
+    """The history, nights and events of one simulated month."""
+    rng = np.random.default_rng([seed, 4242])
+    sizes = [config.initial_commits] + [max(3, int(rng.poisson(config.commits_per_night)))
+                                        for _ in range(config.nights - 1)]
+    nights, start = [], 0
+    for size in sizes:
+        nights.append((start, start + size - 1))
+        start += size
+    commits = [hashlib.sha1(f"month {config.name} {seed} {i}".encode()).hexdigest()
+               for i in range(start)]
+    branch = Branch(seed, suite(), commits, nights, [], config.stride)
+    free = list(rng.permutation(np.arange(1, config.nights - 2)))
+    landed: dict[str, int] = {}
+    for plant in PLANTS:  # primary events first, outliers after the steps they flank
+        place = config.places.get(plant.label, "")
+        if plant.with_:
+            if plant.with_ not in landed:
+                continue
+            at = landed[plant.with_]
+        elif not place or place.startswith("outlier:"):
+            continue  # not planted in this configuration, or an outlier (below)
+        else:
+            at = _land(branch, place, landed, free, rng)
+        landed[plant.label] = at
+        branch.events.append(_event(branch.suite, plant, at))
+    for plant in PLANTS:
+        place = config.places.get(plant.label, "")
+        if place.startswith("outlier:"):
+            _, target, gap = place.split(":")
+            at = _outlier_commit(branch, landed[target], int(gap))
+            branch.events.append(_event(branch.suite, plant, at))
+    return branch
+
+
+def _event(specs: list[Spec], plant: Plant, at: int) -> Event:
+    targets = select(specs, plant.benchmarks, workload=plant.workload, seq=plant.seq,
+                     stage=plant.stage)
+    return Event(plant.label, plant.kind, at, targets, plant.factor, plant.length,
+                 plant.symptom)
+
+
+def _land(branch: Branch, place: str, landed: dict[str, int], free: list, rng) -> int:
+    """The commit where an event with this placement lands."""
+    if place == "oldest":
+        first, second = branch.benchmarked(0)[:2]
+        return int(rng.integers(first + 1, second + 1))
+    if place == "window-2":
+        return landed["__window"] + 1
+    night = int(free.pop())
+    first, last = branch.nights[night]
+    if place == "newest":
+        return last
+    if place == "window-1":
+        marks = branch.benchmarked(night)
+        gaps = [(a, b) for a, b in zip(marks, marks[1:], strict=False) if b - a >= 2]
+        a, _ = gaps[int(rng.integers(len(gaps)))] if gaps else (first, last)
+        landed["__window"] = a + 1
+        return a + 1
+    return int(rng.integers(first + 1, last))  # inside the night, never its newest commit
+
+
+def _outlier_commit(branch: Branch, step: int, gap: int) -> int:
+    """The benchmarked commit `gap` benchmarked commits before the step's first benchmarked
+    commit at the new level; never the newest commit of its night (that would be an edge)."""
+    marks = sorted({c for night in range(len(branch.nights)) for c in branch.benchmarked(night)})
+    newest = {last for _, last in branch.nights}
+    first_new = next(i for i, c in enumerate(marks) if c >= step)
+    index = first_new - gap
+    while marks[index] in newest:
+        index -= 1
+    return marks[index]

@@ -1,0 +1,274 @@
+"""Which commits to measure again before a night decides: a pure plan within a budget.
+
+Detection that is unsure asks for more data rather than a better guess, as Pinpoint adds
+repeats while its verdict is "unknown" (catapult dashboard/pinpoint/models/job_state.py,
+`_REPEAT_COUNT_INCREASE`). Five kinds of candidate earn samples, in this order:
+
+1. *edge*: a change at the newest (or oldest) benchmarked commit, held by one commit: the
+   commit again (a bad run shows as an excursion that does not repeat) and every commit of
+   the stride window before it that was not benchmarked (a step inside the window then holds
+   for two commits and is located exactly);
+2. *contradicted*: a change at a commit where an investigation did not reproduce it: both
+   ends again, since a bad run there may have moved the change onto the wrong commit;
+3. *window*: a sure change whose range still holds commits that were not benchmarked: those
+   commits, so two regressions inside one stride window come apart before an alert merges
+   them and one bisection blames one culprit for both;
+4. *weak*: q within a factor of the false-discovery threshold, or a near miss: the commits
+   around its split, so the estimate firms up or fades;
+5. *ambiguous*: other splits nearly as likely as the best one: the commits between them.
+
+The nightly hands the requests to `asv run --append-samples` (the extra samples land in the
+results like any others) and runs detection again on the enlarged data. The plan stays under
+`budget` extra samples, whole candidates first by priority, and never grows a commit beyond
+`MAX_RUNS` runs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, replace
+
+from regressions.detect import FDR, Candidate, Detection, Series, run_detection
+
+# Re-measurement spends at most this fraction of the samples the night measured anyway
+# (the issue's panel target: extra samples <= 25% of the base budget).
+BUDGET_FRACTION = 0.25
+# A commit is measured at most this many runs in all (its first run included).
+MAX_RUNS = 4
+# A reported candidate is weak while its q is above FDR / WEAK_MARGIN; an unreported one
+# while its q is below FDR * WEAK_MARGIN (or it is a near miss without a q).
+WEAK_MARGIN = 20.0
+# Commits re-measured around one split: the nearest to the best split first.
+LOCATION_COMMITS = 8
+# Rounds of plan, measure, detect in one night.
+MAX_ROUNDS = 3
+REASONS = ("edge", "contradicted", "window", "weak", "ambiguous")
+
+
+@dataclass(frozen=True)
+class Request:
+    """Measure `benchmark(params)` at `commit` once more, `samples` samples (one asv run)."""
+
+    machine: str
+    env: str
+    benchmark: str
+    params: str
+    commit: str
+    samples: int
+    reason: str
+
+
+def budget_for(base_samples: int, fraction: float = BUDGET_FRACTION) -> int:
+    """Extra samples allowed for a night that measured `base_samples` samples."""
+    return int(math.floor(base_samples * fraction))
+
+
+def plan(candidates: Sequence[Candidate], history: Sequence[str], budget: int, *,
+         fdr: float = FDR, contradicted: Collection[str] = ()) -> list[Request]:
+    """Requests for tonight's candidates, at most `budget` samples in all.
+
+    Args:
+        candidates: `detect.run_detection(...).candidates` of the run.
+        history: the branch's first-parent history, oldest first: which commits exist
+            between two benchmarked ones. A series "benchmarked" a commit when it has a
+            point there.
+        budget: extra samples allowed (`budget_for`).
+        fdr: the run's false-discovery rate, for what "near the threshold" means.
+        contradicted: commits at which an investigation did not reproduce what detection
+            saw (the good and bad commits of not-reproduced alerts): a candidate that still
+            starts or ends there is measured there again, right after the edges, because a
+            bad run can fool detection into blaming the wrong commit.
+    """
+    order = _History(history)
+    items = []
+    for candidate in candidates:
+        reason = classify(candidate, order, fdr)
+        if {candidate.good_commit, candidate.bad_commit} & set(contradicted) and \
+                reason != "edge":
+            reason = "contradicted"
+        if reason is None:
+            continue
+        requests = _requests(candidate, _commits(candidate, reason, order), reason)
+        if requests:
+            items.append((REASONS.index(reason), _urgency(candidate), requests))
+    chosen: list[Request] = []
+    seen: set[tuple[str, str, str, str, str]] = set()
+    spent = 0
+    for _, _, requests in sorted(items, key=lambda item: item[:2]):
+        fresh = [r for r in requests if _key(r) not in seen]
+        cost = sum(r.samples for r in fresh)
+        if fresh and spent + cost <= budget:
+            chosen += fresh
+            seen.update(_key(r) for r in fresh)
+            spent += cost
+    return chosen
+
+
+class _History:
+    """The first-parent history with each commit's place in it."""
+
+    def __init__(self, commits: Sequence[str]):
+        self.commits = list(commits)
+        self.place = {commit: i for i, commit in enumerate(self.commits)}
+
+    def between(self, candidate: Candidate, first: str, last: str) -> list[str]:
+        """Commits strictly between `first` and `last` where the series has no point."""
+        if first not in self.place or last not in self.place:
+            return []
+        known = set(candidate.series.commits)
+        inside = self.commits[self.place[first] + 1:self.place[last]]
+        return [c for c in inside if c not in known]
+
+    def unbenchmarked(self, candidate: Candidate) -> list[str]:
+        return self.between(candidate, candidate.good_commit, candidate.bad_commit)
+
+
+def classify(candidate: Candidate, history: _History, fdr: float = FDR) -> str | None:
+    """Why `candidate` deserves more samples (one of REASONS), or None."""
+    if candidate.p is None:  # an exact change: only its window can need commits
+        return "window" if history.unbenchmarked(candidate) else None
+    if candidate.edge is not None and (candidate.reported or _weak(candidate, fdr)):
+        return "edge"
+    if _weak(candidate, fdr):
+        return "weak"
+    if not candidate.reported:
+        return None
+    if candidate.plausible:
+        return "ambiguous"
+    return "window" if history.unbenchmarked(candidate) else None
+
+
+def _weak(candidate: Candidate, fdr: float) -> bool:
+    if candidate.q is None:
+        return True  # a near miss below the floor, kept because its estimate may grow
+    if candidate.reported:
+        return candidate.q > fdr / WEAK_MARGIN
+    return candidate.q <= fdr * WEAK_MARGIN / 2
+
+
+def _commits(candidate: Candidate, reason: str, history: _History) -> list[str]:
+    """The commits to measure for `candidate`, nearest to its bad commit first."""
+    window = history.unbenchmarked(candidate)
+    if reason == "window":
+        return window
+    if reason == "contradicted":
+        return [candidate.bad_commit, candidate.good_commit, *window]
+    if reason == "edge":
+        if candidate.edge == "newest":
+            return [candidate.bad_commit, *reversed(window)]
+        start = history.place.get(candidate.good_commit, 0)
+        known = set(candidate.series.commits)
+        before = [c for c in history.commits[max(0, start - len(window) - 1):start]
+                  if c not in known]
+        return [candidate.good_commit, *window, *reversed(before)]
+    around = list(candidate.uncertain) or [candidate.good_commit, candidate.bad_commit]
+    return around[:LOCATION_COMMITS] + window
+
+
+def _requests(candidate: Candidate, commits: Sequence[str], reason: str) -> list[Request]:
+    """One run per commit, the series' usual samples per run, skipping full commits."""
+    s = candidate.series
+    counts = {c: len(v) for c, v in zip(s.commits, s.samples, strict=True) if v is not None}
+    usual = sorted(counts.values())[len(counts) // 2] if counts else 1
+    wanted = dict.fromkeys(commits)
+    return [Request(s.machine, s.env, s.benchmark, s.params, commit, usual, reason)
+            for commit in wanted if counts.get(commit, 0) + usual <= MAX_RUNS * usual]
+
+
+def _urgency(candidate: Candidate) -> float:
+    """Sort key inside a reason: the most certain first, so a sure change gets located before
+    noise gets samples; a near miss without a q comes after every q."""
+    if candidate.p is None:
+        return 0.0
+    return candidate.q if candidate.q is not None else 1.0 + candidate.p
+
+
+def _key(request: Request) -> tuple[str, str, str, str, str]:
+    return request.machine, request.env, request.benchmark, request.params, request.commit
+
+
+# Serves a round of requests: per request the new samples, or None when the benchmark failed.
+Measure = Callable[[Sequence[Request]], Sequence[Sequence[float] | None]]
+
+
+@dataclass(frozen=True)
+class Remeasured:
+    """A night's detection after re-measurement: the final `detection` on the enlarged
+    `series`, every request served, the samples they cost and the budget."""
+
+    detection: Detection
+    series: list[Series]
+    requests: list[Request]
+    spent: int
+    budget: int
+
+
+def detect_with_remeasurement(series: Sequence[Series], history: Sequence[str],
+                              measure: Measure, *, budget: int, rounds: int = MAX_ROUNDS,
+                              contradicted: Collection[str] = (), **options) -> Remeasured:
+    """Detect, plan, measure, detect again, for up to `rounds` rounds within `budget`.
+
+    `measure` is injected (asv `--append-samples` in the nightly, a generator in the
+    simulations), so one loop serves both; `contradicted` goes to `plan`, `options` to
+    `detect.run_detection`.
+    """
+    current = list(series)
+    memo: dict = {}  # a round re-analyses only the series it measured again
+    detection = run_detection(current, memo=memo, **options)
+    served: list[Request] = []
+    spent = 0
+    for round_ in range(rounds):
+        # Each round may spend its share of what is left, so the candidates still unsure
+        # after a round (the real ones, mostly) find samples in the next.
+        share = (budget - spent) // (rounds - round_)
+        fdr = options.get("fdr", FDR)
+        requests = plan(detection.candidates, history, share, fdr=fdr,
+                        contradicted=contradicted) or plan(
+            detection.candidates, history, budget - spent, fdr=fdr,
+            contradicted=contradicted)  # one item above a share
+        if not requests:
+            break
+        current = append_samples(current, requests, measure(requests), history)
+        served += requests
+        spent += sum(r.samples for r in requests)
+        detection = run_detection(current, memo=memo, **options)
+    return Remeasured(detection, current, served, spent, budget)
+
+
+def append_samples(series: Sequence[Series], requests: Sequence[Request],
+                   results: Sequence[Sequence[float] | None],
+                   history: Sequence[str]) -> list[Series]:
+    """The series with each request's samples appended at its commit, as asv
+    `--append-samples` merges them; a commit the series had no point at is inserted at its
+    place in `history` (None when the benchmark failed there)."""
+    place = {commit: i for i, commit in enumerate(history)}
+    extra: dict[tuple[str, str, str, str], dict[str, list[float] | None]] = {}
+    for request, result in zip(requests, results, strict=True):
+        key = (request.machine, request.env, request.benchmark, request.params)
+        bucket = extra.setdefault(key, {})
+        if result is None:
+            bucket.setdefault(request.commit, None)
+        else:
+            bucket[request.commit] = [*(bucket.get(request.commit) or []), *result]
+    out = []
+    for s in series:
+        more = extra.get((s.machine, s.env, s.benchmark, s.params))
+        out.append(s if not more else _merged(s, more, place))
+    return out
+
+
+def _merged(s: Series, more: dict[str, list[float] | None], place: dict[str, int]) -> Series:
+    points = {c: (p, v) for c, p, v in zip(s.commits, s.positions, s.samples, strict=True)}
+    for commit, samples in more.items():
+        position, old = points.get(commit, (place.get(commit), None))
+        if position is None:
+            continue  # not on this history: nothing to place it by
+        if old is not None and samples is not None:
+            points[commit] = (position, (*old, *samples))
+        elif commit not in points:
+            points[commit] = (position, None if samples is None else tuple(samples))
+    ordered = sorted(points.items(), key=lambda item: item[1][0])
+    return replace(s, commits=tuple(c for c, _ in ordered),
+                   positions=tuple(p for _, (p, _) in ordered),
+                   samples=tuple(v for _, (_, v) in ordered))

@@ -1,0 +1,139 @@
+"""Re-measurement planning: which commits, how many samples, within which budget."""
+
+import numpy as np
+
+from regressions import detect, remeasure, synthetic
+
+
+def series(samples, commits, positions, params="", name="bench.X.time_device",
+           deterministic=None):
+    return detect.Series("m", "env", name, params, tuple(commits), tuple(positions),
+                         tuple(None if s is None else tuple(s) for s in samples), False,
+                         deterministic)
+
+
+def history(n):
+    return [f"{i:040x}" for i in range(n)]
+
+
+def strided(levels, stride, n_samples=20, sd=0.015, seed=0, params=""):
+    """A series benchmarked at every `stride`-th commit of a history and its newest."""
+    marks = list(range(0, len(levels), stride))
+    if marks[-1] != len(levels) - 1:
+        marks.append(len(levels) - 1)
+    rng = np.random.default_rng(seed)
+    samples = [(levels[i] * np.exp(rng.normal(0, sd, n_samples))).tolist() for i in marks]
+    return series(samples, [history(len(levels))[i] for i in marks], marks, params)
+
+
+def test_an_edge_candidate_asks_for_its_commit_and_the_stride_window():
+    levels = [1.0] * 28 + [1.3]  # the newest commit (28) regressed; benchmarked 0, 3, ... 27
+    s = strided(levels, 3)
+    found = detect.run_detection([s])
+    (candidate,) = [c for c in found.candidates if c.edge == "newest"]
+    assert candidate.reported and (candidate.good_position, candidate.bad_position) == (27, 28)
+    requests = remeasure.plan(found.candidates, history(29), budget=1000)
+    assert [(int(r.commit, 16), r.samples, r.reason) for r in requests] == [(28, 20, "edge")]
+    # With a wider stride the window holds commits nobody benchmarked: measure them too.
+    wide = strided([1.0] * 30 + [1.3], 5)
+    found = detect.run_detection([wide])
+    requests = remeasure.plan(found.candidates, history(31), budget=1000)
+    assert [int(r.commit, 16) for r in requests] == [30, 29, 28, 27, 26]
+    assert {r.reason for r in requests} == {"edge"}
+
+
+def test_the_stride_window_locates_a_step_the_newest_commit_only_showed():
+    levels = [1.0] * 27 + [1.3] * 4  # the step lands at 27; benchmarked 0, 5, ..., 25, 30
+    truth = {"": [(27, 0.3)]}
+    measure = synthetic.StepRemeasure(truth, seed=1, noise=0.015)
+    s = strided(levels, 5)
+    before = detect.find_regressions([s])
+    assert [(r.good_position, r.bad_position, r.edge) for r in before] == [(25, 30, "newest")]
+    after = remeasure.detect_with_remeasurement([s], history(31), measure, budget=200)
+    assert [(r.good_position, r.bad_position, r.edge) for r in after.detection.regressions] \
+        == [(26, 27, None)]  # now held by four commits: located and no longer provisional
+    assert after.spent <= 200
+
+
+def test_budget_and_priority():
+    edge = strided([1.0] * 30 + [1.3], 5, params="(edge)")
+    stepped, _ = synthetic.step_series(seed=11, n_commits=31, n_samples=20,
+                                       steps=((15, 0.012),))
+    weak = series(stepped, history(31), range(31), params="(weak)")
+    found = detect.run_detection([edge, weak])
+    everything = remeasure.plan(found.candidates, history(31), budget=10_000)
+    assert {r.params for r in everything} == {"(edge)", "(weak)"}
+    cost = sum(r.samples for r in everything if r.params == "(edge)")
+    first = remeasure.plan(found.candidates, history(31), budget=cost)
+    assert {r.params for r in first} == {"(edge)"}  # edges first, whole candidates only
+    assert remeasure.plan(found.candidates, history(31), budget=cost - 1) != first
+    assert sum(r.samples for r in remeasure.plan(found.candidates, history(31),
+                                                 budget=cost - 1)) <= cost - 1
+    assert remeasure.budget_for(60_000) == 15_000
+
+
+def test_a_commit_is_never_measured_beyond_its_run_cap():
+    s = strided([1.0] * 30 + [1.3], 5)
+    full = series([*s.samples[:-1], s.samples[-1] * remeasure.MAX_RUNS], s.commits,
+                  s.positions)
+    found = detect.run_detection([full])
+    requests = remeasure.plan(found.candidates, history(31), budget=10_000)
+    assert "0" * 38 + "1e" not in [r.commit for r in requests]  # 30 holds 4 runs already
+
+
+def test_an_exact_change_only_asks_for_its_window():
+    commits = history(10)
+    values = [[1.0], [1.0], [1.0], [2.0], [2.0]]
+    s = series(values, [commits[i] for i in (0, 3, 6, 8, 9)], (0, 3, 6, 8, 9),
+               name="numerics.E.track_err", deterministic=True)
+    found = detect.run_detection([s])
+    requests = remeasure.plan(found.candidates, commits, budget=100)
+    assert [(int(r.commit, 16), r.samples, r.reason) for r in requests] == [(7, 1, "window")]
+
+
+def test_append_samples_merges_and_inserts():
+    commits = history(6)
+    s = series([[1.0, 1.1], [2.0]], [commits[0], commits[4]], (0, 4))
+    requests = [remeasure.Request("m", "env", "bench.X.time_device", "", commits[4], 2, "edge"),
+                remeasure.Request("m", "env", "bench.X.time_device", "", commits[2], 2, "edge"),
+                remeasure.Request("m", "env", "bench.X.time_device", "", commits[3], 2, "edge"),
+                remeasure.Request("m", "env", "other", "", commits[3], 2, "edge")]
+    (merged,) = remeasure.append_samples([s], requests, [[2.1, 2.2], [1.5, 1.6], None,
+                                                         [9.0]], commits)
+    assert merged.commits == (commits[0], commits[2], commits[3], commits[4])
+    assert merged.positions == (0, 2, 3, 4)
+    assert merged.samples == ((1.0, 1.1), (1.5, 1.6), None, (2.0, 2.1, 2.2))
+
+
+def test_the_panel_step_is_located_with_a_quarter_more_samples():
+    # Ten series of the 60 x 10 panel with +4% at 37 and +1.5% at 50, and ten unchanged:
+    # re-measurement moves the 1.5% step's detections onto it within the budget.
+    steps = [series(synthetic.step_series(seed=i)[0], history(60), range(60), f"({i})")
+             for i in range(10)]
+    flats = [series(synthetic.step_series(seed=100 + i, steps=())[0], history(60), range(60),
+                    f"({100 + i})") for i in range(10)]
+    run = steps + flats
+    truth = {s.params: synthetic.PANEL_STEPS if s in steps else () for s in run}
+    base = sum(len(p) for s in run for p in s.samples)
+    budget = remeasure.budget_for(base)
+    result = remeasure.detect_with_remeasurement(
+        run, history(60), synthetic.StepRemeasure(truth, seed=7), budget=budget)
+    assert result.spent <= budget
+    found = {(r.params, r.bad_position) for r in result.detection.regressions}
+    hits = sum(any((s.params, p) in found for p in (49, 50, 51)) for s in steps)
+    before = {(r.params, r.bad_position) for r in detect.find_regressions(run)}
+    assert hits >= 8 and hits > sum(any((s.params, p) in before for p in (49, 50, 51))
+                                    for s in steps)
+    assert not any(params in {s.params for s in flats} for params, _ in found)
+
+
+def test_a_contradicted_change_is_measured_again_at_both_ends():
+    levels = [1.0] * 20 + [1.3] * 10
+    s = strided(levels, 1)
+    found = detect.run_detection([s])
+    (candidate,) = [c for c in found.candidates if c.reported]
+    assert remeasure.plan(found.candidates, history(30), budget=1000) == []  # sure, exact
+    requests = remeasure.plan(found.candidates, history(30), budget=1000,
+                              contradicted={candidate.bad_commit})
+    assert [(int(r.commit, 16), r.reason) for r in requests] == [(20, "contradicted"),
+                                                                 (19, "contradicted")]
