@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from spyre_sim.stages import STAGES  # the one stage tuple
+
 WORKLOADS = ("linear", "mlp", "attention", "rmsnorm", "layernorm", "softmax", "embedding")
-from spyre_sim.stages import STAGES  # noqa: E402  (the one stage tuple)
 
 NUMERIC_STAGES = ("decompose", "kernel", "runtime")
 DEVICE = "bench_execute.ExecuteDeviceTime.time_device"
