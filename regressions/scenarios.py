@@ -117,6 +117,21 @@ INJECTIONS: dict[str, Injection] = {i.name: i for i in (
         (Edit("spyre_sim/ops.py", '    "embedding", "arange",',
               '    "embedding", "gelu", "arange",'),),
         None, ("mlp", 128)),
+    Injection(
+        "lower_fusion_check", "compile_time", "lower",
+        "lower: check the fusion invariants after fusing",
+        "A debugging aid left on: after fusion the lower stage walks the graph again to check "
+        "that node names are unique and that no node sits in two fusion groups. No artifact "
+        "changes; the lower stage executes a few percent more instructions, a change its "
+        "sub-millisecond wall time cannot show.",
+        (Edit("spyre_sim/stages/lower.py",
+              "    groups = fuse(nodes, config)\n    log.info(",
+              "    groups = fuse(nodes, config)\n"
+              "    assert len({n.name for n in nodes}) == len(nodes), \"duplicate node names\"\n"
+              "    grouped = [name for group in groups for name in group.nodes]\n"
+              "    assert len(grouped) == len(set(grouped)), "
+              "\"a node is in two fusion groups\"\n    log.info("),),
+        None, ("attention", 128)),
 )}
 
 # Harmless commits between the injections: the artifacts and the timing do not change.

@@ -15,10 +15,20 @@ import torch
 from asv_runner.discovery import disc_benchmarks
 
 import spyre_sim
-from benchmarks import bench_compile, bench_execute, bench_numerics, prepare, workloads
+from benchmarks import (
+    bench_compile,
+    bench_compile_work,
+    bench_execute,
+    bench_numerics,
+    prepare,
+    workloads,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 FAMILIES = ("compile", "execute", "numerics")
+# `--bench compile` selects the clock family and the compile-work (instruction count) family;
+# `--bench "bench_compile\."` the clock family alone, `--bench compile_work` the other.
+SUBFAMILIES = {"compile": ("compile_work",)}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -58,7 +68,11 @@ def test_each_family_is_selected_by_its_name_alone(suite):
     for family in FAMILIES:
         selected = {name for name in suite if re.search(family, name)}
         assert selected, family
-        assert all(name.startswith(f"bench_{family}.") for name in selected), selected
+        modules = (family, *SUBFAMILIES.get(family, ()))
+        assert all(name.startswith(tuple(f"bench_{m}." for m in modules))
+                   for name in selected), selected
+    assert {n for n in suite if re.search("compile_work", n)} == {
+        n for n in suite if n.startswith("bench_compile_work.")}
     assert all(any(re.search(family, name) for family in FAMILIES) for name in suite)
 
 
@@ -84,6 +98,7 @@ def test_stage_grids_match_spyre_sim():
     assert bench_numerics.NumericsStageError.params[2] == list(spyre_sim.EXECUTABLE_STAGES)
     assert bench_numerics.NumericsStageErrorDLFloat16.params == \
         bench_numerics.NumericsStageError.params
+    assert bench_compile_work.CompileWork.params[2] == list(spyre_sim.STAGES)
 
 
 def test_grids_cover_the_workloads_and_the_127_128_pair():
@@ -93,9 +108,11 @@ def test_grids_cover_the_workloads_and_the_127_128_pair():
     assert bench_execute.ExecuteDeviceTime.params == (all_workloads, list(workloads.SEQ_LENGTHS))
     assert bench_execute.ExecuteHostTime.params[0] == all_workloads
     assert bench_numerics.NumericsStageError.params[0] == all_workloads
+    assert bench_compile_work.CompileWork.params[0] == all_workloads
     assert set(workloads.NUMERICS_WIDTHS) >= set(all_workloads)
     for grid in (bench_compile.CompileTotal.params[1], bench_compile.CompileStage.params[2],
-                 bench_execute.ExecuteDeviceTime.params[1], bench_numerics.SEQ_LENGTHS):
+                 bench_execute.ExecuteDeviceTime.params[1], bench_numerics.SEQ_LENGTHS,
+                 bench_compile_work.SEQ_LENGTHS):
         assert {127, 128} <= set(grid)
     assert 1024 in bench_execute.ExecuteDeviceTime.params[1]  # the [1024, 4096] class
     assert bench_numerics.SEQ_LENGTHS == bench_execute.ExecuteDeviceTime.params[1]

@@ -1,0 +1,380 @@
+"""Compile work: instructions executed by each compile stage, counted under valgrind's callgrind.
+
+Wall-clock compile stages take milliseconds and spread by several percent on a shared machine;
+the number of instructions a stage executes does not depend on the neighbours. PyTorch's own
+compile-time benchmarks for pull requests count instructions for the same reason
+(`torch._C._instruction_counter`, or callgrind through `torch.utils.benchmark`'s
+`Timer.collect_callgrind`, whose valgrind options and client requests are used here).
+
+One valgrind process measures a whole grid of (workload, seq, width) points. The parent side
+(this module imported anywhere) uses the standard library only; the child (this file run as a
+script under valgrind) imports torch, the `spyre_sim` found on its path and the workload
+catalogue `workloads.py` beside this file, loaded by path. So a probe can copy the current
+`benchmarks/` directory and measure a historical commit's compiler by putting that commit's
+checkout on PYTHONPATH, as asv does.
+
+Public API (parent side):
+
+    measure(points, *, config=None, python=None, env=None, timeout=..., stages=None)
+        -> Measurement
+        `points`: (workload, seq, width) tuples, width None for the workload's default.
+        Counts instructions per stage for every point in one valgrind process.
+        Raises ValgrindUnavailable (a NotImplementedError, so asv records "skipped") when
+        valgrind is not installed, and CompileWorkError when the child fails as a whole.
+    Measurement.counts[(workload, seq, width)][stage] -> int instructions
+    Measurement.errors[(workload, seq, width)] -> "Type: message" of a point that failed
+    Measurement.missing -> why nothing was measured at this commit (spyre_sim lacks the API)
+    Measurement.to_json() / Measurement.from_json(doc): a JSON document with a version field
+    valgrind_missing() -> str | None: the install hint, or None when valgrind is on PATH
+    parse_dump(text) -> int: the instruction total of one callgrind dump
+
+What is pinned, because it made counts vary or would:
+- address-space randomisation (off: `setarch -R`, see `no_aslr_prefix`);
+- PYTHONHASHSEED (string hashes order sets and dicts of names);
+- the interpreter's path: the child runs with `-P`, so no directory whose listing changes
+  between runs (a scratch directory) is scanned by imports; such a directory moved the small
+  stages by up to 1%;
+- one intra-op thread (OpenMP threads spinning inside a measured region are counted too), and
+  glibc's malloc thresholds, as `prepare.steady_process` sets them;
+- the cyclic garbage collector: off inside each measured stage, since a collection costs in
+  proportion to the whole heap and would charge a stage for objects it does not own;
+- Dynamo's caches (reset before each capture) and the process's one-time costs (a discarded
+  capture + pipeline before the first point of each workload).
+What remains is measured in docs/benchmarks.md. Counts depend on what ran before in the same
+process (warm caches, specialised bytecode): compare counts of the same grid, in the same
+order, e.g. one probe point against the same probe point at another commit.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import platform
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+FORMAT_VERSION = 1
+# Literal copy of spyre_sim.STAGES: the grid must not depend on the commit under test.
+STAGES = ("dynamo", "decompose", "lower", "layout", "kernel", "sdsc", "backend", "runtime")
+# torch.utils.benchmark's Timer.collect_callgrind runs the same tool and options: the program
+# is instrumented from the start (so toggling does not retranslate code) and nothing is
+# counted until the first CALLGRIND_TOGGLE_COLLECT client request.
+VALGRIND_OPTIONS = ("--tool=callgrind", "--instr-atstart=yes", "--collect-atstart=no")
+INSTALL_HINT = ("valgrind is not installed, so compile work (instructions per stage) is not "
+                "measured; install it (Debian/Ubuntu: `apt-get install valgrind`) and re-run")
+# Measured on a 2-core VM: importing torch and spyre_sim takes ~115 s of CPU time under
+# callgrind, each grid point ~8 s more; wall time grows with the machine's load.
+DEFAULT_TIMEOUT_S = 1800
+PINNED_ENV = {"PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+              "OPENBLAS_NUM_THREADS": "1", "TORCH_COMPILE_DEBUG": "0"}
+# Variables that would make torch log, trace or change what it compiles.
+DROPPED_ENV_PREFIXES = ("TORCH_LOGS", "TORCH_TRACE", "TORCHDYNAMO_", "TORCHINDUCTOR_")
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt() parameters, glibc's malloc.h
+
+Point = tuple[str, int, "int | None"]
+
+
+class ValgrindUnavailable(NotImplementedError):
+    """valgrind is not installed: asv records the family as skipped, and the message says how
+    to install it."""
+
+
+class CompileWorkError(RuntimeError):
+    """The measuring process failed as a whole (valgrind, torch or the interpreter)."""
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """Instructions per stage for each point of one valgrind run."""
+
+    counts: dict[Point, dict[str, int]] = field(default_factory=dict)
+    errors: dict[Point, str] = field(default_factory=dict)
+    stages: tuple[str, ...] = ()  # the measured commit's spyre_sim.STAGES
+    missing: str | None = None
+    seconds: float = 0.0  # wall time of the valgrind process (load-dependent, unlike counts)
+    cpu_seconds: float = 0.0  # its user + system CPU time (what a quiet machine would take)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"version": FORMAT_VERSION, "unit": "instructions", "stages": list(self.stages),
+                "missing": self.missing, "seconds": self.seconds,
+                "cpu_seconds": self.cpu_seconds,
+                "points": [{"workload": p[0], "seq": p[1], "width": p[2],
+                            "instructions": self.counts.get(p), "error": self.errors.get(p)}
+                           for p in sorted(set(self.counts) | set(self.errors), key=str)]}
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> Measurement:
+        if doc.get("version") != FORMAT_VERSION:
+            raise CompileWorkError(f"compile-work document version {doc.get('version')!r}, "
+                                   f"expected {FORMAT_VERSION}; re-measure with this suite")
+        counts, errors = {}, {}
+        for entry in doc["points"]:
+            point = (entry["workload"], entry["seq"], entry["width"])
+            if entry.get("instructions") is not None:
+                counts[point] = dict(entry["instructions"])
+            if entry.get("error") is not None:
+                errors[point] = entry["error"]
+        return cls(counts, errors, tuple(doc["stages"]), doc.get("missing"), doc["seconds"],
+                   doc.get("cpu_seconds", 0.0))
+
+
+# --- parent side: pure helpers ----------------------------------------------------------------
+
+def valgrind_missing() -> str | None:
+    """The install hint when `valgrind` is not on PATH, else None."""
+    return None if shutil.which("valgrind") else INSTALL_HINT
+
+
+def parse_dump(text: str) -> int:
+    """The instruction total of one callgrind dump (its `summary:`, else `totals:` line)."""
+    totals = None
+    for line in text.splitlines():
+        if line.startswith("summary:"):
+            return int(line.split()[1])
+        if line.startswith("totals:"):
+            totals = int(line.split()[1])
+    if totals is None:
+        raise CompileWorkError("callgrind dump has neither a summary: nor a totals: line")
+    return totals
+
+
+def child_env(base: Mapping[str, str]) -> dict[str, str]:
+    """The measuring process's environment: `base` with the pinned variables set and torch's
+    logging/tracing/compile switches removed."""
+    env = {k: v for k, v in base.items() if not k.startswith(DROPPED_ENV_PREFIXES)}
+    env.update(PINNED_ENV)
+    return env
+
+
+def valgrind_command(python: str, request: Path, manifest: Path, dumps: Path) -> list[str]:
+    """The valgrind invocation: callgrind's dumps go to `<dumps>.1`, `<dumps>.2`, ..."""
+    return [*no_aslr_prefix(), "valgrind", *VALGRIND_OPTIONS, f"--callgrind-out-file={dumps}",
+            f"--log-file={dumps}.valgrind.log", python, "-P", str(Path(__file__).resolve()),
+            str(request), str(manifest)]
+
+
+def assemble(manifest: Mapping[str, Any], totals: Sequence[int], seconds: float = 0.0,
+             cpu_seconds: float = 0.0) -> Measurement:
+    """Pair the child's labels (one per dump, in dump order) with the dumps' totals."""
+    labels = manifest["labels"]
+    if len(labels) != len(totals):
+        raise CompileWorkError(f"{len(labels)} measured stages but {len(totals)} callgrind "
+                               "dumps: was the child really running under callgrind?")
+    counts: dict[Point, dict[str, int]] = {}
+    errors: dict[Point, str] = {}
+    for (workload, seq, width, stage, error), total in zip(labels, totals, strict=True):
+        point = (workload, seq, width)
+        if error is None:
+            counts.setdefault(point, {})[stage] = total
+        else:
+            errors[point] = f"{stage}: {error}"
+    for workload, seq, width, error in manifest.get("failed_points", []):
+        errors[workload, seq, width] = error
+    for point in errors:  # a point that failed somewhere reports no partial pipeline
+        counts.pop(point, None)
+    return Measurement(counts, errors, tuple(manifest.get("stages", ())),
+                       manifest.get("missing"), seconds, cpu_seconds)
+
+
+# --- parent side: the valgrind run ------------------------------------------------------------
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+@functools.cache
+def no_aslr_prefix() -> tuple[str, ...]:
+    """`setarch <machine> -R`, which starts valgrind without address-space randomisation,
+    when it exists and works here (a sandbox may refuse the personality call); else ().
+
+    Addresses reach instruction counts through CPython's type-attribute cache (indexed by the
+    attribute name's address) and id()-hashed sets and dicts: with randomisation, two runs of
+    the softmax pipeline differed by up to 1% in the small stages (lower, layout, kernel).
+    """
+    command = ("setarch", platform.machine(), "-R")
+    if not shutil.which("setarch"):
+        return ()
+    try:
+        works = subprocess.run([*command, "true"], capture_output=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return ()
+    return command if works.returncode == 0 else ()
+
+
+def measure(points: Iterable[Point], *, config: Mapping[str, Any] | None = None,
+            python: str | None = None, env: Mapping[str, str] | None = None,
+            timeout: float = DEFAULT_TIMEOUT_S,
+            stages: Sequence[str] | None = None) -> Measurement:
+    """Instructions per stage for every (workload, seq, width) point, in one valgrind process.
+
+    `config` is passed to `spyre_sim.Config` (defaults when None); `python` defaults to this
+    interpreter and `env` to this process's environment (PYTHONPATH picks the spyre_sim under
+    test); `stages` limits the measured stages (the pipeline still runs all of them).
+    """
+    missing = valgrind_missing()
+    if missing:
+        raise ValgrindUnavailable(missing)
+    points = [(str(w), int(s), None if width is None else int(width)) for w, s, width in points]
+    with tempfile.TemporaryDirectory(prefix="compile-work-") as scratch:
+        work = Path(scratch)
+        request, manifest, dumps = work / "request.json", work / "manifest.json", work / "cg"
+        request.write_text(json.dumps({
+            "version": FORMAT_VERSION, "points": points, "config": dict(config or {}),
+            "stages": list(stages) if stages else None,
+            "workloads": str(Path(__file__).resolve().with_name("workloads.py"))}))
+        started, cpu_before = time.monotonic(), _children_cpu()
+        try:
+            done = subprocess.run(valgrind_command(python or sys.executable, request, manifest,
+                                                   dumps),
+                                  env=child_env(os.environ if env is None else env),
+                                  capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise CompileWorkError(f"compile-work measurement exceeded {timeout:.0f} s") from None
+        seconds, cpu = time.monotonic() - started, _children_cpu() - cpu_before
+        if done.returncode != 0 or not manifest.exists():
+            log = (work / "cg.valgrind.log")
+            tail = (done.stderr or (log.read_text() if log.exists() else ""))[-2000:]
+            raise CompileWorkError(f"compile-work child exited {done.returncode}: {tail}")
+        labels = json.loads(manifest.read_text())
+        totals = [parse_dump(Path(f"{dumps}.{i}").read_text())
+                  for i in range(1, len(list(work.glob("cg.[0-9]*"))) + 1)]
+        return assemble(labels, totals, round(seconds, 1), round(cpu, 1))
+
+
+# --- child side: runs under callgrind ---------------------------------------------------------
+
+def _steady_child() -> None:
+    """One intra-op thread and fixed malloc thresholds, as prepare.steady_process pins them."""
+    import ctypes
+
+    import torch
+
+    torch.set_num_threads(1)
+    try:
+        libc = ctypes.CDLL(None)
+        libc.mallopt(_M_MMAP_THRESHOLD, 32 << 20)
+        libc.mallopt(_M_TRIM_THRESHOLD, 1 << 30)
+    except (OSError, AttributeError):  # not glibc: nothing to pin
+        pass
+
+
+class _Counted:
+    """A measured region: callgrind collects inside it, the cyclic GC stays off; on leaving,
+    the region's instructions are dumped (one dump per region, in order) and labelled."""
+
+    def __init__(self, labels: list, label: tuple) -> None:
+        import gc
+
+        import torch
+
+        self.labels, self.label = labels, label
+        self.gc_disable, self.gc_enable = gc.disable, gc.enable
+        self.start = torch._C._valgrind_toggle
+        self.stop = torch._C._valgrind_toggle_and_dump_stats
+
+    def __enter__(self) -> None:
+        self.gc_disable()
+        self.start()
+
+    def __exit__(self, kind, error, _traceback) -> bool:
+        self.stop()
+        self.gc_enable()
+        self.labels.append([*self.label, None if error is None else f"{kind.__name__}: {error}"])
+        return False
+
+
+class _Uncounted:
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *_exc) -> bool:
+        return False
+
+
+def _pipeline(spyre_sim, fn, inputs, config, region) -> None:
+    """Capture, then stages 2-8 over every captured graph; `region(stage)` wraps each stage."""
+    import torch
+
+    torch._dynamo.reset()
+    with region("dynamo"):
+        artifacts = list(spyre_sim.capture(fn, inputs).graphs)
+    for stage in spyre_sim.STAGES[1:]:
+        with region(stage):
+            artifacts = [spyre_sim.run_stage(stage, artifact, config) for artifact in artifacts]
+
+
+def _measure_point(spyre_sim, workloads, point: tuple, config, wanted: set, warm_up: bool,
+                   labels: list) -> None:
+    """One point: optionally a discarded capture + pipeline first, then the counted one."""
+    workload, seq, width = point
+    fn, inputs = workloads.build(workload, seq, width)
+    if warm_up:
+        _pipeline(spyre_sim, fn, inputs, config, lambda stage: _Uncounted())
+
+    def region(stage: str):
+        return _Counted(labels, (*point, stage)) if stage in wanted else _Uncounted()
+
+    _pipeline(spyre_sim, fn, inputs, config, region)
+
+
+def _load_workloads(path: str):
+    """The workload catalogue beside this file, by path (never the tree under test's copy)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("compile_work_workloads", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up here
+    spec.loader.exec_module(module)
+    return module
+
+
+def child_main(request_path: str, manifest_path: str) -> int:
+    """Measure every requested point; write the labels of the dumps, in dump order.
+
+    The first point of each (workload, width) is preceded by a discarded run of itself, which
+    pays torch's lazy imports and first-use initialisation for that op mix; later points of
+    the same workload follow a counted run of it, which serves as their warm-up.
+    """
+    import warnings
+
+    warnings.simplefilter("ignore")  # FallbackWarning and friends: no output, same work
+    request = json.loads(Path(request_path).read_text())
+    manifest: dict[str, Any] = {"version": FORMAT_VERSION, "labels": [], "failed_points": [],
+                                "stages": [], "missing": None}
+    try:
+        import spyre_sim
+    except ImportError as error:  # a commit from before the package existed
+        spyre_sim, manifest["missing"] = None, f"spyre_sim is not importable here: {error}"
+    absent = [n for n in ("capture", "run_stage", "Config", "STAGES") if not hasattr(spyre_sim, n)]
+    if spyre_sim is not None and absent:
+        manifest["missing"] = f"spyre_sim.{absent[0]} is missing at this commit"
+    elif spyre_sim is not None:
+        _steady_child()
+        workloads = _load_workloads(request["workloads"])
+        config = spyre_sim.Config(**request["config"])
+        manifest["stages"] = list(spyre_sim.STAGES)
+        wanted = set(request["stages"] or spyre_sim.STAGES)
+        warmed: set = set()
+        for point in map(tuple, request["points"]):
+            try:
+                _measure_point(spyre_sim, workloads, point, config, wanted,
+                               (point[0], point[2]) not in warmed, manifest["labels"])
+            except Exception as error:  # this point fails; the others are still measured
+                manifest["failed_points"].append([*point, f"{type(error).__name__}: {error}"])
+            warmed.add((point[0], point[2]))
+    Path(manifest_path).write_text(json.dumps(manifest))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(child_main(*sys.argv[1:]))

@@ -1,0 +1,289 @@
+"""Compile work: callgrind dump parsing, grid bookkeeping, skipping without valgrind, the CI
+installer, the one-stage compile scenario, and (slow) real counts that repeat."""
+
+import json
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from benchmarks import bench_compile_work, compile_work, prepare, workloads
+from regressions import history, scenarios
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENARIO = scenarios.INJECTIONS["lower_fusion_check"]
+# The slow test's grid: the scenario's probe point at the family's width, and a second
+# workload so a context effect between points would show.
+TINY_GRID = [("softmax", 128, 1024), ("attention", 128, 1024)]
+REPEAT_BOUND = 0.005  # the issue's repeatability target: max/min - 1 <= 0.5% per series
+
+DUMP = """# callgrind format
+version: 1
+creator: callgrind-3.19.0
+events: Ir
+summary: 6405816
+
+fn=(2) main
+0 6405816
+
+totals: 6405816
+"""
+
+
+def _label(workload, seq, width, stage, error=None):
+    return [workload, seq, width, stage, error]
+
+
+# --- parsing and bookkeeping ------------------------------------------------------------------
+
+def test_a_dump_total_is_its_summary_else_its_totals_line():
+    assert compile_work.parse_dump(DUMP) == 6405816
+    assert compile_work.parse_dump(DUMP.replace("summary: 6405816\n", "")) == 6405816
+    with pytest.raises(compile_work.CompileWorkError, match="neither"):
+        compile_work.parse_dump("events: Ir\nfn=(1) f\n0 3\n")
+
+
+def test_dumps_pair_with_labels_in_order_and_a_failed_point_reports_no_partial_counts():
+    manifest = {"labels": [_label("mlp", 128, 64, "dynamo"), _label("mlp", 128, 64, "lower"),
+                           _label("softmax", 127, 64, "dynamo"),
+                           _label("softmax", 127, 64, "lower", "ValueError: bad")],
+                "failed_points": [["linear", 1, 64, "KeyError: 'x'"]],
+                "stages": ["dynamo", "lower"], "missing": None}
+    measured = compile_work.assemble(manifest, [100, 7, 50, 3], 12.5, 11.0)
+    assert measured.counts == {("mlp", 128, 64): {"dynamo": 100, "lower": 7}}
+    assert measured.errors == {("softmax", 127, 64): "lower: ValueError: bad",
+                               ("linear", 1, 64): "KeyError: 'x'"}
+    assert measured.stages == ("dynamo", "lower")
+    assert (measured.seconds, measured.cpu_seconds) == (12.5, 11.0)
+    with pytest.raises(compile_work.CompileWorkError, match="under callgrind"):
+        compile_work.assemble(manifest, [100, 7, 50])
+
+
+def test_a_measurement_round_trips_through_its_versioned_json():
+    measured = compile_work.Measurement({("mlp", 128, None): {"dynamo": 5, "lower": 2}},
+                                        {("softmax", 1, 64): "lower: boom"},
+                                        ("dynamo", "lower"), None, 3.0, 2.5)
+    document = json.loads(json.dumps(measured.to_json()))
+    assert document["version"] == compile_work.FORMAT_VERSION
+    assert document["unit"] == "instructions"
+    assert compile_work.Measurement.from_json(document) == measured
+    with pytest.raises(compile_work.CompileWorkError, match="version"):
+        compile_work.Measurement.from_json({**document, "version": 99})
+
+
+def test_the_child_environment_pins_what_moves_counts_and_drops_torch_logging():
+    env = compile_work.child_env({"PATH": "/bin", "PYTHONPATH": "/tree", "PYTHONHASHSEED": "7",
+                                  "TORCH_LOGS": "+dynamo", "TORCHDYNAMO_VERBOSE": "1",
+                                  "TORCH_COMPILE_DEBUG": "1"})
+    assert env["PYTHONHASHSEED"] == "0" and env["OMP_NUM_THREADS"] == "1"
+    assert env["TORCH_COMPILE_DEBUG"] == "0"
+    assert env["PYTHONPATH"] == "/tree" and env["PATH"] == "/bin"
+    assert "TORCH_LOGS" not in env and "TORCHDYNAMO_VERBOSE" not in env
+
+
+def test_valgrind_runs_callgrind_with_collection_off_until_the_first_toggle(tmp_path):
+    """Under `setarch -R` where it works, so addresses (and with them counts) repeat."""
+    command = compile_work.valgrind_command("/py", tmp_path / "r.json", tmp_path / "m.json",
+                                            tmp_path / "cg")
+    assert command[:command.index("valgrind")] == list(compile_work.no_aslr_prefix())
+    assert {"--tool=callgrind", "--instr-atstart=yes", "--collect-atstart=no"} <= set(command)
+    assert f"--callgrind-out-file={tmp_path / 'cg'}" in command
+    script = command.index("-P") + 1
+    assert command[script - 2] == "/py" and command[script].endswith("compile_work.py")
+
+
+def test_the_family_grid_is_every_suite_workload_at_127_and_128_and_every_stage():
+    workload_names, seqs, stages = bench_compile_work.CompileWork.params
+    assert workload_names == list(workloads.SUITE)
+    assert seqs == [127, 128]
+    assert tuple(stages) == prepare.STAGES == compile_work.STAGES
+    points = bench_compile_work.grid_points()
+    assert len(points) == len(set(points)) == len(workloads.SUITE) * 2
+    assert {width for _, _, width in points} == {bench_compile_work.STAGE_WIDTH}
+
+
+def test_benchmarks_look_their_value_up_and_skip_or_fail_as_asv_expects():
+    measured = compile_work.Measurement(
+        {("mlp", 128, 1024): {stage: 10 + i for i, stage in enumerate(prepare.STAGES[:-1])}},
+        {("softmax", 127, 1024): "kernel: SpyreCompileError: no split"},
+        prepare.STAGES[:-1])
+    values = bench_compile_work.lookup_table(measured)
+    benchmark = bench_compile_work.CompileWork()
+    benchmark.setup(values, "mlp", 128, "lower")
+    assert benchmark.track_instructions(values, "mlp", 128, "lower") == 12
+    with pytest.raises(NotImplementedError, match="runtime"):  # a stage this commit lacks
+        benchmark.setup(values, "mlp", 128, "runtime")
+    with pytest.raises(RuntimeError, match="no split"):  # a compile failure is a failure
+        benchmark.setup(values, "softmax", 127, "lower")
+    old = bench_compile_work.lookup_table(
+        compile_work.Measurement(missing="spyre_sim.capture is missing at this commit"))
+    with pytest.raises(NotImplementedError, match="capture is missing"):
+        benchmark.setup(old, "mlp", 128, "lower")
+
+
+def test_without_valgrind_the_family_skips_and_says_how_to_install_it(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))  # an empty directory: no valgrind on PATH
+    assert "apt-get install valgrind" in compile_work.valgrind_missing()
+    with pytest.raises(NotImplementedError, match="apt-get install valgrind"):
+        compile_work.measure([("mlp", 128, 64)])
+    benchmark = bench_compile_work.CompileWork()
+    values = benchmark.setup_cache()
+    with pytest.raises(NotImplementedError, match="apt-get install valgrind"):
+        benchmark.setup(values, "mlp", 128, "dynamo")
+
+
+def test_the_child_labels_one_region_per_stage_and_keeps_going_past_a_bad_point(tmp_path):
+    """The measuring child itself, run without valgrind (its toggles are then no-ops)."""
+    labels = _run_child(tmp_path, [["nonexistent", 8, 64], ["softmax", 8, 64]], ROOT)
+    measured = compile_work.assemble(labels, list(range(1, len(prepare.STAGES) + 1)))
+    assert measured.counts == {("softmax", 8, 64): {s: i + 1 for i, s in
+                                                    enumerate(prepare.STAGES)}}
+    assert measured.errors[("nonexistent", 8, 64)].startswith("KeyError")
+
+
+def _run_child(tmp_path: Path, points: list, pythonpath: Path) -> dict:
+    request, manifest = tmp_path / "request.json", tmp_path / "manifest.json"
+    request.write_text(json.dumps({
+        "version": 1, "points": points, "config": {}, "stages": None,
+        "workloads": str(ROOT / "benchmarks" / "workloads.py")}))
+    env = compile_work.child_env({"PATH": os.environ["PATH"], "PYTHONPATH": str(pythonpath)})
+    subprocess.run([sys.executable, "-P", str(ROOT / "benchmarks" / "compile_work.py"),
+                    str(request), str(manifest)], env=env, check=True, timeout=300)
+    return json.loads(manifest.read_text())
+
+
+def test_a_commit_whose_spyre_sim_lacks_the_stage_api_is_skipped(tmp_path):
+    old_tree = tmp_path / "old"
+    (old_tree / "spyre_sim").mkdir(parents=True)
+    (old_tree / "spyre_sim" / "__init__.py").write_text("def compile(fn, inputs): pass\n")
+    measured = compile_work.assemble(_run_child(tmp_path, [["mlp", 8, 64]], old_tree), [])
+    assert measured.missing == "spyre_sim.capture is missing at this commit"
+    with pytest.raises(NotImplementedError, match="capture is missing"):
+        bench_compile_work.CompileWork().setup(bench_compile_work.lookup_table(measured),
+                                               "mlp", 8, "dynamo")
+
+
+# --- CI installs valgrind ---------------------------------------------------------------------
+
+def _fake_tools(tmp_path: Path, names: dict[str, str]) -> Path:
+    """A PATH directory of shell scripts standing in for system tools."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, body in names.items():
+        tool = bin_dir / name
+        tool.write_text(f"#!/bin/sh\n{body}\n")
+        tool.chmod(0o755)
+    return bin_dir
+
+
+def _install(bin_dir: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(["/bin/bash", str(ROOT / "scripts" / "install-valgrind.sh")],
+                          env={"PATH": str(bin_dir)}, capture_output=True, text=True,
+                          timeout=60)
+
+
+def test_ci_installs_valgrind_with_apt_when_it_is_missing(tmp_path):
+    log = tmp_path / "apt.log"
+    bin_dir = _fake_tools(tmp_path, {"apt-get": f'echo "$DEBIAN_FRONTEND $*" >> {log}',
+                                     "id": "echo 0"})
+    done = _install(bin_dir)
+    assert done.returncode == 0, done.stderr
+    calls = log.read_text().splitlines()
+    assert calls[0] == "noninteractive update -qq"
+    assert calls[1] == "noninteractive install -y -qq --no-install-recommends valgrind"
+
+
+def test_ci_goes_on_without_apt_or_when_apt_fails(tmp_path):
+    no_apt = _fake_tools(tmp_path, {"id": "echo 0"})
+    done = _install(no_apt)
+    assert done.returncode == 0 and "no apt-get" in done.stderr
+    (no_apt / "apt-get").write_text("#!/bin/sh\nexit 100\n")
+    (no_apt / "apt-get").chmod(0o755)
+    done = _install(no_apt)
+    assert done.returncode == 0 and "could not install" in done.stderr
+
+
+# --- the one-stage compile scenario -----------------------------------------------------------
+
+ARTIFACTS = """
+import json, sys, warnings
+warnings.simplefilter("ignore")
+import spyre_sim
+sys.path.insert(0, sys.argv[1])
+from benchmarks import workloads
+texts = {}
+for name in ("attention", "mlp", "softmax"):
+    model, inputs = workloads.build(name, 128, 128)
+    texts[name] = spyre_sim.compile(model, inputs).artifacts
+print(json.dumps(texts))
+"""
+
+
+def _tree(root: Path) -> Path:
+    root.mkdir()
+    history.copy_sources(history.project_root(), root)
+    return root
+
+
+def _artifacts(root: Path) -> dict:
+    done = subprocess.run([sys.executable, "-P", "-c", ARTIFACTS, str(root)], check=True,
+                          capture_output=True, text=True, timeout=300,
+                          env={"PYTHONPATH": str(root), "PATH": os.environ["PATH"]})
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_the_lower_scenario_is_a_compile_regression_that_changes_no_artifact(tmp_path):
+    assert (SCENARIO.kind, SCENARIO.stage) == ("compile_time", "lower")
+    assert all(edit.path == "spyre_sim/stages/lower.py" for edit in SCENARIO.edits)
+    base, injected = _tree(tmp_path / "base"), _tree(tmp_path / "injected")
+    scenarios.apply(injected, SCENARIO)
+    assert _artifacts(injected) == _artifacts(base)
+
+
+# --- slow: the real measurement ---------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def measured_trees(tmp_path_factory):
+    """The tiny grid measured twice on the current sources and once with the scenario, three
+    valgrind processes at once (counts do not depend on the load, only the wall time does)."""
+    if compile_work.valgrind_missing():
+        pytest.skip(compile_work.valgrind_missing())
+    base = _tree(tmp_path_factory.mktemp("compile-work") / "base")
+    injected = _tree(tmp_path_factory.mktemp("compile-work") / "injected")
+    scenarios.apply(injected, SCENARIO)
+
+    def measure(tree: Path) -> compile_work.Measurement:
+        return compile_work.measure(TINY_GRID, env={**os.environ, "PYTHONPATH": str(tree)})
+
+    with ThreadPoolExecutor(3) as pool:
+        return list(pool.map(measure, (base, base, injected)))
+
+
+@pytest.mark.slow
+def test_counts_are_positive_for_every_stage_and_repeat_within_half_a_percent(measured_trees):
+    first, second, _ = measured_trees
+    assert not first.errors and not second.errors
+    for point in TINY_GRID:
+        assert set(first.counts[point]) == set(prepare.STAGES)
+        for stage in prepare.STAGES:
+            low, high = sorted((first.counts[point][stage], second.counts[point][stage]))
+            assert low > 0, (point, stage)
+            assert high / low - 1 <= REPEAT_BOUND, (point, stage, low, high)
+
+
+@pytest.mark.slow
+def test_the_scenario_adds_a_few_percent_to_its_stage_and_nothing_elsewhere(measured_trees):
+    first, second, injected = measured_trees
+    workload, seq = SCENARIO.probe
+    point = (workload, seq, bench_compile_work.STAGE_WIDTH)
+    assert point in TINY_GRID
+    for stage in prepare.STAGES:
+        before = (first.counts[point][stage], second.counts[point][stage])
+        ratio = injected.counts[point][stage] / min(before)
+        if stage == SCENARIO.stage:
+            assert 1.03 <= ratio <= 1.06, (stage, ratio)
+        else:  # within the family's noise bound
+            assert abs(ratio - 1) <= REPEAT_BOUND, (stage, ratio)
