@@ -271,7 +271,8 @@ def _analyse(s: Series, options: tuple, memo: dict | None) -> _Analysed:
     cut = window is not None and len(measured) < sum(v is not None for v in s.samples)
     changes = changepoints.analyse_series(
         points, alpha=alpha, min_size=min_size, deterministic=exact,
-        edges=[e for e in edges if not (cut and e == "oldest")])
+        edges=[e for e in edges if not (cut and e == "oldest")],
+        epsilon=metrics.metric_for(s.name).tolerance)
     analysed = _Analysed(s, measured, exact, changes)
     if memo is not None:
         memo[key] = analysed
@@ -302,8 +303,9 @@ def _points(s: Series, window: int | None) -> tuple[list[int], list[tuple[float,
     """Indexes of the measured points (newest `window` of them), their samples, and whether
     the series is deterministic."""
     measured = [i for i, v in enumerate(s.samples) if v is not None]
-    exact = s.deterministic if s.deterministic is not None else looks_deterministic(
-        [s.samples[i] for i in measured])
+    declared = metrics.metric_for(s.name).deterministic  # the table knows, e.g. compile work
+    exact = declared if declared is not None else s.deterministic \
+        if s.deterministic is not None else looks_deterministic([s.samples[i] for i in measured])
     if not exact:  # an infinite value carries no level for a test; drop those points
         measured = [i for i in measured if all(map(math.isfinite, s.samples[i]))]
     if window is not None:

@@ -22,6 +22,7 @@ from regressions.errors import SpyreRegressError
 from regressions.investigation import Target
 
 RESTORED = 0.75  # a knob restores the metric when it recovers 75% of the regression
+COMPILE_PROBES = ("compile_time", "compile_work")
 SCOPE_LIMITS = (0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
 TIMING_ITERATIONS = 100
 
@@ -46,6 +47,8 @@ class Prober(Protocol):
                traces: Sequence[Path | None] | None = None
                ) -> list[tuple[dict, stages.Capture]]: ...  # one probe per commit
     def knobs(self, commit: str, target: Target, scope: dict | None = None) -> dict: ...
+    def work(self, commits: Sequence[str], target: Target
+             ) -> list[dict[str, int] | None]: ...  # instructions per stage, when countable
     def ratios(self, good: str, bad: str, target: Target
                ) -> AbstractContextManager[RatioOf]: ...
     def timing(self, commit: str, target: Target, source: str, iterations: int) -> dict: ...
@@ -96,8 +99,9 @@ def target_for(benchmark: str, params: tuple[str, ...], param_names: Sequence[st
     if metric.probe == "numerics":
         return Target(benchmark, params, workload, int(seq), numerics_widths.get(workload),
                       metric.name, None, metrics.numerics_error(benchmark))
-    stage = values.get("stage") if metric.probe == "compile_time" else None
-    width = stage_width if stage is not None else None
+    stage = values.get("stage") if metric.probe in ("compile_time", "compile_work") else None
+    # the compile-work family builds every point at the stage width (bench_compile_work.py)
+    width = stage_width if stage is not None or metric.probe == "compile_work" else None
     return Target(benchmark, params, workload, int(seq), width, metric.name, stage)
 
 
@@ -136,8 +140,13 @@ class Investigator:
         self.progress(f"capturing stages at {good[:10]} (good) and {bad[:10]} (bad)")
         (good_probe, good_capture), (bad_probe, bad_capture) = self.prober.stages(
             (good, bad), target, traces)
+        instructions = None
+        if target.probe in COMPILE_PROBES:  # compile evidence leads with instruction counts
+            self.progress("counting instructions per stage at both builds (valgrind)")
+            instructions = self.prober.work((good, bad), target)
         return stages.bisect_stages(good_capture, bad_capture, good_probe, bad_probe, good, bad,
-                                    target.workload, target.seq, good_probe.get("width"))
+                                    target.workload, target.seq, good_probe.get("width"),
+                                    instructions)
 
     # -- 3. knob bisection ---------------------------------------------------------------
     def knobs(self, bad: str, target: Target, good_metric: float, width: int | None = None
@@ -271,14 +280,15 @@ def good_metric(report: stages.StageReport, target: Target) -> float | None:
     if target.probe == "compile_time":
         times = {d.stage: d.compile_s_good for d in report.stages}
         return times[target.stage] if target.stage else sum(times.values())
-    if target.probe == "host_time":
-        return None  # the stage probe does not time host calls; no knob search
+    if target.probe in ("host_time", "compile_work"):
+        return None  # no knob probe measures host calls or instructions: no knob search
     return report.device_time_us["good"]
 
 
 def probe_unit(metric: metrics.Metric) -> str:
     """The unit the probes report a metric in (device time in us, compile time in s)."""
-    return {"device_time": "us", "host_time": "s", "compile_time": "s"}.get(
+    return {"device_time": "us", "host_time": "s", "compile_time": "s",
+            "compile_work": "instructions"}.get(
         metric.probe or "", metric.unit)
 
 

@@ -13,6 +13,8 @@ workloads, as asv does. Commands:
            the noise-free run's Chrome trace, when asked), per-stage error against float64
   knobs    the probe metric under each alternative value of each Config knob
   timing   synchronized iterations for a report: host and device time, correctness
+  work     instructions per compile stage of one program, counted under callgrind by the
+           suite's compile_work module (valgrind missing: untestable, with the install hint)
   worker   a persistent minimization worker: metric of each candidate program (JSON lines)
 
 Output is one JSON document with a "version" field; any failure writes {"status": ...}.
@@ -85,6 +87,23 @@ def _config(spyre_sim, request: dict, **overrides):
     values.update(overrides)
     return spyre_sim.Config.from_dict(values) if hasattr(spyre_sim.Config, "from_dict") \
         else spyre_sim.Config(**values)
+
+
+def cmd_work(request: dict) -> dict:
+    """Instructions per stage: the suite's own measurement (benchmarks/compile_work.py), so
+    probes and the CompileWork benchmark count the same way."""
+    work = _load(request["compile_work"], "spyre_regress_compile_work")
+    point = (request["workload"], int(request["seq"]), request.get("width"))
+    try:
+        measured = work.measure([point], config=request.get("config") or None)
+    except work.ValgrindUnavailable as missing:
+        return {"status": "untestable", "detail": str(missing)}
+    if measured.missing:
+        return {"status": "untestable", "detail": measured.missing}
+    counts = next(iter(measured.counts.values()), None)
+    if counts is None:
+        return {"status": "failed", "detail": next(iter(measured.errors.values()), "no count")}
+    return {"status": "ok", "instructions": {stage: int(n) for stage, n in counts.items()}}
 
 
 def cmd_bench(request: dict) -> dict:
@@ -294,7 +313,7 @@ def cmd_worker(request: dict) -> dict:
 
 COMMANDS = {"discover": cmd_discover, "bench": cmd_bench, "sample": cmd_sample,
             "stages": cmd_stages, "knobs": cmd_knobs, "timing": cmd_timing,
-            "worker": cmd_worker}
+            "worker": cmd_worker, "work": cmd_work}
 
 
 def main(argv: list[str]) -> int:

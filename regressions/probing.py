@@ -26,6 +26,8 @@ from regressions.investigate import Progress, RatioOf
 from regressions.investigation import Target
 
 PROBE_ENV = "bisect-probe"  # env name of bisection measurements in their results store
+# One valgrind process: ~100 s of torch import under callgrind, more on a loaded machine.
+WORK_TIMEOUT_S = 1800.0
 
 
 class GitHistory:
@@ -70,10 +72,37 @@ class SubprocessProber:
         request.update(extra)
         return request
 
-    def _run(self, commit: str, command: str, request: dict) -> dict:
-        return runner.run_probe(self.checkouts.path(commit), command, request, env=self.env)
+    def _run(self, commit: str, command: str, request: dict, timeout: float = 600.0) -> dict:
+        return runner.run_probe(self.checkouts.path(commit), command, request, env=self.env,
+                                timeout=timeout)
+
+    def _work(self, commit: str, target: Target) -> dict:
+        """The suite's compile_work measurement of the target's program at one commit."""
+        module = self.suite / "compile_work.py"
+        if not module.is_file():
+            return {"status": "untestable", "detail": "the benchmark suite has no "
+                    "compile_work.py, so instructions cannot be counted"}
+        started = time.monotonic()
+        answer = self._run(commit, "work", self.request(
+            target, compile_work=str(module), config={}), timeout=WORK_TIMEOUT_S)
+        self.progress(f"counted instructions at {commit[:10]}: {answer['status']} "
+                      f"({time.monotonic() - started:.0f} s under valgrind)")
+        return answer
+
+    def work(self, commits: Sequence[str], target: Target) -> list[dict[str, int] | None]:
+        """Instructions per stage at each commit; None where they cannot be counted."""
+        with ThreadPoolExecutor(len(commits)) as pool:
+            answers = list(pool.map(lambda c: self._work(c, target), commits))
+        return [a["instructions"] if a["status"] == "ok" else None for a in answers]
 
     def bench(self, commit: str, target: Target) -> bisect.Measurement:
+        if target.probe == "compile_work":  # one exact count per build, no asv grid
+            answer = self._work(commit, target)
+            if answer["status"] != "ok":
+                return bisect.Measurement(commit, answer["status"],
+                                          detail=answer.get("detail", ""))
+            return bisect.Measurement(commit, "ok",
+                                      (float(answer["instructions"][target.stage]),), True)
         started = time.monotonic()
         answer = self._run(commit, "bench", {"suite": str(self.suite),
                                              "benchmark": target.benchmark,

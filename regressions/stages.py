@@ -14,13 +14,16 @@ from __future__ import annotations
 import difflib
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from regressions import stats
 from spyre_sim.stages import EXECUTABLE_STAGES
 
 FORMAT_VERSION = 2
 COMPILE_RATIO_FLOOR = 1.5  # a stage must get at least this much slower to be named
+# Instruction counts repeat within 0.5% (docs/benchmarks.md); a stage that grew by 1% or more
+# did more work, and when no artifact differs the one that added the most is named.
+WORK_GROWTH_FLOOR = 0.01
 COMPILE_P = 0.05
 NUMERICS_TOLERANCE = 0.10  # bad's error more than 10% above good's at the same stage
 
@@ -42,6 +45,15 @@ class StageDelta:
     compile_s_bad: float
     compile_ratio: float | None  # None: the good build took no measurable time
     compile_p: float | None
+    instructions_good: int | None = None  # counted under callgrind, when valgrind is there
+    instructions_bad: int | None = None
+
+    @property
+    def work_growth(self) -> float | None:
+        """Relative growth of the stage's instruction count, bad against good."""
+        if not self.instructions_good or self.instructions_bad is None:
+            return None
+        return self.instructions_bad / self.instructions_good - 1
 
 
 @dataclass(frozen=True)
@@ -63,7 +75,7 @@ class StageReport:
     seq: int
     width: int | None  # the width the probe built the workload at
     first_divergent_stage: str | None
-    basis: str | None  # artifact | compile_time
+    basis: str | None  # artifact | compile_work (instructions) | compile_time (wall clock)
     stage_diff_lines: int
     diff: str
     stages: list[StageDelta]
@@ -125,23 +137,45 @@ def numerics_divergence(good: Mapping[str, Mapping[str, float]],
     return None
 
 
+def with_instructions(deltas: Sequence[StageDelta],
+                      instructions: Sequence[Mapping[str, int] | None] | None
+                      ) -> list[StageDelta]:
+    """The deltas with each stage's instruction counts at both builds, where counted."""
+    good, bad = instructions or (None, None)
+    return [replace(d, instructions_good=(good or {}).get(d.stage),
+                    instructions_bad=(bad or {}).get(d.stage)) for d in deltas]
+
+
+def slowest_stage(deltas: Sequence[StageDelta]) -> tuple[str | None, str | None]:
+    """When no artifact differs: the stage that did the most extra work (instruction counts,
+    exact), else the one that added the most significant compile time (wall clock)."""
+    grew = [d for d in deltas if (d.work_growth or 0.0) >= WORK_GROWTH_FLOOR]
+    if grew:
+        return max(grew, key=lambda d: d.instructions_bad - d.instructions_good).stage, \
+            "compile_work"
+    slower = [d for d in deltas if (d.compile_ratio or 0.0) >= COMPILE_RATIO_FLOOR
+              and d.compile_p is not None and d.compile_p < COMPILE_P]
+    if slower:
+        # the stage that added the most time: a millisecond stage can double from noise
+        return max(slower, key=lambda d: d.compile_s_bad - d.compile_s_good).stage, \
+            "compile_time"
+    return None, None
+
+
 def bisect_stages(good_capture: Capture, bad_capture: Capture, good_probe: Mapping,
                   bad_probe: Mapping, good: str, bad: str, workload: str, seq: int,
-                  width: int | None) -> StageReport:
+                  width: int | None,
+                  instructions: Sequence[Mapping[str, int] | None] | None = None
+                  ) -> StageReport:
     stages = good_capture.stages
     diffs = {s: unified_diff(good_capture.texts.get(s, ""), bad_capture.texts.get(s, ""), s)
              for s in stages}
-    deltas = compile_deltas(stages, good_probe["compile_times"], bad_probe["compile_times"],
-                            diffs)
+    deltas = with_instructions(compile_deltas(
+        stages, good_probe["compile_times"], bad_probe["compile_times"], diffs), instructions)
     first = next((d.stage for d in deltas if d.changed), None)
     basis = "artifact" if first else None
     if first is None:
-        slower = [d for d in deltas if (d.compile_ratio or 0.0) >= COMPILE_RATIO_FLOOR
-                  and d.compile_p is not None and d.compile_p < COMPILE_P]
-        if slower:
-            # the stage that added the most time: a millisecond stage can double from noise
-            first = max(slower, key=lambda d: d.compile_s_bad - d.compile_s_good).stage
-            basis = "compile_time"
+        first, basis = slowest_stage(deltas)
     diff = diffs[first] if first and basis == "artifact" else ""
     numerics_stage = numerics_divergence(good_probe.get("stage_errors", {}),
                                          bad_probe.get("stage_errors", {}))

@@ -140,10 +140,11 @@ def _data_files(report: Report) -> dict[str, bytes]:
                      enumerate(zip(run.host_s, run.device_us, strict=False))]
     files = {"timing_samples.csv": _csv(["build", "iteration", "host_s", "device_us"], rows),
              "compile_stages.csv": _csv(
-                 ["stage", "changed", "diff_lines", "compile_s_good", "compile_s_bad",
-                  "compile_ratio", "compile_p"],
-                 [[d.stage, d.changed, d.diff_lines, d.compile_s_good, d.compile_s_bad,
-                   d.compile_ratio, d.compile_p] for d in stages.stages]),
+                 ["stage", "changed", "diff_lines", "instructions_good", "instructions_bad",
+                  "compile_s_good", "compile_s_bad", "compile_ratio", "compile_p"],
+                 [[d.stage, d.changed, d.diff_lines, d.instructions_good, d.instructions_bad,
+                   d.compile_s_good, d.compile_s_bad, d.compile_ratio, d.compile_p]
+                  for d in stages.stages]),
              "kernels.csv": _csv(["name", "good_us", "bad_us"],
                                  [[k.name, k.good_us, k.bad_us] for k in stages.kernels])}
     if report.numerics_rows:

@@ -98,6 +98,8 @@ def quantity(value: float | None, unit: str, metric: str = "") -> str:
         return f"{value * 1e3:.2f} ms" if value < 10 else f"{value:.2f} s"
     if unit == "us":
         return f"{value:.1f} us"
+    if unit == "instructions":
+        return f"{value / 1e6:.3f} M instructions"
     return f"{value:.4g}" + (f" {unit}" if unit else "")
 
 
@@ -186,6 +188,9 @@ def _stage_clause(found: Investigation) -> str:
     if first and stages.basis == "artifact":
         return (f"the first compiler stage whose canonical artifact differs between the good "
                 f"and the bad build is {first} ({stages.stage_diff_lines} changed lines)")
+    if first and stages.basis == "compile_work":
+        return (f"no stage artifact differs; the stage whose instruction count grew most is "
+                f"{first}")
     if first and stages.basis == "compile_time":
         return (f"no stage artifact differs; the first stage whose compile time grew "
                 f"significantly is {first}")
@@ -221,6 +226,14 @@ def _what_changed(found: Investigation, kernels: KernelChanges,
                       f"{benchmark_program(found).describe()})")
         sentences.append(f"The first executed stage output that drifts further from float64 "
                          f"is {stage}'s{detail}.")
+    if found.stages.basis == "compile_work":
+        row = next(d for d in found.stages.stages if d.stage == found.stages.first_divergent_stage)
+        sentences.append(f"The {row.stage} stage produces the same artifact with more work: "
+                         f"{quantity(row.instructions_good, 'instructions')} → "
+                         f"{quantity(row.instructions_bad, 'instructions')} "
+                         f"({row.work_growth:+.2%}) per cold compile of "
+                         f"{benchmark_program(found).describe()}, counted under callgrind "
+                         "(exact to 0.5% across runs).")
     if found.stages.basis == "compile_time":
         row = next(d for d in found.stages.stages if d.stage == found.stages.first_divergent_stage)
         sentences.append(f"The {row.stage} stage produces the same artifact, only more slowly: "

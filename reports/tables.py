@@ -84,13 +84,22 @@ def numerics(report: Report) -> Table:
 
 
 def stages(report: Report) -> Table:
+    """Per stage: the artifact, the work (instructions, exact) beside the wall time."""
     deltas = report.investigation.stages.stages
-    rows = tuple((d.stage, "yes" if d.changed else "no", str(d.diff_lines),
-                  quantity(d.compile_s_good, "s"), quantity(d.compile_s_bad, "s"),
-                  number(d.compile_ratio, ".2f"), number(d.compile_p, ".2g"))
-                 for d in deltas)
-    return Table(("stage", "artifact changed", "diff lines", "compile good", "compile bad",
-                  "ratio", "p"), rows, tuple(d.stage == report.first_stage for d in deltas))
+    counted = any(d.instructions_good is not None for d in deltas)
+    rows = []
+    for d in deltas:
+        work = (number(None if d.instructions_good is None else d.instructions_good / 1e6,
+                       ".3f"),
+                number(None if d.instructions_bad is None else d.instructions_bad / 1e6, ".3f"),
+                "n/a" if d.work_growth is None else f"{d.work_growth:+.2%}") if counted else ()
+        rows.append((d.stage, "yes" if d.changed else "no", str(d.diff_lines), *work,
+                     quantity(d.compile_s_good, "s"), quantity(d.compile_s_bad, "s"),
+                     number(d.compile_ratio, ".2f"), number(d.compile_p, ".2g")))
+    work_header = ("M instructions good", "M instructions bad", "change") if counted else ()
+    return Table(("stage", "artifact changed", "diff lines", *work_header,
+                  "wall time good", "wall time bad", "ratio", "p"), tuple(rows),
+                 tuple(d.stage == report.first_stage for d in deltas))
 
 
 def kernels(report: Report) -> Table:

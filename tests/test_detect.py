@@ -190,7 +190,9 @@ def test_metrics_table():
     assert metrics.numerics_error(
         "n.NumericsStageErrorDLFloat16.track_rmse_vs_eager_dlfloat16") == "rmse_ratio"
     assert set(metrics.PROBE_METRICS) == {"device_time", "host_time", "compile_time",
-                                          "numerics"}
+                                          "compile_work", "numerics"}
+    assert metrics.metric_for("bench_compile_work.CompileWork.track_instructions").name == \
+        "compile_work"
     with pytest.raises(KeyError, match="unknown metric 'latency'"):
         metrics.by_name("latency")
 

@@ -1,5 +1,6 @@
 """Stage bisection and minimization as pure functions, on hand-made captures and programs."""
 
+import pytest
 import torch
 from torch.fx.experimental.proxy_tensor import make_fx
 
@@ -71,3 +72,21 @@ def test_minimize_keeps_only_the_op_that_carries_the_regression():
     namespace = {}
     exec(result.source, namespace)
     assert namespace["program"](*namespace["make_inputs"]())[0].shape == (8, 16)
+
+
+def test_instruction_counts_name_the_stage_that_did_more_work():
+    # wall times say nothing (a millisecond stage, noise), the counts say lower did 4% more
+    same = _capture(["x\n"] * 5)
+    times = [[0.1, 0.010, 0.0003, 0.001, 0.005]] * 5
+    good = {"dynamo": 900_000_000, "decompose": 40_000_000, "lower": 10_000_000,
+            "layout": 20_000_000, "kernel": 30_000_000}
+    bad = {**good, "lower": 10_400_000, "layout": 20_040_000}  # layout +0.2%: noise
+    report = stages.bisect_stages(same, same, _probe(times), _probe(times), "g", "b",
+                                  "attention", 128, 1024, (good, bad))
+    assert (report.first_divergent_stage, report.basis) == ("lower", "compile_work")
+    lower = next(d for d in report.stages if d.stage == "lower")
+    assert lower.work_growth == pytest.approx(0.04)
+    # without counts the same builds name nothing
+    report = stages.bisect_stages(same, same, _probe(times), _probe(times), "g", "b",
+                                  "attention", 128, 1024)
+    assert report.first_divergent_stage is None
