@@ -243,6 +243,16 @@ class Workaround:
 
 
 @dataclass(frozen=True)
+class Related:
+    """Another alert whose bisection named the same culprit: one more symptom of the change,
+    listed in the same report (as Perfherder groups alerts by push)."""
+
+    alert: Alert
+    confirmation: Confirmation | None
+    first_divergent_stage: str | None
+
+
+@dataclass(frozen=True)
 class Investigation:
     version: int
     alert: Alert
@@ -256,6 +266,12 @@ class Investigation:
     source: str  # the program the timing ran and the reproducer embeds
     timing: Timing
     traces: Mapping[str, str | None]
+    related: tuple[Related, ...] = ()  # the same culprit's other alerts
+
+    @property
+    def symptoms(self) -> tuple[Alert, ...]:
+        """Every alert this report answers: its own, then the related ones."""
+        return (self.alert, *(r.alert for r in self.related))
 
 
 def load(document: Any, source: str = "investigation") -> Investigation:

@@ -29,9 +29,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING
 
-from regressions.detect import Alert, Regression
 from regressions.errors import SpyreRegressError
+
+if TYPE_CHECKING:  # types only: the records stay free of the statistics' imports
+    from regressions.detect import Alert, Regression
 
 FORMAT_VERSION = 1
 STATUSES = ("new", "reported", "not-reproduced", "acknowledged", "fixed", "invalid",

@@ -226,3 +226,23 @@ def _points(name: str, cells: dict, meta: dict) -> list[dict]:
 def _cell(cells: dict, key: str, i: int):
     column = cells.get(key)
     return column[i] if isinstance(column, list) and i < len(column) else None
+
+
+def samples_at(results_dir: Path | str, machine: str, commit: str
+               ) -> dict[tuple[str, str], tuple[float, ...] | None]:
+    """What the results hold for one commit: (benchmark, params) -> its samples (or its one
+    value when asv kept no samples), None where the benchmark failed; skipped points left out.
+    The nightly reads it before and after `asv run --append-samples` to learn what a
+    re-measurement added."""
+    root = Path(results_dir)
+    meta = _benchmarks_meta(root / "benchmarks.json") if (root / "benchmarks.json").exists() \
+        else {}
+    found: dict[tuple[str, str], tuple[float, ...] | None] = {}
+    for path in sorted((root / machine).glob(f"{commit[:8]}-*.json")):
+        for point in _read_file(path, machine, meta):
+            if point["commit"] != commit or point["status"] == "skipped":
+                continue
+            samples = point["samples"]
+            found[point["benchmark"], point["params"]] = None if point["status"] == "failed" \
+                else tuple(samples) if samples else (point["value"],)
+    return found

@@ -133,76 +133,86 @@ def record_measurement(results_dir: Path, machine: str, env_name: str, commit: s
 
 # --- nightly alert state ------------------------------------------------------------------
 
-ALERT_STATES = ("new", "reported", "not-reproduced", "acknowledged", "fixed", "invalid")
-SCHEMA_VERSION = 2  # 2: the `note` column (why an alert was not reproduced)
+SCHEMA_VERSION = 3  # 3: one lifecycle record (regressions.lifecycle) per row
 
 
-class AlertStore:
-    """Alerts in SQLite: one row per root cause, so each is reported once and can be triaged."""
+class RecordStore:
+    """The nightly's alert records in SQLite (`lifecycle.AlertRecord`, one row each, with the
+    report written for it and the first divergent stage), read and written whole: the
+    lifecycle decides every transition, this class only keeps them across nights."""
 
     def __init__(self, path: Path) -> None:
         path = Path(path)
+        if path.exists() and not path.is_file():
+            raise SpyreRegressError(f"{path} is not a file; pass the nightly's --state "
+                                    "directory")
         path.parent.mkdir(parents=True, exist_ok=True)
         self.connection = sqlite3.connect(path)
+        self.connection.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, "
+                                "value TEXT)")
         self.connection.execute(
-            "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
-        self.connection.execute(
-            "CREATE TABLE IF NOT EXISTS alerts (id INTEGER PRIMARY KEY, key TEXT UNIQUE, "
-            "status TEXT NOT NULL, kind TEXT, good TEXT, bad TEXT, culprit TEXT, stage TEXT, "
-            "report TEXT, document TEXT, created REAL, updated REAL, note TEXT)")
-        columns = {row[1] for row in self.connection.execute("PRAGMA table_info(alerts)")}
-        if "note" not in columns:  # update_to_2: a version-1 database
-            self.connection.execute("ALTER TABLE alerts ADD COLUMN note TEXT")
-        self.connection.execute(
-            "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+            "CREATE TABLE IF NOT EXISTS records (id INTEGER PRIMARY KEY, status TEXT NOT NULL, "
+            "kind TEXT, document TEXT NOT NULL, stage TEXT, report TEXT, updated REAL)")
+        self._update_to_3()
+        self.connection.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)",
+                                (str(SCHEMA_VERSION),))
         self.connection.commit()
 
-    def upsert(self, key: str, kind: str, good: str, bad: str, document: dict) -> tuple[int, bool]:
-        """(alert id, True when new). An alert seen before keeps its id and status."""
-        row = self.connection.execute("SELECT id FROM alerts WHERE key = ?", (key,)).fetchone()
-        if row:
-            return row[0], False
-        now = time.time()
-        cursor = self.connection.execute(
-            "INSERT INTO alerts (key, status, kind, good, bad, document, created, updated) "
-            "VALUES (?, 'new', ?, ?, ?, ?, ?, ?)",
-            (key, kind, good, bad, json.dumps(document), now, now))
-        self.connection.commit()
-        return int(cursor.lastrowid), True
+    def _update_to_3(self) -> None:
+        """Versions 1 and 2 kept one detected alert per row: each becomes a record."""
+        from regressions import lifecycle
+        from regressions.detect import Alert
 
-    def status(self, alert_id: int) -> str:
-        row = self.connection.execute("SELECT status FROM alerts WHERE id = ?",
-                                      (alert_id,)).fetchone()
-        if row is None:
-            raise SpyreRegressError(f"there is no alert {alert_id}; `spyre-regress alerts` "
-                                    "lists them")
-        return row[0]
+        tables = {row[0] for row in self.connection.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if "alerts" not in tables or self.records():
+            return
+        for row in self.connection.execute(
+                "SELECT id, status, document, culprit, stage, report FROM alerts").fetchall():
+            alert = Alert.from_dict(_alert_v2(json.loads(row[2])))
+            record = lifecycle.AlertRecord(
+                row[0], alert.kind, alert.good_commit, alert.bad_commit,
+                lifecycle.symptoms_of(alert), row[1], culprit=row[3],
+                note="kept from a schema-2 database")
+            self.save([record], {row[0]: {"stage": row[4], "report": row[5]}})
 
-    def update(self, alert_id: int, **fields: Any) -> None:
-        allowed = {"status", "culprit", "stage", "report", "note"}
-        if set(fields) - allowed:
-            raise ValueError(f"unknown alert fields {sorted(set(fields) - allowed)}")
-        if "status" in fields and fields["status"] not in ALERT_STATES:
-            raise SpyreRegressError(f"alert status must be one of {list(ALERT_STATES)}, "
-                                    f"not {fields['status']!r}")
-        assignments = ", ".join(f"{name} = ?" for name in fields)
-        cursor = self.connection.execute(
-            f"UPDATE alerts SET {assignments}, updated = ? WHERE id = ?",
-            (*fields.values(), time.time(), alert_id))
-        if cursor.rowcount == 0:
-            raise SpyreRegressError(f"there is no alert {alert_id}; `spyre-regress alerts` "
-                                    "lists them")
-        self.connection.commit()
+    def records(self) -> list:
+        """Every stored `lifecycle.AlertRecord`, by id."""
+        from regressions import lifecycle
 
-    def rows(self) -> list[dict]:
-        cursor = self.connection.execute(
-            "SELECT id, key, status, kind, good, bad, culprit, stage, report, note FROM alerts "
-            "ORDER BY id")
-        names = [c[0] for c in cursor.description]
-        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+        return [lifecycle.from_dict(json.loads(document)) for (document,) in
+                self.connection.execute("SELECT document FROM records ORDER BY id")]
+
+    def extras(self) -> dict[int, dict[str, str | None]]:
+        """Per record id: the first divergent stage and the report folder, where known."""
+        return {row[0]: {"stage": row[1], "report": row[2]} for row in self.connection.execute(
+            "SELECT id, stage, report FROM records")}
+
+    def save(self, records: Sequence, extras: dict[int, dict] | None = None) -> None:
+        """Store `records` (new or changed) in one transaction, with their extras."""
+        from regressions import lifecycle
+
+        extras = extras or {}
+        with self.connection:
+            for record in records:
+                known = self.extras().get(record.id, {})
+                extra = {**known, **extras.get(record.id, {})}
+                self.connection.execute(
+                    "INSERT OR REPLACE INTO records VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (record.id, record.status, record.kind,
+                     json.dumps(to_json(lifecycle.to_dict(record))), extra.get("stage"),
+                     extra.get("report"), time.time()))
 
     def close(self) -> None:
         self.connection.close()
+
+
+def _alert_v2(document: dict) -> dict:
+    """A version-2 alert document: version-1 rows lacked the members' own fields."""
+    from regressions.detect import _update_to_2
+
+    member = (document.get("members") or [{}])[0]
+    return document if "good_position" in member else _update_to_2(document)
 
 
 @contextmanager

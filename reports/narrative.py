@@ -255,6 +255,9 @@ def causal_statement(found: Investigation, kernels: KernelChanges,
     good, bad = found.timing.correctness
     verdict = (f"Correctness against float64 at the stated tolerance: good "
                f"{'PASS' if good.passed else 'FAIL'}, bad {'PASS' if bad.passed else 'FAIL'}.")
+    provisional = ("Provisional: the change is in the newest benchmarked commit, so one "
+                   "commit holds the new level; later nights confirm or withdraw it "
+                   "(`spyre-regress alerts`)." if found.alert.provisional else "")
     parts = [
         f"{_where(found)}; {_stage_clause(found)}.",
         _what_changed(found, kernels, changes, numerics_rows),
@@ -262,8 +265,27 @@ def causal_statement(found: Investigation, kernels: KernelChanges,
         f"{timing_sentence(found.timing, found.target.metric)}.",
         verdict,
         scope,
+        related_sentence(found),
+        provisional,
     ]
     return " ".join(p for p in parts if p)
+
+
+def related_sentence(found: Investigation) -> str:
+    """The culprit's other symptoms: alerts whose bisection named the same commit."""
+    if not found.related:
+        return ""
+    parts = []
+    for r in found.related:
+        figure = confirmation_figure(r.confirmation) if r.confirmation else "fails"
+        where = f", first divergent stage {r.first_divergent_stage}" \
+            if r.first_divergent_stage else ""
+        label = "a failure" if r.alert.kind == metrics.FAILURE else \
+            metrics.by_name(r.alert.kind).label
+        parts.append(f"{label} ({len(r.alert.members)} benchmark(s), {r.alert.probe.name} "
+                     f"{figure}{where})")
+    return ("The same commit also caused " + "; ".join(parts)
+            + ": every symptom is listed under Affected benchmarks.")
 
 
 def workaround_statement(workaround: Workaround | None, error: str | None = None) -> str:

@@ -26,13 +26,15 @@ def number(value: float | None, digits: str = ".3g") -> str:
 
 
 def members(report: Report) -> Table:
+    """Every affected series of every alert this report answers (the culprit's symptoms)."""
     probe = report.investigation.alert.probe
-    rows = tuple((m.benchmark, m.params, number(m.ratio, ".3f"), interval(m.ci),
+    members = [(alert.kind, m) for alert in report.investigation.symptoms
+               for m in alert.members]
+    rows = tuple((kind, m.benchmark, m.params, number(m.ratio, ".3f"), interval(m.ci),
                   number(m.p, ".2g"), number(m.q, ".2g"), f"{m.machine}/{m.env}")
-                 for m in report.investigation.alert.members)
-    return Table(("benchmark", "params", "ratio (detection)", "99% CI", "p", "q",
-                  "machine/env"), rows,
-                 tuple(m.name == probe.name for m in report.investigation.alert.members))
+                 for kind, m in members)
+    return Table(("kind", "benchmark", "params", "ratio (detection)", "99% CI", "p", "q",
+                  "machine/env"), rows, tuple(m.name == probe.name for _, m in members))
 
 
 def _summary(summary: SampleSummary | None, unit: str) -> str:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from regressions import history, scenarios, store
 from regressions.errors import SpyreRegressError
+from reports.narrative import confirmation_figure
 from spyre_regress import nightly
 
 FORMAT_VERSION = 2  # 2: "ratio" is the investigation's confirmation, "measured" its text
@@ -50,7 +51,7 @@ def ground_truth(records: list[history.CommitRecord]) -> dict:
 
 def summarize(run: nightly.NightlyRun) -> dict:
     regressions = []
-    for outcome in run.investigated:
+    for outcome in run.published:
         found = outcome.investigation
         culprit, confirmation = found.commits.culprit, found.confirmation
         regressions.append({
@@ -69,15 +70,16 @@ def summarize(run: nightly.NightlyRun) -> dict:
                        "commits_measured": found.bisect.commits_measured},
             "stage_diff_lines": found.stages.stage_diff_lines,
         })
+    statuses = [r.status for r in run.records]
     return {"version": FORMAT_VERSION, "regressions": regressions,
-            "alerts": len(run.alerts), "failures": run.failures,
+            "alerts": len(run.records), "reported": sum(s == "reported" for s in statuses),
+            "not_reproduced": statuses.count("not-reproduced"),
+            "transients": len(run.transients), "failures": run.failures,
             "commits_benchmarked": len(run.commits_benchmarked)}
 
 
 def headline(found) -> str:
     """The confirmation figure as the report's title states it (`reports.narrative`)."""
-    from reports.narrative import confirmation_figure
-
     return confirmation_figure(found.confirmation) if found.confirmation else "-"
 
 

@@ -1,29 +1,32 @@
-"""The nightly loop: benchmark new commits with asv, detect, investigate new alerts, report.
+"""The nightly loop: benchmark new commits, detect with re-measurement, keep every alert's
+life across nights, investigate the new ones and write one report per culprit.
 
 Real nightlies batch commits (MongoDB every 2-24 h, Daly et al., ICPE 2020): `stride`
-benchmarks every n-th first-parent commit plus the newest, and bisection narrows each alert
-inside the gaps later. asv keeps each commit's results as soon as they are measured and
-`--skip-existing-commits` resumes an interrupted run; alert state lives in SQLite so an
-alert is investigated and reported once, and can then be triaged.
+benchmarks every n-th first-parent commit plus the newest. asv keeps each commit's results as
+soon as they are measured, and `--skip-existing-commits` resumes an interrupted run. Detection
+that is unsure asks for more samples (`regressions.remeasure`: `asv run --append-samples` on
+the commits it names, unbenchmarked ones of the stride window included) before it decides;
+a change in tonight's newest commit is reported tonight, provisionally. The records
+(`regressions.lifecycle`) live in SQLite: an alert is investigated once, a bundle is written
+only when the investigation's own measurement confirms it, alerts with one culprit share one
+report, and a provisional alert is confirmed or withdrawn as later nights add commits.
 """
 
 from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
-from regressions import detect, git, results, runner, store, suite
-from regressions.detect import Alert
+from regressions import detect, git, lifecycle, remeasure, results, runner, store
 from regressions.errors import SpyreRegressError
-from regressions.investigate import Investigator, NotReproduced, alert_target
-from regressions.investigation import Investigation
-from regressions.probing import GitHistory, SubprocessProber
-from reports import scrub_investigation, write_bundle
+from spyre_regress.reporting import Published, Reporter
 
 Progress = Callable[[str], None]
+TRANSIENTS_VERSION = 1
 
 
 @dataclass
@@ -37,28 +40,27 @@ class NightlyOptions:
     machine: str = "nightly"
     asv_env: dict[str, str] = field(default_factory=dict)  # e.g. a smaller benchmark grid
     floors: tuple[tuple[str, float], ...] = ()  # detect's (regex, fraction) magnitude floors
+    budget: float = remeasure.BUDGET_FRACTION  # extra samples, fraction of tonight's
 
     @property
     def results_dir(self) -> Path:
         return self.repo / ".asv" / "results"
 
 
-@dataclass(frozen=True)
-class Outcome:
-    """One investigated alert: its id, the investigation and the bundle written."""
-
-    alert_id: int
-    investigation: Investigation
-    bundle: Path
-
-
 @dataclass
 class NightlyRun:
     commits_benchmarked: list[str]
-    alerts: list[tuple[int, Alert, str]]  # (id, alert, status) of every alert detected
-    investigated: list[Outcome]
+    records: list[lifecycle.AlertRecord]  # every alert record after tonight
+    events: list[lifecycle.Event]  # tonight's transitions
+    published: list[Published]  # the culprit reports written tonight
+    transients: list[detect.Transient]
+    remeasured: tuple[int, int]  # (samples spent, budget)
     html: Path | None
     failures: list[str]
+
+    @property
+    def new_reports(self) -> bool:
+        return bool(self.published)
 
 
 def select_commits(history: list[str], stride: int) -> list[str]:
@@ -69,12 +71,6 @@ def select_commits(history: list[str], stride: int) -> list[str]:
     if history and history[-1] not in chosen:
         chosen.append(history[-1])
     return chosen
-
-
-def alert_key(alert: Alert) -> str:
-    members = sorted(m.name for m in alert.members)
-    return f"{alert.good_commit}..{alert.bad_commit}:{alert.kind}:{len(members)}:" \
-           f"{members[0] if members else ''}"
 
 
 def benchmark(options: NightlyOptions, commits: list[str], progress: Progress) -> None:
@@ -118,67 +114,138 @@ def run(options: NightlyOptions, progress: Progress) -> NightlyRun:
     with store.exclusive_lock(options.state_dir / "nightly.lock"):
         history = git.first_parent_history(options.repo, options.branch)
         commits = select_commits(history, options.stride)
+        measured_before = _measured_commits(options)
         progress(f"benchmarking {len(commits)} of {len(history)} commits on "
                  f"{options.branch} (stride {options.stride})")
         benchmark(options, commits, progress)
-        frame = results.load_results(options.results_dir, repo=options.repo,
-                                     machine=options.machine)
-        series = results.series_from_frame(frame)
-        alerts = detect.cluster_alerts(detect.find_regressions(series, floors=options.floors))
-        progress(f"detect: {len(series)} series, {len(alerts)} alert(s)")
-        run = NightlyRun(commits, [], [], None, [])
-        database = store.AlertStore(options.state_dir / "alerts.sqlite")
+        database = store.RecordStore(options.state_dir / "alerts.sqlite")
         try:
-            for number, alert in enumerate(alerts, 1):
-                _handle(options, database, alert, number, len(alerts), run, progress)
+            return _night(options, history, commits, measured_before, database, progress)
         finally:
             database.close()
-        run.html = publish(options, progress)
-        return run
 
 
-def _handle(options: NightlyOptions, database: store.AlertStore, alert: Alert, number: int,
-            total: int, run: NightlyRun, progress: Progress) -> None:
-    alert_id, _ = database.upsert(alert_key(alert), alert.kind, alert.good_commit,
-                                  alert.bad_commit, alert.to_dict())
-    status = database.status(alert_id)
-    if status == "new":
-        progress(f"alert {alert_id} ({number} of {total}): investigating {alert.kind} "
-                 f"regression {alert.good_commit[:8]}..{alert.bad_commit[:8]}")
+def _night(options: NightlyOptions, history: list[str], commits: list[str],
+           measured_before: set[str], database: store.RecordStore,
+           progress: Progress) -> NightlyRun:
+    frame = results.load_results(options.results_dir, repo=options.repo,
+                                 machine=options.machine)
+    series = results.series_from_frame(frame)
+    tonight = set(frame["commit"]) - measured_before
+    base = sum(len(v) for s in series for c, v in zip(s.commits, s.samples, strict=True)
+               if c in tonight and v is not None)
+    budget = remeasure.budget_for(base, options.budget)
+    records = database.records()
+    contradicted = {c for r in records if r.status == "not-reproduced"
+                    for c in (r.good_commit, r.bad_commit)}
+    found = remeasure.detect_with_remeasurement(
+        series, history, lambda requests: measure_again(options, requests, progress),
+        budget=budget, floors=options.floors, contradicted=contradicted)
+    alerts = detect.cluster_alerts(found.detection.regressions)
+    progress(f"detect: {len(found.series)} series, {len(alerts)} alert(s), "
+             f"{len(found.detection.transients)} transient(s); re-measured "
+             f"{found.spent} of {found.budget} extra samples")
+    label = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    state = lifecycle.advance(records, alerts, {c: i for i, c in enumerate(history)}, label)
+    records = state.records
+    reporter = Reporter(options.repo, options.state_dir, options.reports_dir, options.machine,
+                        options.asv_env, options.floors, progress)
+    failures = _investigate(reporter, state, alerts, records, label, options, database,
+                            progress)
+    published = _publish(reporter, records, state, database, failures)
+    _write_transients(options.state_dir / "transients.json", found.detection.transients)
+    return NightlyRun(commits, database.records(), list(state.events), published,
+                      list(found.detection.transients), (found.spent, found.budget),
+                      publish(options, progress), failures)
+
+
+def _investigate(reporter: Reporter, state: lifecycle.Night, alerts: Sequence[detect.Alert],
+                 records: list[lifecycle.AlertRecord], label: str, options: NightlyOptions,
+                 database: store.RecordStore, progress: Progress) -> list[str]:
+    """Investigate tonight's new alerts; each record is saved as soon as it changes, so an
+    interruption loses at most the investigation under way."""
+    database.save(records)
+    failures = []
+    todo = [i for i in state.investigate if i in state.alert_ids]
+    for number, alert_id in enumerate(todo, 1):
+        alert = alerts[state.alert_ids.index(alert_id)]
+        progress(f"alert {alert_id} ({number} of {len(todo)}): investigating {alert.kind} "
+                 f"regression {alert.good_commit[:8]}..{alert.bad_commit[:8]}"
+                 + (" (provisional)" if alert.provisional else ""))
+        outcome = reporter.investigate(alert_id, alert, options.results_dir)
+        position = next(i for i, r in enumerate(records) if r.id == alert_id)
+        records[position] = lifecycle.investigated(records[position], outcome, label)
+        database.save([records[position]])
+        progress(f"alert {alert_id}: {records[position].status}: {records[position].note}")
+        if outcome.error:
+            failures.append(f"alert {alert_id}: {outcome.error}")
+    return failures
+
+
+def _publish(reporter: Reporter, records: list[lifecycle.AlertRecord],
+             state: lifecycle.Night, database: store.RecordStore,
+             failures: list[str]) -> list[Published]:
+    """One report per culprit that gained a reported alert tonight."""
+    reported_tonight = {r.id for r in records
+                        if r.id in state.investigate and r.status in lifecycle.REPORTED}
+    published = []
+    for group in lifecycle.group_by_culprit(records):
+        if not reported_tonight & set(group.alert_ids):
+            continue
         try:
-            outcome = investigate_and_report(options, alert, alert_id, progress)
-        except NotReproduced as error:
-            database.update(alert_id, status="not-reproduced", note=str(error))
-            status = "not-reproduced"
-            progress(f"alert {alert_id}: not reproduced: {error}")
+            done = reporter.publish(group)
         except SpyreRegressError as error:
-            run.failures.append(f"alert {alert_id}: {error}")
-            progress(f"alert {alert_id}: investigation failed: {error}")
-        else:
-            run.investigated.append(outcome)
-            investigation = outcome.investigation
-            database.update(alert_id, status="reported",
-                            culprit=investigation.commits.culprit.sha,
-                            stage=investigation.stages.first_divergent_stage,
-                            report=str(outcome.bundle))
-            status = "reported"
-    run.alerts.append((alert_id, alert, status))
+            failures.append(f"culprit {group.culprit[:12]}: {error}")
+            continue
+        stage = done.investigation.stages.first_divergent_stage
+        database.save([r for r in records if r.id in group.alert_ids],
+                      {i: {"stage": stage, "report": str(done.bundle)}
+                       for i in group.alert_ids})
+        published.append(done)
+    return published
 
 
-def investigate_and_report(options: NightlyOptions, alert: Alert, alert_id: int,
-                           progress: Progress) -> Outcome:
-    work_dir = options.state_dir / "work"
-    prober = SubprocessProber(options.repo, work_dir, options.state_dir / "probe-results",
-                              options.machine, progress, options.asv_env)
-    investigator = Investigator(GitHistory(options.repo), prober, progress)
-    target = alert_target(alert, suite.param_names(options.results_dir),
-                          suite.numerics_widths(options.repo), suite.stage_width(options.repo))
-    out_dir = options.reports_dir / f"alert-{alert_id:03d}"
-    investigation = investigator.investigate(alert, target, out_dir, options.floors)
-    store.write_json(out_dir / "investigation.json", scrub_investigation(investigation))
-    bundle = write_bundle(investigation, out_dir)
-    progress(f"alert {alert_id}: report written to {bundle}")
-    return Outcome(alert_id, investigation, bundle)
+def measure_again(options: NightlyOptions, requests: Sequence[remeasure.Request],
+                  progress: Progress) -> list[tuple[float, ...] | None]:
+    """Serve re-measurement requests with `asv run --append-samples`, one run per commit for
+    the requested series; the new samples of each request (what the run added)."""
+    by_commit: dict[str, list[remeasure.Request]] = {}
+    for request in requests:
+        by_commit.setdefault(request.commit, []).append(request)
+    added: dict[tuple[str, str, str], tuple[float, ...] | None] = {}
+    for number, (commit, wanted) in enumerate(by_commit.items(), 1):
+        names = sorted({f"{r.benchmark}{r.params}" for r in wanted})
+        progress(f"re-measuring {commit[:8]} ({number} of {len(by_commit)}): "
+                 f"{len(names)} series")
+        before = results.samples_at(options.results_dir, options.machine, commit)
+        arguments = ["run", "--machine", options.machine, "--record-samples",
+                     "--append-samples", "--show-stderr",
+                     *(f"--bench=^{re.escape(name)}$" for name in names), f"{commit}^!"]
+        done = runner.run_asv(arguments, options.repo, env=options.asv_env)
+        if done.returncode not in (0, 2):
+            raise SpyreRegressError(f"asv run --append-samples failed at {commit[:12]} "
+                                    f"(exit {done.returncode})")
+        after = results.samples_at(options.results_dir, options.machine, commit)
+        for r in wanted:
+            old, new = before.get((r.benchmark, r.params)) or (), after.get((r.benchmark,
+                                                                               r.params))
+            added[commit, r.benchmark, r.params] = None if new is None else new[len(old):]
+    return [added.get((r.commit, r.benchmark, r.params)) for r in requests]
+
+
+def _measured_commits(options: NightlyOptions) -> set[str]:
+    """The commits the results store already holds (before tonight's asv run)."""
+    try:
+        frame = results.load_results(options.results_dir, repo=options.repo,
+                                     machine=options.machine)
+    except SpyreRegressError:  # no results yet
+        return set()
+    return set(frame["commit"])
+
+
+def _write_transients(path: Path, transients: Sequence[detect.Transient]) -> None:
+    """Single-commit excursions, for a person to look at: never bisected or reported."""
+    store.write_json(path, {"version": TRANSIENTS_VERSION, "transients": list(transients)})
 
 
 def publish(options: NightlyOptions, progress: Progress) -> Path | None:

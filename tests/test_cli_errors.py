@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-from regressions import detect, history, store
+from regressions import detect, history, lifecycle, store
 from regressions.detect import Alert, Regression
 from spyre_regress import cli
 
@@ -45,10 +45,13 @@ def files(tmp_path_factory) -> dict[str, Path]:
     (root / "not-a-repo").mkdir()
     state = root / "state"
     state.mkdir()
-    database = store.AlertStore(state / "alerts.sqlite")
-    database.upsert("k", "device_time", "a" * 40, "b" * 40, {})
-    database.update(1, status="reported", culprit="c" * 40, stage="kernel",
-                    report=str(root / ("reports/" + "alert-001/" + "x" * 150)))
+    database = store.RecordStore(state / "alerts.sqlite")
+    record = lifecycle.AlertRecord(1, "device_time", "a" * 40, "b" * 40,
+                                   lifecycle.symptoms_of(Alert("device_time", "a" * 40,
+                                                               "b" * 40, (member,), member)),
+                                   "reported", culprit="c" * 40)
+    database.save([record], {1: {"stage": "kernel",
+                                 "report": str(root / ("reports/" + "alert-001/" + "x" * 150))}})
     database.close()
     return {"alerts": alerts, "summary": summary, "results": root / "results",
             "plain": root / "plain.txt", "not_a_repo": root / "not-a-repo", "state": state,
@@ -151,7 +154,7 @@ def test_alerts_refuses_an_unknown_id_or_status_and_changes_nothing(files, outsi
     usage_error(run_cli("alerts", "--state", state, "--set", "9", "fixed", cwd=outside),
                 "there is no alert 9", "lists them")
     usage_error(run_cli("alerts", "--state", state, "--set", "1", "done", cwd=outside),
-                "must be one of")
+                "it can become ['acknowledged', 'fixed', 'invalid'], not 'done'")
     usage_error(run_cli("alerts", "--state", str(files["root"]), cwd=outside),
                 "does not exist", "run `spyre-regress nightly` first")
     listing = run_cli("alerts", "--state", state, cwd=outside)

@@ -26,7 +26,7 @@ def test_every_injected_regression_is_found_with_culprit_and_stage(demo):
     assert len({t["kind"] for t in truth}) == 3 and len({t["stage"] for t in truth}) == 3
     found = {(r["commit"], r["stage"], r["kind"]) for r in summary["regressions"]}
     assert found == {(t["commit"], t["stage"], t["kind"]) for t in truth}
-    assert summary["alerts"] == len(truth) and not summary["failures"]  # nothing else
+    assert summary["reported"] == len(truth) and not summary["failures"]  # nothing else
     for regression in summary["regressions"]:
         assert regression["bisect"]["commits_measured"] <= regression["bisect"][
             "commits_in_range"] + 1

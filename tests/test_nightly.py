@@ -1,10 +1,11 @@
 """Nightly state: commit selection, alert keys and triage, the lock, and bisection records."""
 
+import json
 import os
 
 import pytest
 
-from regressions import results, store
+from regressions import lifecycle, results, store
 from regressions.detect import Alert, Regression
 from regressions.errors import SpyreRegressError
 from spyre_regress import nightly
@@ -25,29 +26,42 @@ def _alert(bad="b" * 40, params="('mlp', 127)"):
     return Alert("device_time", "a" * 40, bad, (member,), member)
 
 
-def test_an_alert_is_stored_once_and_can_be_triaged(tmp_path):
-    database = store.AlertStore(tmp_path / "alerts.sqlite")
-    first = _alert()
-    first_id, new = database.upsert(nightly.alert_key(first), "device_time", "a", "b",
-                                    first.to_dict())
-    again_id, again_new = database.upsert(nightly.alert_key(_alert()), "device_time", "a", "b",
-                                          _alert().to_dict())
-    other = _alert(bad="c" * 40)
-    other_id, _ = database.upsert(nightly.alert_key(other), "device_time", "a", "c",
-                                  other.to_dict())
-    assert new and not again_new and again_id == first_id and other_id != first_id
-    database.update(first_id, status="reported", culprit="d" * 40, stage="kernel",
-                    report="reports/alert-001")
-    database.update(first_id, status="acknowledged")
-    with pytest.raises(SpyreRegressError, match="status must be one of"):
-        database.update(first_id, status="ignored")
-    with pytest.raises(SpyreRegressError, match="there is no alert 99"):
-        database.update(99, status="fixed")
+def test_alert_records_survive_a_restart_and_triage_follows_the_lifecycle(tmp_path):
+    database = store.RecordStore(tmp_path / "alerts.sqlite")
+    night = lifecycle.advance([], [_alert(), _alert(bad="c" * 40, params="('mlp', 128)")],
+                              {"a" * 40: 0, "b" * 40: 1, "c" * 40: 2}, "night 1")
+    database.save(night.records, {1: {"stage": "kernel", "report": "reports/x"}})
     database.close()
-    reopened = store.AlertStore(tmp_path / "alerts.sqlite")  # state survives a restart
-    row = next(r for r in reopened.rows() if r["id"] == first_id)
-    assert (row["status"], row["stage"]) == ("acknowledged", "kernel")
+    reopened = store.RecordStore(tmp_path / "alerts.sqlite")
+    records = reopened.records()
+    assert records == night.records and [r.status for r in records] == ["new", "new"]
+    assert reopened.extras()[1] == {"stage": "kernel", "report": "reports/x"}
+    with pytest.raises(SpyreRegressError, match="can become"):
+        lifecycle.triage(records[0], "acknowledged")  # new -> acknowledged is not allowed
+    reopened.save([lifecycle.triage(records[0], "invalid")])
+    assert [r.status for r in reopened.records()] == ["invalid", "new"]
+    assert reopened.extras()[1]["report"] == "reports/x"  # kept when the record changes
     reopened.close()
+
+
+def test_a_schema_2_database_is_carried_over(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "alerts.sqlite"
+    old = sqlite3.connect(path)
+    old.execute("CREATE TABLE alerts (id INTEGER PRIMARY KEY, key TEXT UNIQUE, status TEXT, "
+                "kind TEXT, good TEXT, bad TEXT, culprit TEXT, stage TEXT, report TEXT, "
+                "document TEXT, created REAL, updated REAL, note TEXT)")
+    old.execute("INSERT INTO alerts (id, status, kind, document, culprit, stage, report) "
+                "VALUES (4, 'reported', 'device_time', ?, ?, 'kernel', 'r/4')",
+                (json.dumps(_alert().to_dict()), "d" * 40))
+    old.commit()
+    old.close()
+    database = store.RecordStore(path)
+    (record,) = database.records()
+    assert (record.id, record.status, record.culprit) == (4, "reported", "d" * 40)
+    assert database.extras()[4] == {"stage": "kernel", "report": "r/4"}
+    database.close()
 
 
 def test_two_nightlies_cannot_overlap_and_a_stale_lock_is_taken_over(tmp_path):

@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from regressions import store
+from regressions import lifecycle, store
 from regressions.errors import SpyreRegressError
+from regressions.lifecycle import TRIAGE
 from spyre_regress.cli import common
 
 WIDTH = 100
@@ -20,7 +21,8 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--state", required=True, type=Path, metavar="DIR",
                    help="the nightly's --state directory")
     p.add_argument("--set", nargs=2, metavar=("ID", "STATUS"),
-                   help=f"set an alert's status: one of {', '.join(store.ALERT_STATES)}")
+                   help="set an alert's status by hand: " + "; ".join(
+                       f"{before} -> {' | '.join(after)}" for before, after in TRIAGE.items()))
     p.set_defaults(handler=run)
 
 
@@ -29,25 +31,51 @@ def run(args: argparse.Namespace) -> int:
     if not path.is_file():
         raise SpyreRegressError(f"{path} does not exist; run `spyre-regress nightly` first or "
                                 "pass its --state directory")
-    database = store.AlertStore(path)
+    database = store.RecordStore(path)
     try:
+        records = database.records()
         if args.set:
             if not args.set[0].isdigit():
                 raise SpyreRegressError(f"alert id must be a number, not {args.set[0]!r}")
-            database.update(int(args.set[0]), status=args.set[1])
-        rows = database.rows()
+            chosen = next((r for r in records if r.id == int(args.set[0])), None)
+            if chosen is None:
+                raise SpyreRegressError(f"there is no alert {args.set[0]}; `spyre-regress "
+                                        "alerts --state DIR` lists them")
+            database.save([lifecycle.triage(chosen, args.set[1])])
+            records = database.records()
+        extras = database.extras()
     finally:
         database.close()
-    if not rows:
-        print("no alerts")
-    for row in rows:
-        print(fit(f"{row['id']:>3} {row['status']:<14} {row['kind']:<12} "
-                  f"{(row['good'] or '')[:8]}..{(row['bad'] or '')[:8]} "
-                  f"culprit {(row['culprit'] or '-')[:10]:<10} stage {row['stage'] or '-'}"))
-        for extra in ("report", "note"):
-            if row.get(extra):
-                print(fit(f"    {extra}: {row[extra]}"))
+    print_records(records, extras)
+    transients = args.state / "transients.json"
+    if transients.is_file():
+        print_transients(store.read_json(transients, "transients file").get("transients", []))
     return common.EXIT_OK
+
+
+def print_records(records, extras: dict) -> None:
+    if not records:
+        print("no alerts")
+    for r in records:
+        extra = extras.get(r.id, {})
+        state = r.status + (" provisional" if r.provisional else "")
+        print(fit(f"{r.id:>3} {state:<26} {r.kind:<12} {r.good_commit[:8]}..{r.bad_commit[:8]}"
+                  f" culprit {(r.culprit or '-')[:10]:<10} stage {extra.get('stage') or '-'}"))
+        print(fit(f"    {len(r.symptoms)} series: "
+                  + ", ".join(f"{s.benchmark.rsplit('.', 1)[-1]}{s.params}"
+                              for s in r.symptoms)))
+        for label, value in (("report", extra.get("report")), ("note", r.note)):
+            if value:
+                print(fit(f"    {label}: {value}"))
+
+
+def print_transients(transients: list) -> None:
+    """One-commit excursions detection set apart: never alerts, listed for a person."""
+    if transients:
+        print(f"transients (one-commit excursions, not regressions): {len(transients)}")
+    for t in transients:
+        print(fit(f"    {t['commit'][:8]} {t['kind']:<12} x{t['ratio']:.3f} "
+                  f"{t['benchmark'].rsplit('.', 1)[-1]}{t['params']}"))
 
 
 def fit(line: str) -> str:

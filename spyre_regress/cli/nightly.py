@@ -43,10 +43,15 @@ def run(args: argparse.Namespace) -> int:
                                      args.branch, args.stride, args.bench, args.machine,
                                      floors=tuple(args.threshold))
     outcome = nightly.run(options, common.progress)
-    for alert_id, alert, status in outcome.alerts:
-        print(f"alert {alert_id}: {alert.kind} {alert.good_commit[:8]}..{alert.bad_commit[:8]} "
-              f"({len(alert.members)} benchmark(s)) [{status}]")
+    for event in outcome.events:
+        print(f"alert {event.alert_id}: {event.before or '-'} -> {event.after}: {event.note}")
+    for done in outcome.published:
+        print(f"culprit {done.culprit[:12]} (alert(s) {', '.join(map(str, done.alert_ids))}): "
+              f"{done.bundle}")
+    spent, budget = outcome.remeasured
+    print(f"{len(outcome.records)} alert record(s); {len(outcome.published)} report(s) written "
+          f"tonight; {len(outcome.transients)} transient(s); re-measured {spent} of {budget} "
+          "extra samples (`spyre-regress alerts` lists them all)")
     for failure in outcome.failures:
         print(f"spyre-regress: warning: {failure}", file=sys.stderr)
-    new = any(o.alert_id for o in outcome.investigated)
-    return common.EXIT_REGRESSED if new else common.EXIT_OK
+    return common.EXIT_REGRESSED if outcome.new_reports else common.EXIT_OK

@@ -1,0 +1,130 @@
+"""The nightly's investigations and reports: from tonight's new alerts to one bundle per culprit.
+
+Each new alert is investigated (`regressions.investigate.Investigator`); what its own
+measurement says becomes the lifecycle's `Evidence`, which decides `reported` or
+`not-reproduced` (`regressions.lifecycle.investigated`). Alerts whose bisection names the same
+culprit become one report listing every symptom: the bundle renders the first alert's
+investigation with the others attached as related findings. Investigations are kept
+(scrubbed) under STATE/investigations, so a later night that adds a symptom to a culprit
+rewrites its bundle without measuring the first alert again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from regressions import investigation as model
+from regressions import lifecycle, metrics, stats, store, suite
+from regressions.bisect import BisectResult
+from regressions.detect import Alert
+from regressions.errors import SpyreRegressError
+from regressions.investigate import Investigator, NotReproduced, alert_target
+from regressions.investigation import Investigation
+from regressions.probing import GitHistory, SubprocessProber
+from reports import scrub_investigation, write_bundle
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Published:
+    """One culprit's report: the alerts it answers, its investigation and its bundle."""
+
+    culprit: str
+    alert_ids: tuple[int, ...]
+    investigation: Investigation
+    bundle: Path
+
+
+def evidence_of(alert: Alert, bisection: BisectResult, parent: str | None,
+                confirmation: model.Confirmation | None,
+                floors: Sequence[tuple[str, float]] = ()) -> lifecycle.Evidence | None:
+    """The investigation's own measurement, as the lifecycle judges it: the confirmation at
+    the culprit, or, when bisection did not reproduce the change, the two ends' samples."""
+    # detection reports worsenings only: a ratio below 1 is a higher-is-better series
+    common = dict(floor=metrics.floor_for(alert.probe.name, tuple(floors)),
+                  higher_is_better=alert.probe.ratio is not None and alert.probe.ratio < 1,
+                  alert_good=alert.good_commit, alert_bad=alert.bad_commit,
+                  members=tuple(sorted(s.key for s in lifecycle.symptoms_of(alert))))
+    if bisection.kind == "failure":
+        bad = bisection.culprit or bisection.bad
+        return lifecycle.Evidence(parent or bisection.good, bad, None, None, None,
+                                  (len(bisection.samples.get(bisection.good, ())), 0),
+                                  failed=True, **common)
+    if confirmation is not None and parent is not None:
+        return lifecycle.Evidence(parent, bisection.culprit, confirmation.ratio,
+                                  confirmation.ci, confirmation.pvalue,
+                                  (confirmation.good_n, confirmation.bad_n), **common)
+    good, bad = bisection.samples.get(bisection.good), bisection.samples.get(bisection.bad)
+    if not good or not bad:
+        return None
+    interval = stats.ratio_interval(good, bad, confidence=model.REPORT_CONFIDENCE)
+    exact = stats.is_constant(good) and stats.is_constant(bad)
+    pvalue = None if exact else stats.mann_whitney(good, bad).pvalue
+    return lifecycle.Evidence(bisection.good, bisection.bad, interval.ratio,
+                              (interval.low, interval.high), pvalue, (len(good), len(bad)),
+                              **common)
+
+
+class Reporter:
+    """Investigates the nightly's alerts in one repository and writes their bundles."""
+
+    def __init__(self, repo: Path, state_dir: Path, reports_dir: Path, machine: str,
+                 env: dict[str, str], floors: Sequence[tuple[str, float]],
+                 progress: Progress) -> None:
+        self.repo, self.state_dir, self.reports_dir = repo, state_dir, reports_dir
+        self.floors, self.progress = tuple(floors), progress
+        self.saved = state_dir / "investigations"
+        prober = SubprocessProber(repo, state_dir / "work", state_dir / "probe-results",
+                                  machine, progress, env)
+        self.history = GitHistory(repo)
+        self.investigator = Investigator(self.history, prober, progress)
+
+    def investigate(self, alert_id: int, alert: Alert, results_dir: Path
+                    ) -> lifecycle.Outcome:
+        """One alert's investigation, as the lifecycle's outcome; a reproduced one is kept."""
+        try:
+            target = alert_target(alert, suite.param_names(results_dir),
+                                  suite.numerics_widths(self.repo),
+                                  suite.stage_width(self.repo))
+            found = self.investigator.investigate(alert, target, self._work(alert_id),
+                                                  self.floors)
+        except NotReproduced as error:
+            culprit = error.bisection.culprit
+            parent = self.history.parent(culprit) if culprit else None
+            return lifecycle.Outcome(culprit, evidence_of(
+                alert, error.bisection, parent, error.confirmation, self.floors))
+        except SpyreRegressError as error:
+            return lifecycle.Outcome(None, None, str(error))
+        store.write_json(self.saved / f"alert-{alert_id:03d}.json", scrub_investigation(found))
+        return lifecycle.Outcome(found.commits.culprit.sha, evidence_of(
+            alert, found.bisect, found.commits.good.sha, found.confirmation, self.floors))
+
+    def publish(self, group: lifecycle.CulpritReport) -> Published:
+        """The culprit's bundle: its first investigated alert, the others as related."""
+        found = [self._saved(i) for i in group.alert_ids]
+        present = [(i, f) for i, f in zip(group.alert_ids, found, strict=True) if f]
+        if not present:
+            raise SpyreRegressError(f"no saved investigation for the alerts {group.alert_ids} "
+                                    f"of culprit {group.culprit[:12]}")
+        first = present[0][1]
+        related = tuple(model.Related(f.alert, f.confirmation, f.stages.first_divergent_stage)
+                        for _, f in present[1:])
+        combined = replace(first, related=related)
+        out = self.reports_dir / f"culprit-{group.culprit[:12]}"
+        bundle = write_bundle(combined, out)
+        store.write_json(out / "investigation.json", scrub_investigation(combined))
+        self.progress(f"culprit {group.culprit[:12]}: report for alert(s) "
+                      f"{', '.join(map(str, group.alert_ids))} written to {bundle}")
+        return Published(group.culprit, tuple(i for i, _ in present), combined, bundle)
+
+    def _saved(self, alert_id: int) -> Investigation | None:
+        path = self.saved / f"alert-{alert_id:03d}.json"
+        if not path.is_file():
+            return None
+        return model.load(store.read_json(path, "saved investigation"), str(path))
+
+    def _work(self, alert_id: int) -> Path:
+        return self.state_dir / "work" / f"alert-{alert_id:03d}"
