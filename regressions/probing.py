@@ -63,6 +63,9 @@ class SubprocessProber:
         self.checkouts = runner.Checkouts(self.repo, self.work_dir / "checkouts")
         self.suite = suite.copy_suite(self.repo, self.work_dir)
         self.workloads = self.suite / suite.CATALOGUE
+        # Instruction counts are exact: one count per (commit, program) serves bisection and
+        # the stage report alike, and a valgrind run costs minutes.
+        self._counted: dict[tuple, dict] = {}
 
     def request(self, target: Target, **extra: Any) -> dict:
         request = {"workloads": str(self.workloads), "harness": str(suite.harness_path()),
@@ -78,6 +81,12 @@ class SubprocessProber:
 
     def _work(self, commit: str, target: Target) -> dict:
         """The suite's compile_work measurement of the target's program at one commit."""
+        key = (commit, target.workload, target.seq, target.width)
+        if key not in self._counted:
+            self._counted[key] = self._count(commit, target)
+        return self._counted[key]
+
+    def _count(self, commit: str, target: Target) -> dict:
         module = self.suite / "compile_work.py"
         if not module.is_file():
             return {"status": "untestable", "detail": "the benchmark suite has no "

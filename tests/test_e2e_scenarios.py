@@ -6,6 +6,7 @@ the real asv benchmarks in subprocesses at each commit, on the demo's small grid
 """
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -24,6 +25,7 @@ DEVICE = ("bench_execute.ExecuteDeviceTime.time_device", ("workload", "seq"))
 NUMERICS = ("bench_numerics.NumericsStageError.track_rmse_vs_eager_fp16",
             ("workload", "seq", "stage"))
 COMPILE = ("bench_compile.CompileStage.time_stage", ("stage", "workload", "seq"))
+WORK = ("bench_compile_work.CompileWork.track_instructions", ("workload", "seq", "stage"))
 CASES = {
     "workdiv_m127": (DEVICE, ("'mlp'", "127")),
     "fusion_off": (DEVICE, ("'mlp'", "128")),
@@ -31,6 +33,8 @@ CASES = {
     "fp16_reduction": (NUMERICS, ("'layernorm'", "128", "'runtime'")),
     "quadratic_verify": (COMPILE, ("'decompose'", "'attention'", "128")),
     "gelu_fallback": (DEVICE, ("'mlp'", "128")),
+    # a few-percent compile regression no clock sees: counted instructions, one per build
+    "lower_fusion_check": (WORK, ("'attention'", "128", "'lower'")),
 }
 
 
@@ -42,7 +46,8 @@ def _scenario(tmp_path: Path, name: str):
     records = history.build(tmp_path / "repo", [None, name, None])
     investigator = _investigator(tmp_path / "repo", tmp_path / "work")
     (benchmark, names), params = CASES[name]
-    target = investigate.target_for(benchmark, params, names, {"layernorm": 512})
+    target = investigate.target_for(benchmark, params, names, {"layernorm": 512},
+                                    stage_width=1024)
     return records, investigator, target
 
 
@@ -57,6 +62,12 @@ def test_culprit_and_first_divergent_stage(tmp_path, name):
     assert report.first_divergent_stage == scenarios.INJECTIONS[name].stage, report
     if target.metric == "numerics":
         assert report.numerics_first_divergent_stage == "kernel"
+    if target.metric == "compile_work":  # one exact count per build: ceil(log2 N) + 1 builds
+        assert result.deterministic and result.commits_measured <= math.ceil(
+            math.log2(result.commits_in_range)) + 1
+        assert report.basis == "compile_work"
+        lower = next(d for d in report.stages if d.stage == "lower")
+        assert 0.02 <= lower.work_growth <= 0.06, lower
 
 
 def test_knob_bisection_finds_the_work_division_workaround(tmp_path):
