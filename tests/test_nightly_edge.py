@@ -19,8 +19,9 @@ GRID = {"SPYRE_REGRESS_GRID": "demo"}
 @pytest.fixture(scope="module")
 def night(tmp_path_factory):
     root = tmp_path_factory.mktemp("edge")
-    records = history.build(root / "repo", [None, None, None, "workdiv_m127"])
-    done = run_cli("nightly", "--repo", str(root / "repo"), "--stride", "2", "--bench",
+    # 9 commits; stride 3 benchmarks 0, 3, 6 and the newest, 8: the regression's
+    records = history.build(root / "repo", [None] * 7 + ["workdiv_m127"])
+    done = run_cli("nightly", "--repo", str(root / "repo"), "--stride", "3", "--bench",
                    "ExecuteDeviceTime", "--state", str(root / "state"), "--reports",
                    str(root / "reports"), "--machine", "edge", cwd=root, timeout=2400, **GRID)
     return root, records, done
@@ -51,7 +52,7 @@ def test_the_extra_samples_land_in_the_results_store(night):
     frame = results.load_results(root / "repo" / ".asv" / "results",
                                  repo=root / "repo", machine="edge")
     measured = set(frame["commit"])
-    # stride 2 benchmarks commits 0, 2, 4; re-measurement added commit 3 of the window
-    assert records[3].sha in measured
+    # the newest commit's stride window held commit 7, unbenchmarked: re-measurement added it
+    assert records[7].sha in measured
     newest = frame[(frame["commit"] == records[-1].sha) & (frame["status"] == "ok")]
     assert max(len(s) for s in newest["samples"]) > 20  # appended to the night's 20
