@@ -35,6 +35,7 @@ class Measurement:
     samples: tuple[float, ...] = ()
     deterministic: bool = False
     detail: str = ""
+    tolerance: float = 1e-9  # deterministic values: the relative change that is still "same"
 
 
 Measure = Callable[[str], Measurement]  # one more batch of samples for a commit
@@ -78,7 +79,8 @@ class _Samples:
         new = self.measure(commit)
         old = self.by_commit.get(commit)
         if old is not None and old.status == "ok" and new.status == "ok":
-            new = Measurement(commit, "ok", old.samples + new.samples, new.deterministic)
+            new = Measurement(commit, "ok", old.samples + new.samples, new.deterministic,
+                              tolerance=new.tolerance)
         self.by_commit[commit] = new
         return new
 
@@ -90,9 +92,9 @@ def _median(values: Sequence[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
-def _same_value(a: float, b: float) -> bool:
+def _same_value(a: float, b: float, tolerance: float = RELATIVE_EPSILON) -> bool:
     scale = max(abs(a), abs(b), 1e-300)
-    return abs(a - b) / scale <= RELATIVE_EPSILON
+    return abs(a - b) / scale <= max(tolerance, RELATIVE_EPSILON)
 
 
 def _classify(samples: _Samples, commit: str, good: str, bad: str, magnitude: float,
@@ -163,10 +165,13 @@ def bisect_commits(commits: Sequence[str], measure: Measure, magnitude: float | 
     samples = _Samples(measure)
     steps: list[Step] = []
     result = BisectResult(None, good, bad, len(commits) - 1, 0, steps)
-    good_m, bad_m = samples.get(good), samples.get(bad)
+    good_m = samples.get(good)
     if good_m.status != "ok":
         raise SpyreRegressError(f"the good commit {good[:12]} does not measure ({good_m.status}: "
                          f"{good_m.detail}); pick a good commit where the benchmark runs")
+    if good_m.deterministic and _bisect_exact(commits, samples, result):
+        return result
+    bad_m = samples.get(bad)
     if bad_m.status == "untestable":
         raise SpyreRegressError(f"the bad commit {bad[:12]} cannot be tested: {bad_m.detail}")
     if bad_m.status == "failed":
@@ -199,6 +204,41 @@ def bisect_commits(commits: Sequence[str], measure: Measure, magnitude: float | 
     result.candidates = remaining if result.culprit is None else []
     _keep_samples(result, samples)
     return result
+
+
+def _bisect_exact(commits: Sequence[str], samples: _Samples, result: BisectResult) -> bool:
+    """Deterministic metrics: each commit measured once and compared with the good end only,
+    so the bad end is measured only when the search reaches it. N commits after the good one
+    leave N + 1 outcomes (one of them is first, or none differs): the good end plus
+    ceil(log2(N + 1)) builds. False, with what was measured kept, when a benchmark fails:
+    failures are bisected as their own signal by the general search."""
+    reference = samples.get(commits[0])
+    low, high = 0, len(commits)  # commits[high] would be the first differing commit
+    skipped: set[int] = set()
+    while high - low > 1:
+        middle = _pick_middle(low, high, skipped)
+        if middle is None:
+            break
+        commit, current = commits[middle], samples.get(commits[middle])
+        if current.status == "failed":
+            return False
+        if current.status == "untestable":
+            if middle == len(commits) - 1:
+                raise SpyreRegressError(f"the bad commit {commit[:12]} cannot be tested: "
+                                        f"{current.detail}")
+            result.steps.append(Step(commit, 0, None, "-", None, "skip", current.detail))
+            skipped.add(middle)
+            continue
+        same = _same_value(current.samples[0], reference.samples[0], reference.tolerance)
+        result.steps.append(Step(commit, 1, current.samples[0], "exact", None,
+                                 "good" if same else "bad", "compared with the good end"))
+        low, high = (middle, high) if same else (low, middle)
+    result.reproduced = high < len(commits)
+    remaining = list(commits[low + 1:high + 1])
+    result.culprit = commits[high] if result.reproduced and len(remaining) == 1 else None
+    result.candidates = remaining if result.reproduced and result.culprit is None else []
+    _keep_samples(result, samples)
+    return True
 
 
 def _keep_samples(result: BisectResult, samples: _Samples) -> None:

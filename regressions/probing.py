@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from regressions import bisect, git, minimize, runner, stages, store, suite
+from regressions import bisect, git, metrics, minimize, runner, stages, store, suite
 from regressions import investigation as model
 from regressions.errors import SpyreRegressError
 from regressions.investigate import Progress, RatioOf
@@ -111,7 +111,8 @@ class SubprocessProber:
                 return bisect.Measurement(commit, answer["status"],
                                           detail=answer.get("detail", ""))
             return bisect.Measurement(commit, "ok",
-                                      (float(answer["instructions"][target.stage]),), True)
+                                      (float(answer["instructions"][target.stage]),), True,
+                                      tolerance=metrics.by_name(target.metric).tolerance)
         started = time.monotonic()
         answer = self._run(commit, "bench", {"suite": str(self.suite),
                                              "benchmark": target.benchmark,

@@ -1,6 +1,7 @@
 """Commit bisection on synthetic histories: noise, skips, failures, deterministic metrics."""
 
 import json
+import math
 
 import pytest
 
@@ -41,19 +42,44 @@ def test_untestable_commits_are_skipped_not_blamed():
         and set(result.candidates) - {history.culprit} <= history.untestable)
 
 
-def test_deterministic_metrics_take_one_measurement_per_commit():
-    commits = [f"{i:040d}" for i in range(20)]
-    calls = []
+@pytest.mark.parametrize("length", [2, 4, 9, 20])
+def test_deterministic_metrics_take_one_measurement_per_commit(length):
+    """Every position of the step, and no step: the good end plus ceil(log2(N + 1)) builds
+    for N commits after it, the bad end measured only when the search reaches it; counts
+    that wobble within the metric's tolerance (instruction counts, 0.5%) are the same."""
+    commits = [f"{i:040d}" for i in range(length)]
+    for first_bad in [*range(1, length), None]:
+        calls = []
+
+        def measure(commit, first_bad=first_bad, calls=calls):
+            calls.append(commit)
+            index = commits.index(commit)
+            value = 1.04e6 if first_bad is not None and index >= first_bad else 1e6
+            wobble = 1 + 0.001 * (-1) ** index  # 0.1% apart, within the tolerance
+            return Measurement(commit, "ok", (value * wobble,), deterministic=True,
+                               tolerance=0.005)
+
+        result = bisect_commits(commits, measure)
+        assert len(calls) == len(set(calls)) == result.commits_measured
+        assert result.commits_measured <= 1 + math.ceil(math.log2(length))
+        if first_bad is None:
+            assert not result.reproduced and result.culprit is None
+        else:
+            assert result.reproduced and result.culprit == commits[first_bad]
+            parent = commits[first_bad - 1]
+            assert parent in result.samples and commits[first_bad] in result.samples
+
+
+def test_a_deterministic_series_that_starts_failing_is_a_failure_bisection():
+    commits = [f"{i:040d}" for i in range(10)]
 
     def measure(commit):
-        calls.append(commit)
-        value = 2.5 if commits.index(commit) >= 13 else 1.0
-        return Measurement(commit, "ok", (value,), deterministic=True)
+        if commits.index(commit) >= 6:
+            return Measurement(commit, "failed", detail="RuntimeError")
+        return Measurement(commit, "ok", (1e6,), deterministic=True)
 
     result = bisect_commits(commits, measure)
-    assert result.culprit == commits[13]
-    assert len(calls) == len(set(calls)) == result.commits_measured
-    assert result.commits_measured <= 7  # good, bad and ceil(log2 19) = 5 midpoints
+    assert result.kind == "failure" and result.culprit == commits[6]
 
 
 def test_a_benchmark_that_starts_failing_is_a_failure_bisection():

@@ -126,7 +126,7 @@ def every_file(root: Path) -> dict[str, bytes]:
 def test_the_workflow_step_reports_the_regression_without_the_token(scratch, workflow_run):
     subject = git.commit_info(scratch.workspace, scratch.culprit).subject
     assert TOKEN in subject  # there is a credential to leak
-    (bundle,) = [p for p in scratch.reports.glob("alert-*/*") if p.is_dir()]
+    (bundle,) = [p for p in scratch.reports.glob("culprit-*/*") if p.is_dir()]
     assert bundle.name.startswith(f"device_time-{scratch.culprit[:12]}-")
     assert (bundle.parent / f"{bundle.name}.tar.gz").is_file()
     for name in ("report.md", "report.html", "trace_good.json", "trace_bad.json",
@@ -208,7 +208,7 @@ def _minimize(scratch, command, work):
 
 def _report(scratch, command, work):
     if "--investigation" in command.text:
-        saved = next(scratch.reports.glob("alert-*/investigation.json"))
+        saved = next(scratch.reports.glob("culprit-*/investigation.json"))
         values = {"--investigation": str(saved), "--out": str(work / "rerendered")}
     else:
         alerts = work / "alerts.json"

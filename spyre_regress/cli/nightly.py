@@ -9,6 +9,8 @@ from pathlib import Path
 from regressions import git
 from spyre_regress.cli import common
 
+CLOSED = ("withdrawn", "fixed", "invalid")  # lifecycle states nobody needs to see nightly
+
 
 def add(sub: argparse._SubParsersAction) -> None:
     p = common.add_parser(
@@ -48,6 +50,11 @@ def run(args: argparse.Namespace) -> int:
     for done in outcome.published:
         print(f"culprit {done.culprit[:12]} (alert(s) {', '.join(map(str, done.alert_ids))}): "
               f"{done.bundle}")
+    for record in outcome.records:
+        if record.status not in CLOSED:
+            state = record.status + (", provisional" if record.provisional else "")
+            print(f"alert {record.id}: {record.kind} {record.good_commit[:10]}.."
+                  f"{record.bad_commit[:10]} culprit {(record.culprit or '-')[:12]} [{state}]")
     spent, budget = outcome.remeasured
     print(f"{len(outcome.records)} alert record(s); {len(outcome.published)} report(s) written "
           f"tonight; {len(outcome.transients)} transient(s); re-measured {spent} of {budget} "
