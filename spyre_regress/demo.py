@@ -31,8 +31,6 @@ STRIDE = 3
 # SPYRE_REGRESS_GRID=demo (a real nightly runs the full suite).
 BENCH = "ExecuteDeviceTime|CompileStage|NumericsStageError"
 ASV_ENV = {"SPYRE_REGRESS_GRID": "demo"}
-# Per-stage compile times are milliseconds on a shared 2-core machine: only large changes.
-FLOORS = ((r"compile", 0.5),)
 
 Progress = Callable[[str], None]
 
@@ -94,7 +92,7 @@ def run(out_dir: Path, progress: Progress) -> dict:
     store.write_json(out_dir / "ground_truth.json", truth)
     options = nightly.NightlyOptions(
         repo=repo, state_dir=out_dir / "state", reports_dir=out_dir / "reports",
-        stride=STRIDE, bench=BENCH, machine="demo", asv_env=dict(ASV_ENV), floors=FLOORS)
+        stride=STRIDE, bench=BENCH, machine="demo", asv_env=dict(ASV_ENV))
     outcome = nightly.run(options, progress)
     summary = summarize(outcome)
     summary["ground_truth"] = truth["regressions"]
