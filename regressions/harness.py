@@ -13,10 +13,15 @@ device is done).
 # --- reproducer harness begins ---
 import argparse
 import dataclasses
+import gc
 import json
 import math
+import os
+import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 import warnings
 
@@ -149,6 +154,12 @@ def describe(outcome, settings):
         + (f"; dropped (unknown to this build): {', '.join(outcome['dropped'])}"
            if outcome["dropped"] else ""),
         "compile (s): " + ", ".join(f"{k} {v:.4f}" for k, v in outcome["compile_s"].items()),
+        *(["compile instructions (millions, counted in this process: compare the two builds "
+           "here): " + ", ".join(
+            f"{k} {v / 1e6:.3f}" for k, v in outcome["compile_instructions"].items())]
+          if outcome.get("compile_instructions") else
+          [f"compile instructions: {outcome['compile_instructions_note']}"]
+          if "compile_instructions" in outcome else []),
         f"device time: median {device['median']:.2f} us, IQR {device['q1']:.2f}-"
         f"{device['q3']:.2f} us, geomean {device['geomean']:.2f} us (n={device['n']})",
         f"host time:   median {host['median'] * 1e3:.3f} ms, IQR {host['q1'] * 1e3:.3f}-"
@@ -165,6 +176,51 @@ def describe(outcome, settings):
     return "\n".join(lines)
 
 
+def counted_compile(program, inputs, config):
+    """Under callgrind: one discarded compile (lazy imports, first-use init), then each stage
+    with collection on and its count dumped, as torch.utils.benchmark collects callgrind. The
+    cyclic collector is off inside a stage: a collection costs in proportion to the heap."""
+    spyre_sim.compile(program, inputs, config)
+    torch._dynamo.reset()
+    gc.collect()
+    gc.disable()
+    torch._C._valgrind_toggle()
+    artifacts = list(spyre_sim.capture(program, inputs).graphs)
+    torch._C._valgrind_toggle_and_dump_stats()
+    for stage in spyre_sim.STAGES[1:]:
+        gc.enable()
+        gc.collect()
+        gc.disable()
+        torch._C._valgrind_toggle()
+        artifacts = [spyre_sim.run_stage(stage, artifact, config) for artifact in artifacts]
+        torch._C._valgrind_toggle_and_dump_stats()
+    gc.enable()
+
+
+def compile_instructions(argv):
+    """Instructions per compile stage: this script again under valgrind's callgrind, or a
+    line saying why not. Counts repeat across runs (unlike a clock) with a pinned hash seed."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        return None, "valgrind is not installed (Debian/Ubuntu: apt-get install valgrind)"
+    with tempfile.TemporaryDirectory(prefix="reproducer-cg-") as scratch:
+        out = os.path.join(scratch, "cg")
+        done = subprocess.run(
+            [valgrind, "--tool=callgrind", "--instr-atstart=yes", "--collect-atstart=no",
+             f"--callgrind-out-file={out}", f"--log-file={out}.log", sys.executable,
+             os.path.abspath(sys.argv[0]), *argv, "--count-child"],
+            env={**os.environ, "PYTHONHASHSEED": "0"}, capture_output=True, text=True)
+        if done.returncode != 0:
+            return None, f"the counted run failed (exit {done.returncode})"
+        counts = {}
+        for index, stage in enumerate(spyre_sim.STAGES, 1):
+            with open(f"{out}.{index}") as dump:
+                totals = [line.split()[1] for line in dump
+                          if line.startswith(("totals:", "summary:"))]
+            counts[stage] = int(totals[0])
+        return counts, ""
+
+
 def main(argv, program, make_inputs, settings):
     parser = argparse.ArgumentParser(
         description="Reproduce the regression: run once with each build and compare.")
@@ -176,6 +232,10 @@ def main(argv, program, make_inputs, settings):
     parser.add_argument("--iterations", type=int, default=settings["iterations"])
     parser.add_argument("--compile-repeats", type=int, default=settings["compile_repeats"])
     parser.add_argument("--json", action="store_true", help="print one JSON document")
+    parser.add_argument("--instructions", action="store_true",
+                        help="also count instructions per compile stage under valgrind "
+                             "(callgrind; about two minutes)")
+    parser.add_argument("--count-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     overrides = {}
     for item in args.set:
@@ -187,6 +247,9 @@ def main(argv, program, make_inputs, settings):
     torch.manual_seed(settings["seed"])
     inputs = make_inputs()
     config, dropped = config_for(settings["configs"][args.config], overrides)
+    if args.count_child:
+        counted_compile(program, inputs, config)
+        return 0
     measured = measure(program, inputs, config, args.iterations, args.compile_repeats)
     reasons = failures(measured["errors"], settings["tolerance"])
     outcome = {
@@ -201,6 +264,11 @@ def main(argv, program, make_inputs, settings):
         "correctness": {**measured["errors"], "pass": not reasons, "reasons": reasons},
         "kernels": measured["kernels"],
     }
+    if args.instructions:
+        counts, why = compile_instructions([a for a in argv if a not in ("--json",
+                                                                            "--instructions")])
+        outcome["compile_instructions"] = counts
+        outcome["compile_instructions_note"] = why
     print(json.dumps(outcome, indent=1) if args.json else describe(outcome, settings))
     return 0
 # --- reproducer harness ends ---
