@@ -13,6 +13,7 @@ import contextlib
 import csv
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +22,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+import spyre_sim
 from regressions.emulate import EmulatedBuild
 from regressions.investigation import Target
 from reports import write_bundle
@@ -114,11 +116,13 @@ def compile_bundle(tmp_path_factory):
                                      patch=slow_decompose))
 
 
-def run_reproducer(folder: Path, *args: str) -> dict:
+def run_reproducer(folder: Path, *args: str, path: str | None = None) -> dict:
     """reproducer.py in a fresh interpreter that sees only torch and this tree's spyre_sim."""
     environment = {key: value for key, value in os.environ.items()
                    if key in ("PATH", "HOME", "LANG", "TMPDIR")}
     environment["PYTHONPATH"] = str(ROOT)
+    if path is not None:
+        environment["PATH"] = path
     completed = subprocess.run([sys.executable, "reproducer.py", "--json", *args], cwd=folder,
                                env=environment, capture_output=True, text=True, timeout=300,
                                check=True)
@@ -221,6 +225,19 @@ def test_compile_time_bundle(compile_bundle):
         decompose = next(row for row in csv.DictReader(table) if row["stage"] == "decompose")
     assert float(decompose["compile_ratio"]) >= 1.5
     assert "compile time of bench_compile.CompileStage.time_stage" in html
+
+
+def test_the_reproducer_counts_compile_instructions_or_says_how(compile_bundle, tmp_path):
+    _, folder = compile_bundle
+    quick = ("--config", "good", "--iterations", "3", "--compile-repeats", "1", "--instructions")
+    without = run_reproducer(folder, *quick, path=str(tmp_path))  # no valgrind on this PATH
+    assert without["compile_instructions"] is None
+    assert "apt-get install valgrind" in without["compile_instructions_note"]
+    if shutil.which("valgrind") is None:
+        pytest.skip("valgrind is not installed (scripts/install-valgrind.sh)")
+    counted = run_reproducer(folder, *quick)["compile_instructions"]
+    assert list(counted) == list(spyre_sim.STAGES)
+    assert all(count > 0 for count in counted.values())
 
 
 def test_report_html_renders_in_headless_chromium(device_bundle, tmp_path):
