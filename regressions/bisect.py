@@ -1,12 +1,13 @@
 """Commit bisection with sequential three-way verdicts (Pinpoint-style), pure of side effects.
 
 The search walks first-parent history between a good and a bad commit. Each probed commit is
-classified against both ends: `stats.compare` says same / different / unknown; on unknown,
-more samples are added in batches up to a cap from the power formula (research/detection.md
-§3, §9). Deterministic metrics need one measurement per commit. Commits that cannot be built
-or imported are skipped, as `git bisect skip` does; a benchmark that raises is a failure
-signal of its own, never a slowdown. Measuring is injected (`measure`), so the same search
-runs on real commits and on the synthetic histories of scripts/bisection_quality.py.
+classified against both ends: `stats.compare` says same / different / unknown; on unknown, more
+samples are added in batches up to a cap from the power formula (as Chromium's Pinpoint does:
+catapult dashboard/pinpoint/models/compare/compare.py, thresholds.py). Deterministic metrics
+need one measurement per commit. Commits that cannot be built or imported are skipped, as `git
+bisect skip` does; a benchmark that raises is a failure signal of its own, never a slowdown.
+Measuring is injected (`measure`), so the same search runs on real commits and on the synthetic
+histories of scripts/bisection_quality.py.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """Measure the simulator's own speed: cold compile, warm call, timing-only call.
 
-Each sample is a fresh Python process (a cold compile is only cold in a new process; see
-research/torch-backend.md §2). In each process: import torch + spyre_sim (timed apart), build
-the MLP block (Linear 4096->4096, GELU, Linear 4096->4096) at seq 127, time
-`spyre_sim.compile` (all eight stages), then warm calls against eager fp32 interleaved, then a
-timing-only (`numerics=False`) program.
+Each sample is a fresh Python process (a cold compile is only cold in a new process: Dynamo's
+caches and torch's lazy initialisation live in the process). In each process: import torch +
+spyre_sim (timed apart), build the MLP block (Linear 4096->4096, GELU, Linear 4096->4096) at
+seq 127, time `spyre_sim.compile` (all eight stages), then warm calls against eager fp32
+interleaved, then a timing-only (`numerics=False`) program.
 
     python scripts/bench_backend.py --processes 10
 """

@@ -11,7 +11,7 @@ torch-spyre measurements report (device `kernel_ms`).
 
 Measurements: torch-spyre-compiled kernels on a Spyre card, 32 cores, from the torch-spyre
 design note "The Spyre matmul work-division cost model, from first principles" §9.1-9.2
-(research/spyre-hw.md §1). The held-out shapes come from the same tables and session; no
+(the torch-spyre repository's docs). The held-out shapes come from the same tables and session; no
 parameter was set from them.
 """
 

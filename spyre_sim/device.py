@@ -1,6 +1,6 @@
 """Spyre hardware parameters: every number the timing model uses, in one place.
 
-Each value names its source. Tags follow research/spyre-hw.md: [S] stated by a source,
+Each value names its source. Tags: [S] stated by a source,
 [S fit] fitted to device measurements by torch-spyre, [D] derived by arithmetic from sourced
 numbers, [E] our estimate (no source; recalibrate when a device is available). Override any
 of them through `Config(device=DeviceParams(...))`; docs/timing-model.md lists them with the

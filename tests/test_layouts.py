@@ -16,7 +16,8 @@ from spyre_sim.layouts import (
 @pytest.mark.parametrize(
     "host, dtype, device_size, stride_map, nbytes",
     [
-        # research/torch-spyre.md §2, and the doc's own [5,100,150] example
+        # torch-spyre csrc/spyre_tensor_impl.cpp and docs/source/user_guide/
+        # tensors_and_layouts.md, and that doc's own [5,100,150] example
         ((1024, 4096), "f16", (64, 1024, 64), (64, 4096, 1), 8_388_608),
         ((127, 4096), "f16", (64, 127, 64), (64, 4096, 1), 1_040_384),
         ((4096, 127), "f16", (2, 4096, 64), (64, 127, 1), 1_048_576),

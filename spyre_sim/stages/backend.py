@@ -1,7 +1,7 @@
 """Stage 7 — backend: the simulated backend compiler (dxp_standalone): SuperDSC JSON -> binary.
 
 torch-spyre hands its SuperDSC bundle to IBM's closed DeepTools compiler, which emits a
-program the runtime loads (historically `g2.graph.cbor`; research/torch-spyre.md §1 row 9).
+program the runtime loads (historically `g2.graph.cbor`; torch_spyre/execution/async_compile.py).
 This stage plays that part: it validates each descriptor, places every DRAM tensor in one of
 the 7 argument segments (torch_spyre/_inductor/constants.py SEGMENT_OFFSETS), derives each
 kernel's work from the descriptor alone, models the DXP compile cost, and encodes the whole

@@ -1,8 +1,9 @@
 """Stage 1 — dynamo: capture Python into ATen graphs with TorchDynamo and AOTAutograd.
 
-Mirrors the stock front end torch-spyre uses (research/torch-spyre.md §1 row 1): Dynamo traces
-the program into FX graphs split at graph breaks, AOTAutograd functionalizes each into ATen ops.
-The stage records what an engineer checks first — how many graphs, why it broke, which guards.
+Mirrors the stock front end torch-spyre uses (torch-spyre
+docs/source/compiler/architecture.md): Dynamo traces the program into FX graphs split at graph
+breaks, AOTAutograd functionalizes each into ATen ops. The stage records what an engineer
+checks first — how many graphs, why it broke, which guards.
 """
 
 from __future__ import annotations

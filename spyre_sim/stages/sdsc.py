@@ -1,7 +1,7 @@
 """Stage 6 — sdsc: a SuperDSC-like JSON descriptor per kernel, and the bundle that orders them.
 
 Shaped after torch_spyre/_inductor/codegen/superdsc.py + compute_ops.py `generate_sdsc`
-(research/torch-spyre.md §3): core and corelet folds, work slices per dim, the core-to-slice
+(torch-spyre): core and corelet folds, work slices per dim, the core-to-slice
 map `Mod(floor(core_id / inner), split)`, labelled data structures with their memory
 organisation, allocate nodes carrying each tensor's layout, and compute ops on the "pt" unit
 (matmul) or "sfp" (everything else). The bundle lists kernels, host fallbacks and views in
