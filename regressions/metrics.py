@@ -36,12 +36,13 @@ class Metric:
 
 
 METRICS: tuple[Metric, ...] = (
-    # Instructions per compile stage, counted under callgrind: near-deterministic (repeat runs
-    # agree within 0.5%, docs/benchmarks.md), so any change beyond that tolerance is real and
-    # a few percent is worth an alert; PyTorch counts instructions for compile-time PR
-    # benchmarks for the same reason (torch._C._instruction_counter).
+    # Instructions per compile stage, counted under callgrind: near-deterministic (10 runs of
+    # the full grid: median spread 0.15%, at most 0.84% in the smallest stages, which execute
+    # 0.1-0.6 M instructions; docs/benchmarks.md), so a change beyond 1% is real and a few
+    # percent is worth an alert; PyTorch counts instructions for compile-time PR benchmarks
+    # for the same reason (torch._C._instruction_counter).
     Metric("compile_work", r"\.CompileWork\.", "compile work", "instructions", 0.02,
-           probe="compile_work", tolerance=0.005, deterministic=True),
+           probe="compile_work", tolerance=0.01, deterministic=True),
     # Simulated device time: seeded-noise samples from the timing model (1.5% CV). 1% is the
     # smallest step Chromium's dashboard reports (catapult find_change_points.py).
     Metric("device_time", r"\.ExecuteDeviceTime\.", "simulated device time", "s", 0.01,

@@ -21,7 +21,7 @@ from spyre_sim.stages import EXECUTABLE_STAGES
 
 FORMAT_VERSION = 2
 COMPILE_RATIO_FLOOR = 1.5  # a stage must get at least this much slower to be named
-# Instruction counts repeat within 0.5% (docs/benchmarks.md); a stage that grew by 1% or more
+# Instruction counts repeat within 1% (docs/benchmarks.md); a stage that grew by 1% or more
 # did more work, and when no artifact differs the one that added the most is named.
 WORK_GROWTH_FLOOR = 0.01
 COMPILE_P = 0.05
