@@ -233,7 +233,8 @@ def _what_changed(found: Investigation, kernels: KernelChanges,
                          f"{quantity(row.instructions_bad, 'instructions')} "
                          f"({row.work_growth:+.2%}) per cold compile of "
                          f"{benchmark_program(found).describe()}, counted under callgrind "
-                         "(exact to 0.5% across runs).")
+                         f"(repeat runs agree within "
+                         f"{metrics.by_name('compile_work').tolerance:.0%}).")
     if found.stages.basis == "compile_time":
         row = next(d for d in found.stages.stages if d.stage == found.stages.first_divergent_stage)
         sentences.append(f"The {row.stage} stage produces the same artifact, only more slowly: "

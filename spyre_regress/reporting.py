@@ -115,7 +115,13 @@ class Reporter:
         combined = replace(first, related=related)
         out = self.reports_dir / f"culprit-{group.culprit[:12]}"
         bundle = write_bundle(combined, out)
-        store.write_json(out / "investigation.json", scrub_investigation(combined))
+        # beside the bundle, naming the traces the bundle holds: the reports directory alone
+        # (what the workflow uploads) is enough to render it again
+        shipped = {side: str(bundle / f"trace_{side}.json")
+                   if (bundle / f"trace_{side}.json").is_file() else None
+                   for side in combined.traces}
+        store.write_json(out / "investigation.json",
+                         scrub_investigation(replace(combined, traces=shipped)))
         self.progress(f"culprit {group.culprit[:12]}: report for alert(s) "
                       f"{', '.join(map(str, group.alert_ids))} written to {bundle}")
         return Published(group.culprit, tuple(i for i, _ in present), combined, bundle)

@@ -139,9 +139,9 @@ def test_the_workflow_step_reports_the_regression_without_the_token(scratch, wor
     summary = json.loads((bundle / "summary.json").read_text())
     assert "(token [redacted])" in summary["causal_statement"]  # scrubbed where it is quoted
     # the tool's own paths are left alone: the investigation beside the bundle names the
-    # traces under GITHUB_WORKSPACE, and they are what the bundle holds
+    # traces under GITHUB_WORKSPACE, and they are the ones the bundle holds
     saved = json.loads((bundle.parent / "investigation.json").read_text())
-    assert saved["traces"]["bad"] == str(bundle.parent / "trace_bad.json")
+    assert saved["traces"]["bad"] == str(bundle / "trace_bad.json")
     assert "[redacted]" not in json.dumps(saved["traces"])
     assert "[reported]" in workflow_run.stdout
 
