@@ -213,11 +213,14 @@ def compile_instructions(argv):
         if done.returncode != 0:
             return None, f"the counted run failed (exit {done.returncode})"
         counts = {}
-        for index, stage in enumerate(spyre_sim.STAGES, 1):
-            with open(f"{out}.{index}") as dump:
-                totals = [line.split()[1] for line in dump
-                          if line.startswith(("totals:", "summary:"))]
-            counts[stage] = int(totals[0])
+        try:
+            for index, stage in enumerate(spyre_sim.STAGES, 1):
+                with open(f"{out}.{index}") as dump:
+                    totals = [line.split()[1] for line in dump
+                              if line.startswith(("totals:", "summary:"))]
+                counts[stage] = int(totals[0])
+        except (OSError, IndexError, ValueError) as error:
+            return None, f"callgrind's counts could not be read ({error})"
         return counts, ""
 
 
@@ -234,7 +237,7 @@ def main(argv, program, make_inputs, settings):
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     parser.add_argument("--instructions", action="store_true",
                         help="also count instructions per compile stage under valgrind "
-                             "(callgrind; about two minutes)")
+                             "(callgrind; about a minute and a half)")
     parser.add_argument("--count-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     overrides = {}
