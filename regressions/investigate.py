@@ -59,10 +59,12 @@ class NotReproduced(SpyreRegressError):
     """The investigation's own measurement does not confirm the alert; `evidence` says why."""
 
     def __init__(self, message: str, bisection: bisect.BisectResult,
-                 confirmation: model.Confirmation | None = None) -> None:
+                 confirmation: model.Confirmation | None = None, refuted: bool = False
+                 ) -> None:
         super().__init__(message)
         self.bisection = bisection
         self.confirmation = confirmation
+        self.refuted = refuted  # the measurement confirms, but another finding outweighs it
 
 
 def parse_params(text: str) -> tuple[str, ...]:
@@ -233,6 +235,11 @@ class Investigator:
         out_dir.mkdir(parents=True, exist_ok=True)
         traces = {"good": out_dir / "trace_good.json", "bad": out_dir / "trace_bad.json"}
         report = self.stages(parent, culprit, target, (traces["good"], traces["bad"]))
+        if target.metric == "compile_time" and stages.work_unchanged(report):
+            raise NotReproduced(
+                f"at the culprit {culprit[:10]} no compile stage's artifact differs and none "
+                "executes more instructions than at its parent: the compile-time rise is the "
+                "machine's load, not the compiler", result, confirmed, refuted=True)
         if confirmed is not None and confirmed.program.width is None:  # the default, as built
             confirmed = replace(confirmed, program=replace(confirmed.program, width=report.width))
         workaround = None

@@ -87,6 +87,9 @@ class Evidence:
     alert_bad: str = ""
     members: tuple[str, ...] = ()
     failed: bool = False  # the bad commit fails where the good one runs
+    # a finding of the investigation that outweighs the ratio, e.g. a compile-time rise at a
+    # culprit whose stages execute no more instructions: the machine's load, not the compiler
+    refuted: str | None = None
 
 
 @dataclass(frozen=True)
@@ -316,7 +319,7 @@ def publishable(evidence: Evidence | None) -> bool:
     """
     if evidence is not None and evidence.failed:
         return True
-    if evidence is None or evidence.ratio is None or evidence.ci is None:
+    if evidence is None or evidence.ratio is None or evidence.ci is None or evidence.refuted:
         return False
     higher = evidence.higher_is_better
     point = _worsening(evidence.ratio, higher)
@@ -363,7 +366,8 @@ def describe(evidence: Evidence) -> str:
     p = "" if evidence.pvalue is None else f", p = {evidence.pvalue:.2g}"
     return (f"x{evidence.ratio:.3f} [{evidence.ci[0]:.3f}, {evidence.ci[1]:.3f}] "
             f"{evidence.good_commit[:12]}->{evidence.bad_commit[:12]}, "
-            f"{evidence.samples[0]}+{evidence.samples[1]} samples{p}, floor {evidence.floor:.0%}")
+            f"{evidence.samples[0]}+{evidence.samples[1]} samples{p}, floor {evidence.floor:.0%}"
+            + (f"; but {evidence.refuted}" if evidence.refuted else ""))
 
 
 def triage(record: AlertRecord, status: str, note: str = "") -> AlertRecord:

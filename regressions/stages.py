@@ -146,13 +146,23 @@ def with_instructions(deltas: Sequence[StageDelta],
                     instructions_bad=(bad or {}).get(d.stage)) for d in deltas]
 
 
+def counted(deltas: Sequence[StageDelta]) -> bool:
+    """Whether every stage's instructions were counted at both builds."""
+    return bool(deltas) and all(d.instructions_good is not None and
+                                d.instructions_bad is not None for d in deltas)
+
+
 def slowest_stage(deltas: Sequence[StageDelta]) -> tuple[str | None, str | None]:
     """When no artifact differs: the stage that did the most extra work (instruction counts,
-    exact), else the one that added the most significant compile time (wall clock)."""
+    exact), else, only when instructions could not be counted, the one that added the most
+    significant compile time (wall clock): with counts at hand, a stage whose work did not
+    grow is not named for a clock that moved with the machine's load."""
     grew = [d for d in deltas if (d.work_growth or 0.0) >= WORK_GROWTH_FLOOR]
     if grew:
         return max(grew, key=lambda d: d.instructions_bad - d.instructions_good).stage, \
             "compile_work"
+    if counted(deltas):
+        return None, None
     slower = [d for d in deltas if (d.compile_ratio or 0.0) >= COMPILE_RATIO_FLOOR
               and d.compile_p is not None and d.compile_p < COMPILE_P]
     if slower:
@@ -160,6 +170,12 @@ def slowest_stage(deltas: Sequence[StageDelta]) -> tuple[str | None, str | None]
         return max(slower, key=lambda d: d.compile_s_bad - d.compile_s_good).stage, \
             "compile_time"
     return None, None
+
+
+def work_unchanged(report: StageReport) -> bool:
+    """No artifact differs and no stage executes measurably more instructions, with every
+    stage counted: a compile-time rise between these builds is not the compiler's doing."""
+    return report.first_divergent_stage is None and counted(report.stages)
 
 
 def bisect_stages(good_capture: Capture, bad_capture: Capture, good_probe: Mapping,

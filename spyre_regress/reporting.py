@@ -94,8 +94,11 @@ class Reporter:
         except NotReproduced as error:
             culprit = error.bisection.culprit
             parent = self.history.parent(culprit) if culprit else None
-            return lifecycle.Outcome(culprit, evidence_of(
-                alert, error.bisection, parent, error.confirmation, self.floors))
+            evidence = evidence_of(alert, error.bisection, parent, error.confirmation,
+                                   self.floors)
+            if error.refuted and evidence is not None:
+                evidence = replace(evidence, refuted=str(error))
+            return lifecycle.Outcome(culprit, evidence)
         except SpyreRegressError as error:
             return lifecycle.Outcome(None, None, str(error))
         store.write_json(self.saved / f"alert-{alert_id:03d}.json", scrub_investigation(found))

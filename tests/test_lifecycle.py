@@ -1,12 +1,13 @@
 """The alert lifecycle: matching across nights, provisional alerts, dismissal and revival,
 the publishing predicate, grouping by culprit, triage and the storage form."""
 
+import dataclasses
 import json
 import math
 
 import pytest
 
-from regressions import detect, lifecycle
+from regressions import detect, lifecycle, records
 from regressions.errors import SpyreRegressError
 
 COMMITS = [f"{i:040x}" for i in range(40)]
@@ -184,6 +185,20 @@ def test_publishable_needs_the_floor_and_an_interval_excluding_one():
     failure = lifecycle.Evidence(COMMITS[3], COMMITS[4], None, None, None, (20, 0), 0.0,
                                  failed=True)
     assert lifecycle.publishable(failure)
+
+
+def test_a_refuted_measurement_is_not_published_and_says_why():
+    """A compile-time rise at a culprit that executes no more instructions: the ratio alone
+    would publish it; the investigation's finding outweighs it, and the record says so."""
+    slower = evidence(1.12, (1.08, 1.16), floor=0.05)
+    refuted = dataclasses.replace(slower, refuted="no stage executes more instructions")
+    assert lifecycle.publishable(slower) and not lifecycle.publishable(refuted)
+    first = night([], [alert(regression(3, 4))], "n1")
+    record = lifecycle.investigated(first.records[0], lifecycle.Outcome(COMMITS[4], refuted),
+                                    "n1")
+    assert record.status == "not-reproduced"
+    assert "but no stage executes more instructions" in record.note
+    assert records.from_json(lifecycle.Evidence, records.to_json(refuted)) == refuted
 
 
 def test_a_culprit_whose_measurement_does_not_confirm_is_not_reported():

@@ -42,6 +42,25 @@ def test_identical_artifacts_fall_back_to_the_stage_that_added_compile_time():
     assert report.first_divergent_stage == "lower" and report.basis == "compile_time"
 
 
+def test_a_clock_that_moved_without_more_work_names_no_stage():
+    """The same slower clock as above, but every stage counted and none executing more: the
+    builds do the same work, so the rise is the machine's, and the investigation refutes a
+    compile-time alert on it."""
+    same = _capture(["x\n"] * 5)
+    good_times = [[0.1, 0.010, 0.0002, 0.001, 0.005]] * 5
+    bad_times = [[0.1, 0.010, 0.0030 + 0.0001 * i, 0.001, 0.005] for i in range(5)]
+    counts = {"dynamo": 900_000_000, "decompose": 40_000_000, "lower": 10_000_000,
+              "layout": 20_000_000, "kernel": 30_000_000}
+    jitter = {**counts, "lower": 10_050_000}  # +0.5%: within the tolerance
+    report = stages.bisect_stages(same, same, _probe(good_times), _probe(bad_times), "g", "b",
+                                  "attention", 128, 1024, (counts, jitter))
+    assert (report.first_divergent_stage, report.basis) == (None, None)
+    assert stages.work_unchanged(report)
+    uncounted = stages.bisect_stages(same, same, _probe(good_times), _probe(bad_times), "g",
+                                     "b", "attention", 128, 1024)
+    assert uncounted.basis == "compile_time" and not stages.work_unchanged(uncounted)
+
+
 def test_numerics_divergence_is_the_first_stage_whose_error_grows():
     good = {s: {"rmse_ratio": 1.0} for s in ("decompose", "lower", "layout", "kernel", "runtime")}
     bad = {**good, "kernel": {"rmse_ratio": 1.6}, "runtime": {"rmse_ratio": 1.6}}
