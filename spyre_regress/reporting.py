@@ -68,6 +68,16 @@ def evidence_of(alert: Alert, bisection: BisectResult, parent: str | None,
                               **common)
 
 
+def not_reproduced(alert: Alert, error: NotReproduced, parent: str | None,
+                   floors: Sequence[tuple[str, float]] = ()) -> lifecycle.Outcome:
+    """The lifecycle's outcome of an investigation that stopped short of a report: its
+    measurement, and the finding that refuted it when the measurement alone would confirm."""
+    evidence = evidence_of(alert, error.bisection, parent, error.confirmation, floors)
+    if error.refuted and evidence is not None:
+        evidence = replace(evidence, refuted=str(error))
+    return lifecycle.Outcome(error.bisection.culprit, evidence)
+
+
 class Reporter:
     """Investigates the nightly's alerts in one repository and writes their bundles."""
 
@@ -94,11 +104,7 @@ class Reporter:
         except NotReproduced as error:
             culprit = error.bisection.culprit
             parent = self.history.parent(culprit) if culprit else None
-            evidence = evidence_of(alert, error.bisection, parent, error.confirmation,
-                                   self.floors)
-            if error.refuted and evidence is not None:
-                evidence = replace(evidence, refuted=str(error))
-            return lifecycle.Outcome(culprit, evidence)
+            return not_reproduced(alert, error, parent, self.floors)
         except SpyreRegressError as error:
             return lifecycle.Outcome(None, None, str(error))
         store.write_json(self.saved / f"alert-{alert_id:03d}.json", scrub_investigation(found))

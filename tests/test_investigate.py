@@ -1,0 +1,54 @@
+"""The Investigator's verdicts on emulated builds: what it refuses to report."""
+
+import random
+
+import pytest
+import torch
+
+from regressions import bisect, lifecycle
+from regressions.emulate import EmulatedBuild, InProcessProber, ListHistory
+from regressions.investigate import Investigator, NotReproduced
+from regressions.investigation import Target
+from spyre_regress import example
+from spyre_regress.reporting import evidence_of, not_reproduced
+
+COUNTS = {"dynamo": 330_000_000, "decompose": 8_200_000, "lower": 860_000, "layout": 3_400_000,
+          "kernel": 35_000_000, "sdsc": 57_000_000, "backend": 37_800_000, "runtime": 5_600_000}
+
+
+class LoadedMachine(InProcessProber):
+    """The builds are identical, but the stage's clock read 30% slower at the newest one
+    (a busy neighbour), while callgrind counts the same instructions at every build."""
+
+    def bench(self, commit, target):
+        slower = 1.3 if commit == self.history.order[-1] else 1.0
+        noise = random.Random(commit)
+        return bisect.Measurement(commit, "ok", tuple(
+            1e-3 * slower * noise.gauss(1.0, 0.02) for _ in range(20)))
+
+    def work(self, commits, target):
+        return [dict(COUNTS) for _ in commits]
+
+
+def test_a_compile_time_rise_without_more_work_is_refuted_not_reported(tmp_path):
+    def mlp(x, w):
+        return torch.nn.functional.gelu(x @ w)
+
+    inputs = (torch.randn(8, 64), torch.randn(64, 64))
+    source = example.captured_source(mlp, inputs, "A small MLP.")
+    builds = [EmulatedBuild("import"), EmulatedBuild("docs: a note"),
+              EmulatedBuild("ops: a comment")]
+    history = ListHistory(builds)
+    prober = LoadedMachine(history, source, tmp_path)
+    target = Target("bench_compile.CompileStage.time_stage", ("'decompose'", "'mlp'", "8"),
+                    "mlp", 8, 64, "compile_time", "decompose")
+    alert = example.detected_alert(prober, history, target, "('decompose', 'mlp', 8)")
+    with pytest.raises(NotReproduced, match="machine's load") as refused:
+        Investigator(history, prober).investigate(alert, target, tmp_path / "out")
+    assert refused.value.refuted and refused.value.bisection.culprit == builds[-1].sha
+    clock_only = evidence_of(alert, refused.value.bisection, builds[-2].sha,
+                             refused.value.confirmation)
+    assert lifecycle.publishable(clock_only)  # the clock alone would have published it
+    outcome = not_reproduced(alert, refused.value, builds[-2].sha)
+    assert outcome.culprit == builds[-1].sha and not lifecycle.publishable(outcome.evidence)
+    assert "executes more instructions" in outcome.evidence.refuted
