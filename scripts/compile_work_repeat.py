@@ -16,6 +16,7 @@ import statistics
 import sys
 from pathlib import Path
 
+# benchmarks/ is this checkout's asv suite, not part of the installed package
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks import bench_compile_work, compile_work  # noqa: E402
