@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from regressions.stages import KernelDelta
+from regressions.bisection.stages import KernelDelta
 
 
 @dataclass(frozen=True)

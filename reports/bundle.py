@@ -24,10 +24,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from regressions import investigation as model
+from regressions.codec import to_json
 from regressions.errors import SpyreRegressError
-from regressions.investigation import Investigation
-from regressions.records import to_json
+from regressions.investigation import model
+from regressions.investigation.model import Investigation
 from reports import html, markdown, plots, reproducer, secrets
 from reports.analysis import config_differences
 from reports.narrative import Report, build_report

@@ -16,7 +16,7 @@ import unicodedata
 from collections.abc import Sequence
 
 from regressions import metrics
-from regressions.investigation import Program
+from regressions.investigation.model import Program
 from reports import tables
 from reports.narrative import Report, short
 from reports.tables import Table

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from regressions import metrics
-from regressions.investigation import Confirmation, Investigation, Program, Timing, Workaround
+from regressions.investigation.model import Confirmation, Investigation, Program, Timing, Workaround
 from reports.analysis import KernelChanges, config_differences, kernel_changes
 
 MAX_NAMES = 6  # kernel names listed inline before "and N more"

@@ -17,8 +17,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
 import numpy as np  # noqa: E402
 
-from regressions.investigation import BuildRun  # noqa: E402
-from regressions.stages import StageDelta  # noqa: E402
+from regressions.bisection.stages import StageDelta  # noqa: E402
+from regressions.investigation.model import BuildRun  # noqa: E402
 
 GOOD_COLOR = "#1f77b4"
 BAD_COLOR = "#d62728"

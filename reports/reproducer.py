@@ -29,7 +29,7 @@ SEED = 0
 
 
 def harness_source() -> str:
-    source = importlib.resources.files("regressions").joinpath("harness.py").read_text()
+    source = importlib.resources.files("regressions.probing").joinpath("harness.py").read_text()
     return source[source.index(BEGIN) + len(BEGIN):source.index(END)].strip("\n") + "\n"
 
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from regressions import metrics
-from regressions.investigation import Comparison, SampleSummary
+from regressions.investigation.model import Comparison, SampleSummary
 from reports.narrative import Report, interval, metric_value, quantity, short
 
 

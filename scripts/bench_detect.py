@@ -21,7 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
-from regressions import detect, results, synthetic
+from regressions.detection import detect
+from regressions.groundtruth import synthetic
+from regressions.records import results
 
 PARAMS = 10
 

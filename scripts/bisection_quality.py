@@ -14,7 +14,7 @@ import argparse
 import math
 import sys
 
-from regressions.simulate import bisection_quality
+from regressions.groundtruth.bisection_histories import bisection_quality
 
 
 def main() -> int:

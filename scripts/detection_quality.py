@@ -18,7 +18,8 @@ import time
 
 import numpy as np
 
-from regressions import detect, remeasure, synthetic
+from regressions.detection import detect, remeasure
+from regressions.groundtruth import synthetic
 
 STEP, FLAT = "execute.Panel.time_step", "execute.Panel.time_flat"
 

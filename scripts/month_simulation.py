@@ -17,14 +17,14 @@ import time
 from collections import defaultdict
 from concurrent.futures import ProcessPoolExecutor
 
-from regressions import nightsim, planted
+from regressions.groundtruth import planted, simulation
 
 CONFIGS = {"training": planted.TRAINING, "held-out": planted.HELD_OUT}
 
 
-def run_seed(job: tuple[str, int]) -> nightsim.Score:
+def run_seed(job: tuple[str, int]) -> simulation.Score:
     name, seed = job
-    return nightsim.score(nightsim.simulate(planted.build_branch(CONFIGS[name], seed)))
+    return simulation.score(simulation.simulate(planted.build_branch(CONFIGS[name], seed)))
 
 
 def share(hits: int, total: int) -> str:
@@ -35,8 +35,8 @@ def size_text(size: float) -> str:
     return "fails" if math.isinf(size) else f"+{size:.1%}" if size < 0.5 else f"x{1 + size:.1f}"
 
 
-def print_table(scores: list[nightsim.Score]) -> None:
-    rows: dict[str, list[nightsim.Planted]] = defaultdict(list)
+def print_table(scores: list[simulation.Score]) -> None:
+    rows: dict[str, list[simulation.Planted]] = defaultdict(list)
     for s in scores:
         for p in s.planted:
             rows[p.label].append(p)
@@ -52,7 +52,7 @@ def print_table(scores: list[nightsim.Score]) -> None:
               f"{share(len(latencies), n):>11}  {mean}")
 
 
-def print_summary(scores: list[nightsim.Score]) -> None:
+def print_summary(scores: list[simulation.Score]) -> None:
     every = [p for s in scores for p in s.planted]
     five = [p for p in every if p.size >= 0.05]
     three = [p for p in every if p.size >= 0.03]

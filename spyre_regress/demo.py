@@ -13,8 +13,9 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from regressions import history, scenarios, store
 from regressions.errors import SpyreRegressError
+from regressions.groundtruth import scenarios, scratch
+from regressions.records import files
 from reports.narrative import confirmation_figure
 from spyre_regress import nightly
 
@@ -35,7 +36,7 @@ ASV_ENV = {"SPYRE_REGRESS_GRID": "demo"}
 Progress = Callable[[str], None]
 
 
-def ground_truth(records: list[history.CommitRecord]) -> dict:
+def ground_truth(records: list[scratch.CommitRecord]) -> dict:
     found = []
     for record in records:
         if record.injection:
@@ -87,9 +88,9 @@ def run(out_dir: Path, progress: Progress) -> dict:
         raise SpyreRegressError(f"{out_dir} is not empty; pass a new --out directory")
     repo = out_dir / "repo"
     progress(f"building a {len(PLAN) + 1}-commit history in {repo}")
-    records = history.build(repo, PLAN)
+    records = scratch.build(repo, PLAN)
     truth = ground_truth(records)
-    store.write_json(out_dir / "ground_truth.json", truth)
+    files.write_json(out_dir / "ground_truth.json", truth)
     options = nightly.NightlyOptions(
         repo=repo, state_dir=out_dir / "state", reports_dir=out_dir / "reports",
         stride=STRIDE, bench=BENCH, machine="demo", asv_env=dict(ASV_ENV))
@@ -102,5 +103,5 @@ def run(out_dir: Path, progress: Progress) -> dict:
     if outcome.html is not None and outcome.html.exists():
         shutil.copytree(outcome.html, out_dir / "asv-html", dirs_exist_ok=True)
         summary["dashboard"] = str(out_dir / "asv-html" / "index.html")
-    store.write_json(out_dir / "summary.json", summary)
+    files.write_json(out_dir / "summary.json", summary)
     return summary

@@ -13,11 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import spyre_sim
-from regressions import minimize, stats
-from regressions.detect import Alert, Regression
-from regressions.emulate import EmulatedBuild, InProcessProber, ListHistory
-from regressions.investigate import Investigator
-from regressions.investigation import Investigation, Target
+from regressions import stats
+from regressions.bisection import minimize
+from regressions.detection.detect import Alert, Regression
+from regressions.investigation.investigator import Investigator
+from regressions.investigation.model import Investigation, Target
+from regressions.probing.emulated import EmulatedBuild, InProcessProber, ListHistory
 
 
 def captured_source(fn: Callable, inputs: Sequence[Any], header: str) -> str:

@@ -21,8 +21,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from regressions import detect, git, lifecycle, remeasure, results, runner, store
+from regressions import git, processes
+from regressions.detection import detect, remeasure
 from regressions.errors import SpyreRegressError
+from regressions.records import alert_store, files, lifecycle, results
 from spyre_regress.reporting import Published, Reporter
 
 Progress = Callable[[str], None]
@@ -79,10 +81,10 @@ def benchmark(options: NightlyOptions, commits: list[str], progress: Progress) -
     if not config.exists():
         raise SpyreRegressError(f"{config} does not exist: nightly benchmarks with the "
                                 "repository's own asv.conf.json")
-    runner.run_asv(["machine", "--yes", "--machine", options.machine], options.repo,
+    processes.run_asv(["machine", "--yes", "--machine", options.machine], options.repo,
                    env=options.asv_env)
     hashes = options.state_dir / "commits.txt"
-    store.write_text(hashes, "\n".join(commits) + "\n")
+    files.write_text(hashes, "\n".join(commits) + "\n")
     arguments = ["run", "--machine", options.machine, "--record-samples",
                  "--skip-existing-commits", "--show-stderr"]
     if options.bench:
@@ -99,7 +101,7 @@ def benchmark(options: NightlyOptions, commits: list[str], progress: Progress) -
             line += f"  (about {elapsed * (1 - fraction) / fraction:.0f} s left)"
         progress(line)
 
-    done = runner.run_asv(arguments, options.repo, env=options.asv_env, stream=with_time_left)
+    done = processes.run_asv(arguments, options.repo, env=options.asv_env, stream=with_time_left)
     if done.returncode not in (0, 2):  # 2: some benchmark failed; detection reports it
         raise SpyreRegressError(f"asv run failed (exit {done.returncode}): "
                                 f"{(done.stdout or '').strip().splitlines()[-1:]}")
@@ -111,14 +113,14 @@ def run(options: NightlyOptions, progress: Progress) -> NightlyRun:
         raise SpyreRegressError(f"--state {options.state_dir} is a file; pass a directory "
                                 "(it is created if missing)")
     options.state_dir.mkdir(parents=True, exist_ok=True)
-    with store.exclusive_lock(options.state_dir / "nightly.lock"):
+    with files.exclusive_lock(options.state_dir / "nightly.lock"):
         history = git.first_parent_history(options.repo, options.branch)
         commits = select_commits(history, options.stride)
         measured_before = _measured_commits(options)
         progress(f"benchmarking {len(commits)} of {len(history)} commits on "
                  f"{options.branch} (stride {options.stride})")
         benchmark(options, commits, progress)
-        database = store.RecordStore(options.state_dir / "alerts.sqlite")
+        database = alert_store.RecordStore(options.state_dir / "alerts.sqlite")
         try:
             return _night(options, history, commits, measured_before, database, progress)
         finally:
@@ -126,7 +128,7 @@ def run(options: NightlyOptions, progress: Progress) -> NightlyRun:
 
 
 def _night(options: NightlyOptions, history: list[str], commits: list[str],
-           measured_before: set[str], database: store.RecordStore,
+           measured_before: set[str], database: alert_store.RecordStore,
            progress: Progress) -> NightlyRun:
     frame = results.load_results(options.results_dir, repo=options.repo,
                                  machine=options.machine)
@@ -161,7 +163,7 @@ def _night(options: NightlyOptions, history: list[str], commits: list[str],
 
 def _investigate(reporter: Reporter, state: lifecycle.Night, alerts: Sequence[detect.Alert],
                  records: list[lifecycle.AlertRecord], label: str, options: NightlyOptions,
-                 database: store.RecordStore, progress: Progress) -> list[str]:
+                 database: alert_store.RecordStore, progress: Progress) -> list[str]:
     """Investigate tonight's new alerts; each record is saved as soon as it changes, so an
     interruption loses at most the investigation under way."""
     database.save(records)
@@ -183,7 +185,7 @@ def _investigate(reporter: Reporter, state: lifecycle.Night, alerts: Sequence[de
 
 
 def _publish(reporter: Reporter, records: list[lifecycle.AlertRecord],
-             state: lifecycle.Night, database: store.RecordStore,
+             state: lifecycle.Night, database: alert_store.RecordStore,
              failures: list[str]) -> list[Published]:
     """One report per culprit that gained a reported alert tonight."""
     reported_tonight = {r.id for r in records
@@ -221,7 +223,7 @@ def measure_again(options: NightlyOptions, requests: Sequence[remeasure.Request]
         arguments = ["run", "--machine", options.machine, "--record-samples",
                      "--append-samples", "--show-stderr",
                      *(f"--bench=^{re.escape(name)}$" for name in names), f"{commit}^!"]
-        done = runner.run_asv(arguments, options.repo, env=options.asv_env)
+        done = processes.run_asv(arguments, options.repo, env=options.asv_env)
         if done.returncode not in (0, 2):
             raise SpyreRegressError(f"asv run --append-samples failed at {commit[:12]} "
                                     f"(exit {done.returncode})")
@@ -245,11 +247,11 @@ def _measured_commits(options: NightlyOptions) -> set[str]:
 
 def _write_transients(path: Path, transients: Sequence[detect.Transient]) -> None:
     """Single-commit excursions, for a person to look at: never bisected or reported."""
-    store.write_json(path, {"version": TRANSIENTS_VERSION, "transients": list(transients)})
+    files.write_json(path, {"version": TRANSIENTS_VERSION, "transients": list(transients)})
 
 
 def publish(options: NightlyOptions, progress: Progress) -> Path | None:
-    done = runner.run_asv(["publish"], options.repo, env=options.asv_env)
+    done = processes.run_asv(["publish"], options.repo, env=options.asv_env)
     if done.returncode != 0:
         progress(f"asv publish failed (exit {done.returncode}); the results are still there")
         return None

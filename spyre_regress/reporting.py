@@ -15,14 +15,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from regressions import investigation as model
-from regressions import lifecycle, metrics, stats, store, suite
-from regressions.bisect import BisectResult
-from regressions.detect import Alert
+from regressions import metrics, stats
+from regressions.bisection.commits import BisectResult
+from regressions.detection.detect import Alert
 from regressions.errors import SpyreRegressError
-from regressions.investigate import Investigator, NotReproduced, alert_target
-from regressions.investigation import Investigation
-from regressions.probing import GitHistory, SubprocessProber
+from regressions.investigation import model
+from regressions.investigation.investigator import Investigator, NotReproduced, alert_target
+from regressions.investigation.model import Investigation
+from regressions.probing import suite
+from regressions.probing.prober import GitHistory, SubprocessProber
+from regressions.records import files, lifecycle
 from reports import scrub_investigation, write_bundle
 
 Progress = Callable[[str], None]
@@ -107,7 +109,7 @@ class Reporter:
             return not_reproduced(alert, error, parent, self.floors)
         except SpyreRegressError as error:
             return lifecycle.Outcome(None, None, str(error))
-        store.write_json(self.saved / f"alert-{alert_id:03d}.json", scrub_investigation(found))
+        files.write_json(self.saved / f"alert-{alert_id:03d}.json", scrub_investigation(found))
         return lifecycle.Outcome(found.commits.culprit.sha, evidence_of(
             alert, found.bisect, found.commits.good.sha, found.confirmation, self.floors))
 
@@ -129,7 +131,7 @@ class Reporter:
         shipped = {side: str(bundle / f"trace_{side}.json")
                    if (bundle / f"trace_{side}.json").is_file() else None
                    for side in combined.traces}
-        store.write_json(out / "investigation.json",
+        files.write_json(out / "investigation.json",
                          scrub_investigation(replace(combined, traces=shipped)))
         self.progress(f"culprit {group.culprit[:12]}: report for alert(s) "
                       f"{', '.join(map(str, group.alert_ids))} written to {bundle}")
@@ -139,7 +141,7 @@ class Reporter:
         path = self.saved / f"alert-{alert_id:03d}.json"
         if not path.is_file():
             return None
-        return model.load(store.read_json(path, "saved investigation"), str(path))
+        return model.load(files.read_json(path, "saved investigation"), str(path))
 
     def _work(self, alert_id: int) -> Path:
         return self.state_dir / "work" / f"alert-{alert_id:03d}"

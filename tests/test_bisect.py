@@ -5,10 +5,10 @@ import math
 
 import pytest
 
-from regressions.bisect import BisectResult, Measurement, bisect_commits
+from regressions.bisection.commits import BisectResult, Measurement, bisect_commits
+from regressions.codec import from_json, to_json
 from regressions.errors import SpyreRegressError
-from regressions.records import from_json, to_json
-from regressions.simulate import bisection_quality, step_history
+from regressions.groundtruth.bisection_histories import bisection_quality, step_history
 
 
 def test_meets_the_quality_target_on_five_percent_steps():

@@ -6,8 +6,8 @@ import pytest
 from conftest import run_cli
 from test_results import DATES, FIXTURE, epoch_ms, make_repo, sha, track, write
 
-from regressions import detect as detection
-from regressions import synthetic
+from regressions.detection import detect as detection
+from regressions.groundtruth import synthetic
 
 EXIT_OK, EXIT_REGRESSED, EXIT_USAGE = 0, 1, 2
 

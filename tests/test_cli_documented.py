@@ -28,7 +28,9 @@ import pytest
 from conftest import SCRIPT, isolated_home, run_cli, user_environment
 from doc_commands import ROOT, expand, fenced_commands
 
-from regressions import git, history, scenarios
+from regressions import git
+from regressions.groundtruth import scenarios
+from regressions.groundtruth import scratch as scratch_history
 
 pytestmark = pytest.mark.slow
 
@@ -71,16 +73,16 @@ class Scratch:
         self.workspace = root / "work" / "spyre-regress"  # GITHUB_WORKSPACE: the checkout
         self.reports = self.workspace / "reports-out"
         self.state = self.workspace / ".spyre-regress"
-        records = history.build(self.workspace, [None])
+        records = scratch_history.build(self.workspace, [None])
         scenarios.apply(self.workspace, INJECTION)
         # a leaked credential in a commit message: exactly what must not reach a public issue
         self.culprit = git.commit_all(self.workspace, f"{INJECTION.subject} (token {TOKEN})",
-                                      history.START_TIME + 3 * 3600)
+                                      scratch_history.START_TIME + 3 * 3600)
         note = self.workspace / "docs" / "notes" / "01.md"
         note.parent.mkdir(parents=True)
         note.write_text("# Release note\n\nNothing user-visible changed.\n")
         self.last = git.commit_all(self.workspace, "docs: add a release note",
-                                   history.START_TIME + 4 * 3600)
+                                   scratch_history.START_TIME + 4 * 3600)
         self.first, self.parent = records[0].sha, records[-1].sha
 
     def environment(self) -> dict[str, str]:

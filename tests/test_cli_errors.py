@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-from regressions import detect, history, lifecycle, store
-from regressions.detect import Alert, Regression
+from regressions.detection import detect
+from regressions.detection.detect import Alert, Regression
+from regressions.groundtruth import scratch
+from regressions.records import alert_store, lifecycle
 from spyre_regress import cli
 
 EXIT_USAGE, EXIT_FAULT = 2, 70
@@ -23,7 +25,7 @@ DEVICE = "bench_execute.ExecuteDeviceTime.time_device"
 def repo(tmp_path_factory) -> Path:
     """A scratch repository of the project: an import and one harmless commit."""
     path = tmp_path_factory.mktemp("scratch") / "repo"
-    history.build(path, [None])
+    scratch.build(path, [None])
     return path
 
 
@@ -45,7 +47,7 @@ def files(tmp_path_factory) -> dict[str, Path]:
     (root / "not-a-repo").mkdir()
     state = root / "state"
     state.mkdir()
-    database = store.RecordStore(state / "alerts.sqlite")
+    database = alert_store.RecordStore(state / "alerts.sqlite")
     record = lifecycle.AlertRecord(1, "device_time", "a" * 40, "b" * 40,
                                    lifecycle.symptoms_of(Alert("device_time", "a" * 40,
                                                                "b" * 40, (member,), member)),

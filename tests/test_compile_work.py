@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from benchmarks import bench_compile_work, compile_work, prepare, workloads
-from regressions import history, metrics, scenarios
+from regressions import metrics
+from regressions.groundtruth import scenarios, scratch
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIO = scenarios.INJECTIONS["lower_fusion_check"]
@@ -225,7 +226,7 @@ print(json.dumps(texts))
 
 def _tree(root: Path) -> Path:
     root.mkdir()
-    history.copy_sources(history.project_root(), root)
+    scratch.copy_sources(scratch.project_root(), root)
     return root
 
 

@@ -61,7 +61,7 @@ def test_asv_results_dashboard_and_progress(demo):
 def test_each_figure_has_one_value_wherever_it_is_quoted(demo):
     """For one build and one program, every quote of a figure is the same string; two probes
     measuring the same build and program noise-free agree."""
-    from regressions.investigation import load
+    from regressions.investigation.model import load
     from reports.narrative import confirmation_figure, metric_value
 
     out, done = demo

@@ -5,9 +5,11 @@ import numpy as np
 import pytest
 import ruptures
 
-from regressions import changepoints, detect, metrics, synthetic
-from regressions.changepoints import detect_changes, looks_deterministic
+from regressions import metrics
+from regressions.detection import changepoints, detect
+from regressions.detection.changepoints import detect_changes, looks_deterministic
 from regressions.errors import SpyreRegressError
+from regressions.groundtruth import synthetic
 
 
 def noisy(levels, spread=0.01):

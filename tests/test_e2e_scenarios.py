@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-from regressions import history, investigate, scenarios
-from regressions.investigation import Target
-from regressions.probing import GitHistory, SubprocessProber
+from regressions.groundtruth import scenarios, scratch
+from regressions.investigation import investigator
+from regressions.investigation.model import Target
+from regressions.probing.prober import GitHistory, SubprocessProber
 
 pytestmark = pytest.mark.slow
 
@@ -38,15 +39,15 @@ CASES = {
 }
 
 
-def _investigator(repo: Path, work: Path) -> investigate.Investigator:
-    return investigate.Investigator(GitHistory(repo), SubprocessProber(repo, work, env=GRID))
+def _investigator(repo: Path, work: Path) -> investigator.Investigator:
+    return investigator.Investigator(GitHistory(repo), SubprocessProber(repo, work, env=GRID))
 
 
 def _scenario(tmp_path: Path, name: str):
-    records = history.build(tmp_path / "repo", [None, name, None])
+    records = scratch.build(tmp_path / "repo", [None, name, None])
     investigator = _investigator(tmp_path / "repo", tmp_path / "work")
     (benchmark, names), params = CASES[name]
-    target = investigate.target_for(benchmark, params, names, {"layernorm": 512},
+    target = investigator.target_for(benchmark, params, names, {"layernorm": 512},
                                     stage_width=1024)
     return records, investigator, target
 
@@ -76,7 +77,7 @@ def test_knob_bisection_finds_the_work_division_workaround(tmp_path):
     injected = next(r.sha for r in records if r.injection == "workdiv_m127")
     good = investigator.history.parent(injected)
     report = investigator.stages(good, injected, target)
-    workaround = investigator.knobs(injected, target, investigate.good_metric(report, target))
+    workaround = investigator.knobs(injected, target, investigator.good_metric(report, target))
     assert workaround.knob == "work_division" and workaround.value == "output_first"
     assert workaround.recovered >= 0.75
     assert workaround.decisive_application.startswith("decision work_division#")
@@ -101,7 +102,7 @@ def test_minimize_shrinks_mlp_and_attention_to_three_ops(tmp_path):
 
 
 def test_cli_stages_writes_json(tmp_path, outside):
-    records = history.build(tmp_path / "repo", [None, "fusion_off"])
+    records = scratch.build(tmp_path / "repo", [None, "fusion_off"])
     out = tmp_path / "stages.json"
     done = run_cli("stages", "--repo", str(tmp_path / "repo"), "--good", records[1].sha,
                    "--bad", records[2].sha, "--workload", "mlp", "--shape", "seq128",
@@ -113,7 +114,7 @@ def test_cli_stages_writes_json(tmp_path, outside):
 
 
 def test_cli_rejects_option_like_refs(tmp_path, outside):
-    records = history.build(tmp_path / "repo", [])
+    records = scratch.build(tmp_path / "repo", [])
     done = run_cli("stages", "--repo", str(tmp_path / "repo"), "--good=--output=x", "--bad",
                    records[0].sha, "--workload", "mlp", "--shape", "8", cwd=outside)
     assert done.returncode == 2 and "must not start with '-'" in done.stderr

@@ -5,9 +5,10 @@ import math
 import numpy as np
 import pytest
 
-from regressions import changepoints, detect, outliers, synthetic
-from regressions.changepoints import analyse_series
-from regressions.segmentation import NoiseModel
+from regressions.detection import changepoints, detect, outliers
+from regressions.detection.changepoints import analyse_series
+from regressions.detection.segmentation import NoiseModel
+from regressions.groundtruth import synthetic
 
 
 def series(samples, name="bench_execute.ExecuteDeviceTime.time_device", params="",

@@ -5,10 +5,11 @@ import random
 import pytest
 import torch
 
-from regressions import bisect, lifecycle
-from regressions.emulate import EmulatedBuild, InProcessProber, ListHistory
-from regressions.investigate import Investigator, NotReproduced
-from regressions.investigation import Target
+from regressions.bisection.commits import Measurement
+from regressions.investigation.investigator import Investigator, NotReproduced
+from regressions.investigation.model import Target
+from regressions.probing.emulated import EmulatedBuild, InProcessProber, ListHistory
+from regressions.records import lifecycle
 from spyre_regress import example
 from spyre_regress.reporting import evidence_of, not_reproduced
 
@@ -23,7 +24,7 @@ class LoadedMachine(InProcessProber):
     def bench(self, commit, target):
         slower = 1.3 if commit == self.history.order[-1] else 1.0
         noise = random.Random(commit)
-        return bisect.Measurement(commit, "ok", tuple(
+        return Measurement(commit, "ok", tuple(
             1e-3 * slower * noise.gauss(1.0, 0.02) for _ in range(20)))
 
     def work(self, commits, target):

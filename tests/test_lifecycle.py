@@ -7,8 +7,10 @@ import math
 
 import pytest
 
-from regressions import detect, lifecycle, records
+from regressions import codec
+from regressions.detection import detect
 from regressions.errors import SpyreRegressError
+from regressions.records import lifecycle
 
 COMMITS = [f"{i:040x}" for i in range(40)]
 PLACE = {c: i for i, c in enumerate(COMMITS)}
@@ -198,7 +200,7 @@ def test_a_refuted_measurement_is_not_published_and_says_why():
                                     "n1")
     assert record.status == "not-reproduced"
     assert "but no stage executes more instructions" in record.note
-    assert records.from_json(lifecycle.Evidence, records.to_json(refuted)) == refuted
+    assert codec.from_json(lifecycle.Evidence, codec.to_json(refuted)) == refuted
 
 
 def test_a_culprit_whose_measurement_does_not_confirm_is_not_reported():

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from regressions import month, nightsim, planted
+from regressions.groundtruth import month, planted, simulation
 
 
 def test_the_suite_has_the_real_suite_shape():
@@ -74,8 +74,8 @@ SHORT = planted.MonthConfig("short", {
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_a_short_month_reports_every_planted_regression_the_night_it_lands(seed):
-    sim = nightsim.simulate(planted.build_branch(SHORT, seed))
-    score = nightsim.score(sim)
+    sim = simulation.simulate(planted.build_branch(SHORT, seed))
+    score = simulation.score(sim)
     assert [(p.label, p.latency) for p in score.planted] == [
         (p.label, 0) for p in sorted(score.planted, key=lambda p: p.commit)]
     assert {p.label for p in score.planted} == {

@@ -5,9 +5,9 @@ import os
 
 import pytest
 
-from regressions import lifecycle, results, store
-from regressions.detect import Alert, Regression
+from regressions.detection.detect import Alert, Regression
 from regressions.errors import SpyreRegressError
+from regressions.records import alert_store, asv_documents, files, lifecycle, results
 from spyre_regress import nightly
 
 
@@ -27,12 +27,12 @@ def _alert(bad="b" * 40, params="('mlp', 127)"):
 
 
 def test_alert_records_survive_a_restart_and_triage_follows_the_lifecycle(tmp_path):
-    database = store.RecordStore(tmp_path / "alerts.sqlite")
+    database = alert_store.RecordStore(tmp_path / "alerts.sqlite")
     night = lifecycle.advance([], [_alert(), _alert(bad="c" * 40, params="('mlp', 128)")],
                               {"a" * 40: 0, "b" * 40: 1, "c" * 40: 2}, "night 1")
     database.save(night.records, {1: {"stage": "kernel", "report": "reports/x"}})
     database.close()
-    reopened = store.RecordStore(tmp_path / "alerts.sqlite")
+    reopened = alert_store.RecordStore(tmp_path / "alerts.sqlite")
     records = reopened.records()
     assert records == night.records and [r.status for r in records] == ["new", "new"]
     assert reopened.extras()[1] == {"stage": "kernel", "report": "reports/x"}
@@ -57,7 +57,7 @@ def test_a_schema_2_database_is_carried_over(tmp_path):
                 (json.dumps(_alert().to_dict()), "d" * 40))
     old.commit()
     old.close()
-    database = store.RecordStore(path)
+    database = alert_store.RecordStore(path)
     (record,) = database.records()
     assert (record.id, record.status, record.culprit) == (4, "reported", "d" * 40)
     assert database.extras()[4] == {"stage": "kernel", "report": "r/4"}
@@ -66,13 +66,13 @@ def test_a_schema_2_database_is_carried_over(tmp_path):
 
 def test_two_nightlies_cannot_overlap_and_a_stale_lock_is_taken_over(tmp_path):
     lock = tmp_path / "nightly.lock"
-    with store.exclusive_lock(lock):
+    with files.exclusive_lock(lock):
         with pytest.raises(SpyreRegressError, match="another nightly run"):
-            with store.exclusive_lock(lock):
+            with files.exclusive_lock(lock):
                 pass
     assert not lock.exists()
     lock.write_text("999999999")  # a pid that is not running: a crashed run's lock
-    with store.exclusive_lock(lock):
+    with files.exclusive_lock(lock):
         assert lock.read_text() == str(os.getpid())
 
 
@@ -80,7 +80,7 @@ def test_bisection_measurements_read_back_as_asv_results(tmp_path):
     params = [["'mlp'", "'attention'"], ["127", "128"]]
     for commit, base, day in (("1" * 40, 1.0, 1), ("2" * 40, 1.3, 2)):
         for _ in range(2):  # two batches merge into one sample list
-            store.record_measurement(
+            asv_documents.record_measurement(
                 tmp_path, "bisect", "worktree-probe", commit, day * 86_400_000,
                 "bench_execute.ExecuteDeviceTime.time_device", 1, 4, params,
                 [base * (1 + 0.01 * k) for k in range(5)], False, "execute-device-1")

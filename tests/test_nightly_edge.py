@@ -10,7 +10,8 @@ import json
 import pytest
 from conftest import run_cli
 
-from regressions import history, results, store
+from regressions.groundtruth import scratch
+from regressions.records import alert_store, results
 
 pytestmark = pytest.mark.slow
 GRID = {"SPYRE_REGRESS_GRID": "demo"}
@@ -20,7 +21,7 @@ GRID = {"SPYRE_REGRESS_GRID": "demo"}
 def night(tmp_path_factory):
     root = tmp_path_factory.mktemp("edge")
     # 9 commits; stride 3 benchmarks 0, 3, 6 and the newest, 8: the regression's
-    records = history.build(root / "repo", [None] * 7 + ["workdiv_m127"])
+    records = scratch.build(root / "repo", [None] * 7 + ["workdiv_m127"])
     done = run_cli("nightly", "--repo", str(root / "repo"), "--stride", "3", "--bench",
                    "ExecuteDeviceTime", "--state", str(root / "state"), "--reports",
                    str(root / "reports"), "--machine", "edge", cwd=root, timeout=2400, **GRID)
@@ -31,7 +32,7 @@ def test_a_regression_in_the_newest_commit_is_reported_the_night_it_lands(night)
     root, records, done = night
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
     injected = records[-1].sha
-    database = store.RecordStore(root / "state" / "alerts.sqlite")
+    database = alert_store.RecordStore(root / "state" / "alerts.sqlite")
     reported = [r for r in database.records() if r.status == "reported"]
     extras = database.extras()
     database.close()

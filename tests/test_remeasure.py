@@ -2,7 +2,8 @@
 
 import numpy as np
 
-from regressions import detect, remeasure, synthetic
+from regressions.detection import detect, remeasure
+from regressions.groundtruth import synthetic
 
 
 def series(samples, commits, positions, params="", name="bench.X.time_device",

@@ -20,14 +20,14 @@ import numpy as np
 import pytest
 
 import spyre_sim
-from regressions import harness
-from regressions import investigation as model
-from regressions.bisect import BisectResult, Step
-from regressions.detect import Alert, Regression
+from regressions.bisection.commits import BisectResult, Step
+from regressions.bisection.minimize import MinimizeResult
+from regressions.bisection.stages import KernelDelta, StageDelta, StageReport
+from regressions.detection.detect import Alert, Regression
 from regressions.errors import SpyreRegressError
-from regressions.investigation import Investigation
-from regressions.minimize import MinimizeResult
-from regressions.stages import KernelDelta, StageDelta, StageReport
+from regressions.investigation import model
+from regressions.investigation.model import Investigation
+from regressions.probing import harness
 from reports import bundle, markdown, reproducer, secrets, write_bundle
 from reports.narrative import build_report
 

@@ -23,8 +23,8 @@ import torch
 import torch.nn.functional as F
 
 import spyre_sim
-from regressions.emulate import EmulatedBuild
-from regressions.investigation import Target
+from regressions.investigation.model import Target
+from regressions.probing.emulated import EmulatedBuild
 from reports import write_bundle
 from reports.markdown import inline
 from spyre_regress import example

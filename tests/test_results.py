@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from regressions import git, results, synthetic
+from regressions import git
 from regressions.errors import SpyreRegressError
+from regressions.groundtruth import synthetic
+from regressions.records import results
 
 FIXTURE = Path(__file__).parent / "fixtures" / "asv_results"
 FIXTURE_COMMITS = json.loads((Path(__file__).parent / "fixtures" / "asv_fixture.json").read_text())

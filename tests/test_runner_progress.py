@@ -6,7 +6,7 @@ import subprocess
 import sys
 import time
 
-from regressions import runner
+from regressions import processes
 
 # asv writes a log line without its newline and ends it when the next record starts.
 FAKE_ASV = r'''
@@ -25,7 +25,7 @@ for text, pause in (("\u00b7 Creating environments", 0.1),
 
 
 def test_only_step_and_progress_lines_are_shown():
-    shown = [runner.asv_progress(line) for line in (
+    shown = [processes.asv_progress(line) for line in (
         "· Creating environments", "[ 8.57%] ··· =========== =====",
         "[ 8.57%] ···· For parameters: 'mlp', 127", "Collecting torch", "  'mlp'  1.2ms",
         "[10.00%] ··· bench_execute.ExecuteDeviceTime.time_device  ok")]
@@ -36,7 +36,7 @@ def test_only_step_and_progress_lines_are_shown():
 def test_a_step_still_running_is_shown_before_it_ends():
     process = subprocess.Popen([sys.executable, "-c", FAKE_ASV], stdout=subprocess.PIPE)
     started, seen = time.monotonic(), []
-    for text, complete in runner.output_as_it_comes(process.stdout, idle=0.3):
+    for text, complete in processes.output_as_it_comes(process.stdout, idle=0.3):
         seen.append((round(time.monotonic() - started, 1), text, complete))
     process.wait()
     installing = [t for t, text, complete in seen
@@ -56,9 +56,9 @@ def test_run_asv_names_each_step_and_says_a_long_one_is_still_running(tmp_path, 
     fake.mkdir()
     (fake / "__init__.py").write_text("")
     (fake / "__main__.py").write_text(FAKE_ASV)
-    monkeypatch.setattr(runner, "STILL_RUNNING_EVERY", 0.5)
+    monkeypatch.setattr(processes, "STILL_RUNNING_EVERY", 0.5)
     started, shown = time.monotonic(), []
-    done = runner.run_asv(["run"], tmp_path, env={"PYTHONPATH": str(tmp_path)},
+    done = processes.run_asv(["run"], tmp_path, env={"PYTHONPATH": str(tmp_path)},
                           stream=lambda line: shown.append((time.monotonic() - started, line)))
     assert done.returncode == 0
     lines = [line for _, line in shown]

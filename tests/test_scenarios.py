@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from regressions import history, scenarios
 from regressions.errors import SpyreRegressError
+from regressions.groundtruth import scenarios, scratch
 
 PROBE = """
 import json, sys, warnings
@@ -27,7 +27,7 @@ print(json.dumps({"artifacts": program.artifacts, "device_time_us": result.devic
 def _tree(tmp_path: Path) -> Path:
     root = tmp_path / "tree"
     root.mkdir()
-    history.copy_sources(history.project_root(), root)
+    scratch.copy_sources(scratch.project_root(), root)
     return root
 
 

@@ -4,8 +4,8 @@ import pytest
 import torch
 from torch.fx.experimental.proxy_tensor import make_fx
 
-from regressions import minimize, stages
-from regressions.stages import Capture
+from regressions.bisection import minimize, stages
+from regressions.bisection.stages import Capture
 
 STAGES = ("dynamo", "decompose", "lower", "layout", "kernel")
 

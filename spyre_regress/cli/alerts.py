@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from regressions import lifecycle, store
 from regressions.errors import SpyreRegressError
-from regressions.lifecycle import TRIAGE
+from regressions.records import alert_store, files, lifecycle
+from regressions.records.lifecycle import TRIAGE
 from spyre_regress.cli import common
 
 WIDTH = 100
@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
     if not path.is_file():
         raise SpyreRegressError(f"{path} does not exist; run `spyre-regress nightly` first or "
                                 "pass its --state directory")
-    database = store.RecordStore(path)
+    database = alert_store.RecordStore(path)
     try:
         records = database.records()
         if args.set:
@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     print_records(records, extras)
     transients = args.state / "transients.json"
     if transients.is_file():
-        print_transients(store.read_json(transients, "transients file").get("transients", []))
+        print_transients(files.read_json(transients, "transients file").get("transients", []))
     return common.EXIT_OK
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from regressions import git, metrics, suite
+from regressions import git, metrics
+from regressions.probing import suite
 from spyre_regress.cli import checks, common, targets
 
 
@@ -33,9 +34,9 @@ def run(args: argparse.Namespace) -> int:
     good, bad = checks.repository_and_refs(args.repo, args.good, args.bad)
     import pandas as pd  # after the checks: pandas, scipy
 
-    from regressions import bisect
-    from regressions.investigate import parse_params
-    from regressions.investigation import Target
+    from regressions.bisection.commits import FORMAT_VERSION
+    from regressions.investigation.investigator import parse_params
+    from regressions.investigation.model import Target
     from reports.narrative import quantity
 
     given = parse_params(args.params)
@@ -61,5 +62,5 @@ def run(args: argparse.Namespace) -> int:
         print("the regression did not reproduce between --good and --bad")
     else:
         print(f"no single culprit: one of {[c[:12] for c in result.candidates]}")
-    common.write_json(args.json, result, bisect.FORMAT_VERSION)
+    common.write_json(args.json, result, FORMAT_VERSION)
     return common.EXIT_OK if result.culprit else common.EXIT_REGRESSED

@@ -8,9 +8,10 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from regressions import git, suite
+from regressions import git
 from regressions.errors import SpyreRegressError
-from regressions.suite import Benchmark
+from regressions.probing import suite
+from regressions.probing.suite import Benchmark
 
 SHOWN = 8  # valid values listed in a message
 

@@ -12,7 +12,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from regressions import records, store
+from regressions import codec
+from regressions.records import files
 
 EXIT_OK, EXIT_REGRESSED, EXIT_USAGE = 0, 1, 2
 _STARTED = [time.monotonic()]
@@ -80,7 +81,7 @@ def work_dir(path: Path | None) -> Iterator[Path]:
 
 def write_json(path: Path | None, document: object, version: int) -> None:
     if path is not None:
-        store.write_json(path, {"version": version, **records.to_json(document)})
+        files.write_json(path, {"version": version, **codec.to_json(document)})
         print(f"wrote {path}")
 
 

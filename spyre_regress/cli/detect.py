@@ -14,7 +14,7 @@ from spyre_regress.cli import common
 if TYPE_CHECKING:  # scipy and pandas: imported once the command runs
     import pandas as pd
 
-    from regressions import detect
+    from regressions.detection import detect
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -46,7 +46,8 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from regressions import detect, results
+    from regressions.detection import detect
+    from regressions.records import results
 
     common.show_warnings()
     frame = results.load_results(args.results, repo=args.repo, machine=args.machine)

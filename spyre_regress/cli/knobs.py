@@ -23,7 +23,7 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     good, bad, target = targets.range_and_target(args)
-    from regressions.investigate import good_metric  # after the checks: scipy, torch
+    from regressions.investigation.investigator import good_metric  # after the checks: scipy, torch
     from reports.narrative import metric_value
 
     with common.work_dir(args.work_dir) as work:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from regressions import store
+from regressions.records import files
 from spyre_regress.cli import common, targets
 
 
@@ -24,7 +24,7 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     good, bad, target = targets.range_and_target(args)
-    from regressions import minimize  # after the checks: torch
+    from regressions.bisection import minimize
 
     with common.work_dir(args.work_dir) as work:
         investigator = targets.investigator(args, work)
@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"nothing to minimize: the full program shows no {target.metric} regression "
               "(minimization covers device_time and numerics)")
         return common.EXIT_REGRESSED
-    store.write_text(args.out, result.source)
+    files.write_text(args.out, result.source)
     print(f"{result.ops_before} -> {result.ops_after} ops in {result.queries} queries; "
           f"bad/good noise-free {target.metric} ratio {result.ratio_before:.3f} on the "
           f"captured program -> {result.ratio_after:.3f} on the minimized one; wrote {args.out}")

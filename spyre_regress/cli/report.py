@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from regressions import git, store, suite
+from regressions import git
 from regressions.errors import SpyreRegressError
+from regressions.probing import suite
+from regressions.records import files
 from spyre_regress.cli import common
 
 
@@ -23,22 +25,23 @@ def add(sub: argparse._SubParsersAction) -> None:
                    help="which alert of the file (1-based, default %(default)s)")
     p.add_argument("--results", type=Path, metavar="DIR", help="the asv results directory")
     p.add_argument("--investigation", type=Path, metavar="FILE",
-                   help="render a saved investigation.json instead of investigating")
+                   help="render a saved model.json instead of investigating")
     p.add_argument("--work-dir", type=Path, metavar="DIR")
     p.add_argument("--out", required=True, type=Path, metavar="DIR")
     p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from regressions import detect, investigation
-    from regressions.investigate import Investigator, alert_target
-    from regressions.probing import GitHistory, SubprocessProber
+    from regressions.detection import detect
+    from regressions.investigation import model
+    from regressions.investigation.investigator import Investigator, alert_target
+    from regressions.probing.prober import GitHistory, SubprocessProber
     from reports import scrub_investigation, write_bundle
 
     if args.investigation is not None:
-        found = investigation.load(
-            store.read_json(args.investigation, "investigation",
-                            "pass the investigation.json that `nightly` or `report` "
+        found = model.load(
+            files.read_json(args.investigation, "investigation",
+                            "pass the model.json that `nightly` or `report` "
                             "saved beside a bundle"),
             str(args.investigation))
     else:
@@ -46,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
             raise SpyreRegressError("pass --repo, --alerts and --results (or --investigation)")
         git.check_repository(args.repo)
         alerts = detect.alerts_from_json(
-            store.read_json(args.alerts, "alerts file",
+            files.read_json(args.alerts, "alerts file",
                             "pass the file `spyre-regress detect --json` wrote"),
             str(args.alerts))
         if not 1 <= args.alert <= len(alerts):
@@ -60,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
                                       progress=common.progress)
             investigator = Investigator(GitHistory(args.repo), prober, common.progress)
             found = investigator.investigate(alert, target, args.out)
-            store.write_json(args.out / "investigation.json", scrub_investigation(found))
+            files.write_json(args.out / "model.json", scrub_investigation(found))
             bundle = write_bundle(found, args.out)
         print(f"wrote {bundle}")
         return common.EXIT_OK

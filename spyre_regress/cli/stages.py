@@ -22,7 +22,7 @@ def run(args: argparse.Namespace) -> int:
     good, bad, target = targets.range_and_target(args)
     import pandas as pd  # after the checks
 
-    from regressions import stages
+    from regressions.bisection import stages
 
     with common.work_dir(args.work_dir) as work:
         report = targets.investigator(args, work).stages(good, bad, target)

@@ -7,11 +7,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import spyre_sim
-from regressions import metrics, suite
+from regressions import metrics
+from regressions.probing import suite
 from spyre_regress.cli import checks, common
 
 if TYPE_CHECKING:  # numpy and scipy: imported once a command runs
-    from regressions.investigation import Target
+    from regressions.investigation.model import Target
 
 
 def add_range_arguments(p: argparse.ArgumentParser) -> None:
@@ -47,7 +48,7 @@ def range_and_target(args: argparse.Namespace) -> tuple[str, str, Target]:
 
 def target(args: argparse.Namespace) -> Target:
     """The probe target `--workload/--shape/--metric` name (no benchmark: probes only)."""
-    from regressions.investigation import Target
+    from regressions.investigation.model import Target
 
     width = args.width
     if args.metric == "numerics" and width is None:
@@ -59,8 +60,10 @@ def target(args: argparse.Namespace) -> Target:
 def investigator(args: argparse.Namespace, work: Path, results_dir: Path | None = None,
                  machine: str = "bisect"):
     """An `Investigator` on the repository's git history with probe subprocesses."""
-    from regressions.investigate import Investigator  # torch: only once a command runs
-    from regressions.probing import GitHistory, SubprocessProber
+    from regressions.investigation.investigator import (
+        Investigator,  # torch: only once a command runs
+    )
+    from regressions.probing.prober import GitHistory, SubprocessProber
 
     prober = SubprocessProber(args.repo, work, results_dir, machine, common.progress)
     return Investigator(GitHistory(args.repo), prober, common.progress)

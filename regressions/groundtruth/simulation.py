@@ -3,7 +3,7 @@
 Each night commits land (`month.Branch`); the nightly benchmarks every stride-th new commit
 and the newest, detects with re-measurement inside its budget
 (`remeasure.detect_with_remeasurement`), clusters alerts, advances the alert records
-(`lifecycle.advance`), investigates the new ones - `bisect.bisect_commits` with a measure
+(`lifecycle.advance`), investigates the new ones - `bisect_commits` with a measure
 backed by the same generator, then the investigation's own measurement of the culprit
 against its parent - and records what is reported (`lifecycle.investigated`,
 `group_by_culprit`). Scoring compares the reports with what was planted.
@@ -15,9 +15,12 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from regressions import bisect, detect, lifecycle, metrics, remeasure, stats
+from regressions import metrics, stats
+from regressions.bisection.commits import Measurement, bisect_commits
+from regressions.detection import detect, remeasure
 from regressions.errors import SpyreRegressError
-from regressions.month import NOISE, Branch
+from regressions.groundtruth.month import NOISE, Branch
+from regressions.records import lifecycle
 
 MACHINE, ENV = "month", "virtualenv-py3.11"
 # The investigation's own measurement: as many samples per side as the report's timing
@@ -143,17 +146,17 @@ class _Nightly:
         deterministic = NOISE[self.branch.suite[s].family].sd == 0
         runs_before = sum(self.branch.runs.values())
 
-        def measure(sha: str) -> bisect.Measurement:
+        def measure(sha: str) -> Measurement:
             samples = self.branch.measure(s, self.place[sha])
             if samples is None:
-                return bisect.Measurement(sha, "failed", detail="RuntimeError")
-            return bisect.Measurement(sha, "ok", samples, deterministic)
+                return Measurement(sha, "failed", detail="RuntimeError")
+            return Measurement(sha, "ok", samples, deterministic)
 
         commits = history[self.place[alert.good_commit]:self.place[alert.bad_commit] + 1]
         magnitude = abs(probe.ratio - 1) if probe.ratio and math.isfinite(probe.ratio) \
             else None
         try:
-            result = bisect.bisect_commits(commits, measure, magnitude or None)
+            result = bisect_commits(commits, measure, magnitude or None)
         except SpyreRegressError as error:
             return lifecycle.Outcome(None, None, str(error))
         good = alert.good_commit

@@ -25,8 +25,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-from regressions import outliers, stats
-from regressions.segmentation import NoiseModel, Segmenter, Split
+from regressions import stats
+from regressions.detection import outliers
+from regressions.detection.segmentation import NoiseModel, Segmenter, Split
 
 # Ceiling on a change's p-value, for splitting and for keeping it; docs/detection.md
 # measures 0.05 and 0.02 on the detection panel.

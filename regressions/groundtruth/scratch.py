@@ -15,8 +15,9 @@ import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
-from regressions import git, scenarios
+from regressions import git
 from regressions.errors import SpyreRegressError
+from regressions.groundtruth import scenarios
 
 SOURCES = ("pyproject.toml", "README.md", "asv.conf.json", "spyre_sim", "regressions",
            "reports", "spyre_regress", "benchmarks")

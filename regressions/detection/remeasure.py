@@ -29,7 +29,7 @@ import math
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 
-from regressions.detect import FDR, Candidate, Detection, Series, run_detection
+from regressions.detection.detect import FDR, Candidate, Detection, Series, run_detection
 
 # Re-measurement spends at most this fraction of the samples the night measured anyway
 # (the panel target: extra samples <= 25% of the base budget).

@@ -10,7 +10,7 @@ import math
 import random
 from dataclasses import dataclass
 
-from regressions.bisect import Measurement
+from regressions.bisection.commits import Measurement
 
 
 @dataclass
@@ -56,7 +56,7 @@ def bisection_quality(trials: int, commits: int, step: float, noise: float,
                       untestable: int) -> dict:
     """Seeded trials of `bisect_commits` on step histories: how often the culprit is right,
     and how many commits and batches it measured."""
-    from regressions.bisect import bisect_commits
+    from regressions.bisection.commits import bisect_commits
 
     exact = bracketed = 0
     measured, batches = [], []

@@ -17,8 +17,9 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from regressions import runner, store
+from regressions import processes
 from regressions.errors import SpyreRegressError
+from regressions.records import files
 
 SUITE_DIR = "benchmarks"
 CATALOGUE = "workloads.py"
@@ -26,7 +27,7 @@ CATALOGUE = "workloads.py"
 
 def harness_path() -> Path:
     """The installed `regressions/harness.py` (probes load it by path)."""
-    return Path(str(importlib.resources.files("regressions").joinpath("harness.py")))
+    return Path(str(importlib.resources.files("regressions.probing").joinpath("harness.py")))
 
 
 def catalogue_path(repo: Path) -> Path:
@@ -84,7 +85,7 @@ def _literal(tree: ast.AST, name: str):
 
 def param_names(results_dir: Path) -> dict[str, tuple[str, ...]]:
     """Each benchmark's parameter names, from the `benchmarks.json` asv writes."""
-    meta = store.read_json(Path(results_dir) / "benchmarks.json", "asv benchmark list",
+    meta = files.read_json(Path(results_dir) / "benchmarks.json", "asv benchmark list",
                            "pass the results directory asv wrote (`results_dir` in "
                            "asv.conf.json, e.g. .asv/results)")
     if not isinstance(meta, dict):
@@ -111,7 +112,7 @@ def discover(repo: Path, work_dir: Path) -> dict[str, Benchmark]:
     own code on the path, never in this process.
     """
     suite = copy_suite(repo, work_dir)
-    answer = runner.run_probe(Path(repo), "discover", {"suite": str(suite)})
+    answer = processes.run_probe(Path(repo), "discover", {"suite": str(suite)})
     if answer.get("status") != "ok":
         raise SpyreRegressError(f"cannot list the benchmarks of {repo}: "
                                 f"{answer.get('detail', answer.get('status'))}; check that "

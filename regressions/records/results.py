@@ -26,7 +26,7 @@ from pathlib import Path
 import pandas as pd
 
 from regressions import git
-from regressions.detect import Series
+from regressions.detection.detect import Series
 from regressions.errors import SpyreRegressError
 
 log = logging.getLogger(__name__)

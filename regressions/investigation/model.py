@@ -17,12 +17,12 @@ from typing import Any
 import numpy as np
 
 from regressions import metrics, stats
-from regressions.bisect import BisectResult
-from regressions.detect import Alert
+from regressions.bisection.commits import BisectResult
+from regressions.bisection.minimize import MinimizeResult
+from regressions.bisection.stages import StageReport
+from regressions.codec import RecordError, from_json, to_json
+from regressions.detection.detect import Alert
 from regressions.errors import SpyreRegressError
-from regressions.minimize import MinimizeResult
-from regressions.records import RecordError, from_json, to_json
-from regressions.stages import StageReport
 
 VERSION = 2
 # Reports state a 95% interval for timing ratios (Kalibera & Jones, ISMM 2013).

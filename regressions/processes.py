@@ -24,7 +24,7 @@ from typing import IO, Any
 from regressions import git
 from regressions.errors import SpyreRegressError
 
-PROBE = Path(__file__).with_name("probe.py")
+PROBE = Path(__file__).parent / "probing" / "probe.py"
 
 
 class Checkouts:

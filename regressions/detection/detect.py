@@ -16,8 +16,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 
-from regressions import changepoints, metrics, stats
-from regressions.changepoints import ALPHA, MIN_SIZE, Change, looks_deterministic
+from regressions import metrics, stats
+from regressions.detection import changepoints
+from regressions.detection.changepoints import ALPHA, MIN_SIZE, Change, looks_deterministic
 from regressions.errors import SpyreRegressError
 
 # False discovery rate across all series of one run (Benjamini & Hochberg 1995).

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 from regressions.errors import SpyreRegressError
 
 if TYPE_CHECKING:  # types only: the records stay free of the statistics' imports
-    from regressions.detect import Alert, Regression
+    from regressions.detection.detect import Alert, Regression
 
 FORMAT_VERSION = 1
 STATUSES = ("new", "reported", "not-reproduced", "acknowledged", "fixed", "invalid",

@@ -19,11 +19,15 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from regressions import bisect, git, metrics, minimize, runner, stages, store, suite
-from regressions import investigation as model
+from regressions import git, metrics, processes
+from regressions.bisection import minimize, stages
+from regressions.bisection.commits import Measurement
 from regressions.errors import SpyreRegressError
-from regressions.investigate import Progress, RatioOf
-from regressions.investigation import Target
+from regressions.investigation import model
+from regressions.investigation.investigator import Progress, RatioOf
+from regressions.investigation.model import Target
+from regressions.probing import suite
+from regressions.records import asv_documents, captures
 
 PROBE_ENV = "bisect-probe"  # env name of bisection measurements in their results store
 # One valgrind process: ~100 s of torch import under callgrind, more on a loaded machine.
@@ -60,7 +64,7 @@ class SubprocessProber:
         self.work_dir = Path(work_dir).resolve()
         self.results_dir, self.machine, self.progress = results_dir, machine, progress
         self.env = dict(env or {})  # for every probe, e.g. the benchmark grid
-        self.checkouts = runner.Checkouts(self.repo, self.work_dir / "checkouts")
+        self.checkouts = processes.Checkouts(self.repo, self.work_dir / "checkouts")
         self.suite = suite.copy_suite(self.repo, self.work_dir)
         self.workloads = self.suite / suite.CATALOGUE
         # Instruction counts are exact: one count per (commit, program) serves bisection and
@@ -76,7 +80,7 @@ class SubprocessProber:
         return request
 
     def _run(self, commit: str, command: str, request: dict, timeout: float = 600.0) -> dict:
-        return runner.run_probe(self.checkouts.path(commit), command, request, env=self.env,
+        return processes.run_probe(self.checkouts.path(commit), command, request, env=self.env,
                                 timeout=timeout)
 
     def _work(self, commit: str, target: Target) -> dict:
@@ -104,13 +108,13 @@ class SubprocessProber:
             answers = list(pool.map(lambda c: self._work(c, target), commits))
         return [a["instructions"] if a["status"] == "ok" else None for a in answers]
 
-    def bench(self, commit: str, target: Target) -> bisect.Measurement:
+    def bench(self, commit: str, target: Target) -> Measurement:
         if target.probe == "compile_work":  # one exact count per build, no asv grid
             answer = self._work(commit, target)
             if answer["status"] != "ok":
-                return bisect.Measurement(commit, answer["status"],
+                return Measurement(commit, answer["status"],
                                           detail=answer.get("detail", ""))
-            return bisect.Measurement(commit, "ok",
+            return Measurement(commit, "ok",
                                       (float(answer["instructions"][target.stage]),), True,
                                       tolerance=metrics.by_name(target.metric).tolerance)
         started = time.monotonic()
@@ -121,15 +125,15 @@ class SubprocessProber:
                       f"({len(answer.get('samples', []))} samples, "
                       f"{time.monotonic() - started:.1f} s)")
         if answer["status"] != "ok":
-            return bisect.Measurement(commit, answer["status"], detail=answer.get("detail", ""))
+            return Measurement(commit, answer["status"], detail=answer.get("detail", ""))
         if self.results_dir is not None:
             info = git.commit_info(self.repo, commit)
-            store.record_measurement(
+            asv_documents.record_measurement(
                 self.results_dir, self.machine, PROBE_ENV, commit,
                 int(info.date.timestamp() * 1000), target.benchmark, answer["param_index"],
                 answer["combos"], [list(p) for p in answer.get("param_lists", [])],
                 answer["samples"], answer["deterministic"], answer.get("benchmark_version"))
-        return bisect.Measurement(commit, "ok", tuple(answer["samples"]),
+        return Measurement(commit, "ok", tuple(answer["samples"]),
                                   bool(answer["deterministic"]))
 
     def stages(self, commits: Sequence[str], target: Target,
@@ -149,7 +153,7 @@ class SubprocessProber:
         if answer["status"] != "ok":
             raise SpyreRegressError(f"the stage probe failed at {commit[:12]}: "
                                     f"{answer.get('detail')}")
-        return answer, store.load_capture(store.single_capture(root))
+        return answer, captures.load_capture(captures.single_capture(root))
 
     def knobs(self, commit: str, target: Target, scope: dict | None = None) -> dict:
         return self._run(commit, "knobs", self.request(target, scope=scope))
@@ -158,7 +162,7 @@ class SubprocessProber:
     def ratios(self, good: str, bad: str, target: Target) -> Iterator[RatioOf]:
         request = self.request(target)
         request["config"] = {**request["config"], "noise_cv": 0.0}
-        workers = [runner.Worker(self.checkouts.path(c), request, self.env) for c in (good, bad)]
+        workers = [processes.Worker(self.checkouts.path(c), request, self.env) for c in (good, bad)]
 
         def ratio_of(source: str) -> float | None:
             with ThreadPoolExecutor(2) as pool:

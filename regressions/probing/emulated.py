@@ -21,10 +21,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from regressions import bisect, minimize, probe, stages, store, suite
-from regressions import investigation as model
-from regressions.investigate import RatioOf
-from regressions.investigation import Target
+from regressions.bisection import minimize, stages
+from regressions.bisection.commits import Measurement
+from regressions.investigation import model
+from regressions.investigation.investigator import RatioOf
+from regressions.investigation.model import Target
+from regressions.probing import probe, suite
+from regressions.records import captures
 
 EMULATED_DATE = "2026-01-01T00:00:00+00:00"
 
@@ -121,9 +124,9 @@ class InProcessProber:
             raise RuntimeError(f"the {command} probe failed: {answer.get('detail')}")
         return answer
 
-    def bench(self, commit: str, target: Target) -> bisect.Measurement:
+    def bench(self, commit: str, target: Target) -> Measurement:
         answer = self._run(commit, "sample", self.request(target, samples=self.samples))
-        return bisect.Measurement(commit, "ok", tuple(answer["samples"]),
+        return Measurement(commit, "ok", tuple(answer["samples"]),
                                   bool(answer["deterministic"]))
 
     def stages(self, commits: Sequence[str], target: Target,
@@ -137,7 +140,7 @@ class InProcessProber:
             with _restored_environment("TORCH_COMPILE_DEBUG", "SPYRE_SIM_DEBUG_DIR"):
                 answer = self._run(commit, "stages", request)
             answer["width"] = target.width
-            found.append((answer, store.load_capture(store.single_capture(root))))
+            found.append((answer, captures.load_capture(captures.single_capture(root))))
         return found
 
     def work(self, commits: Sequence[str], target: Target) -> list[dict[str, int] | None]:

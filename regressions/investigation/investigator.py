@@ -15,11 +15,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
-from regressions import bisect, metrics, minimize, stages
-from regressions import investigation as model
-from regressions.detect import Alert, Regression
+from regressions import metrics
+from regressions.bisection import minimize, stages
+from regressions.bisection.commits import BisectResult, Measurement, bisect_commits
+from regressions.detection.detect import Alert, Regression
 from regressions.errors import SpyreRegressError
-from regressions.investigation import Target
+from regressions.investigation import model
+from regressions.investigation.model import Target
 
 RESTORED = 0.75  # a knob restores the metric when it recovers 75% of the regression
 COMPILE_PROBES = ("compile_time", "compile_work")
@@ -42,7 +44,7 @@ class History(Protocol):
 class Prober(Protocol):
     """Measurements inside one build of the compiler (the probe commands of probe.py)."""
 
-    def bench(self, commit: str, target: Target) -> bisect.Measurement: ...
+    def bench(self, commit: str, target: Target) -> Measurement: ...
     def stages(self, commits: Sequence[str], target: Target,
                traces: Sequence[Path | None] | None = None
                ) -> list[tuple[dict, stages.Capture]]: ...  # one probe per commit
@@ -58,7 +60,7 @@ class Prober(Protocol):
 class NotReproduced(SpyreRegressError):
     """The investigation's own measurement does not confirm the alert; `evidence` says why."""
 
-    def __init__(self, message: str, bisection: bisect.BisectResult,
+    def __init__(self, message: str, bisection: BisectResult,
                  confirmation: model.Confirmation | None = None, refuted: bool = False
                  ) -> None:
         super().__init__(message)
@@ -125,14 +127,14 @@ class Investigator:
         self.history, self.prober, self.progress = history, prober, progress
 
     # -- 1. commit bisection ------------------------------------------------------------
-    def bisect(self, good: str, bad: str, target: Target) -> bisect.BisectResult:
+    def bisect(self, good: str, bad: str, target: Target) -> BisectResult:
         commits = self.history.between(good, bad)
         if len(commits) < 2:
             raise SpyreRegressError(f"{bad} is not a descendant of {good} on the first-parent "
                                     "chain; pass the older commit as --good")
         self.progress(f"bisecting {len(commits) - 1} commits between {good[:10]} and "
                       f"{bad[:10]} on {target.label}")
-        return bisect.bisect_commits(commits, lambda c: self.prober.bench(c, target))
+        return bisect_commits(commits, lambda c: self.prober.bench(c, target))
 
     # -- 2. stage bisection --------------------------------------------------------------
     def stages(self, good: str, bad: str, target: Target,
@@ -265,7 +267,7 @@ class Investigator:
             {side: str(path) if path.is_file() else None for side, path in traces.items()})
 
 
-def confirm(result: bisect.BisectResult, parent: str, culprit: str, target: Target,
+def confirm(result: BisectResult, parent: str, culprit: str, target: Target,
             member: Regression, floors: Sequence[tuple[str, float]] = ()
             ) -> model.Confirmation | None:
     """The bisection's samples at the culprit and its parent, judged against the floor."""

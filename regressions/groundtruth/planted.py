@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from regressions.month import (
+from regressions.groundtruth.month import (
     COMPILE,
     DEVICE,
     HOST,

@@ -1,0 +1,93 @@
+"""The nightly's alert records in SQLite, kept across nights."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from regressions.codec import to_json
+from regressions.errors import SpyreRegressError
+
+SCHEMA_VERSION = 3  # 3: one lifecycle record (regressions.lifecycle) per row
+
+
+class RecordStore:
+    """The nightly's alert records in SQLite (`lifecycle.AlertRecord`, one row each, with the
+    report written for it and the first divergent stage), read and written whole: the
+    lifecycle decides every transition, this class only keeps them across nights."""
+
+    def __init__(self, path: Path) -> None:
+        path = Path(path)
+        if path.exists() and not path.is_file():
+            raise SpyreRegressError(f"{path} is not a file; pass the nightly's --state "
+                                    "directory")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.connection = sqlite3.connect(path)
+        self.connection.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, "
+                                "value TEXT)")
+        self.connection.execute(
+            "CREATE TABLE IF NOT EXISTS records (id INTEGER PRIMARY KEY, status TEXT NOT NULL, "
+            "kind TEXT, document TEXT NOT NULL, stage TEXT, report TEXT, updated REAL)")
+        self._update_to_3()
+        self.connection.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)",
+                                (str(SCHEMA_VERSION),))
+        self.connection.commit()
+
+    def _update_to_3(self) -> None:
+        """Versions 1 and 2 kept one detected alert per row: each becomes a record."""
+        from regressions.detection.detect import Alert
+        from regressions.records import lifecycle
+
+        tables = {row[0] for row in self.connection.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if "alerts" not in tables or self.records():
+            return
+        for row in self.connection.execute(
+                "SELECT id, status, document, culprit, stage, report FROM alerts").fetchall():
+            alert = Alert.from_dict(_alert_v2(json.loads(row[2])))
+            record = lifecycle.AlertRecord(
+                row[0], alert.kind, alert.good_commit, alert.bad_commit,
+                lifecycle.symptoms_of(alert), row[1], culprit=row[3],
+                note="kept from a schema-2 database")
+            self.save([record], {row[0]: {"stage": row[4], "report": row[5]}})
+
+    def records(self) -> list:
+        """Every stored `lifecycle.AlertRecord`, by id."""
+        from regressions.records import lifecycle
+
+        return [lifecycle.from_dict(json.loads(document)) for (document,) in
+                self.connection.execute("SELECT document FROM records ORDER BY id")]
+
+    def extras(self) -> dict[int, dict[str, str | None]]:
+        """Per record id: the first divergent stage and the report folder, where known."""
+        return {row[0]: {"stage": row[1], "report": row[2]} for row in self.connection.execute(
+            "SELECT id, stage, report FROM records")}
+
+    def save(self, records: Sequence, extras: dict[int, dict] | None = None) -> None:
+        """Store `records` (new or changed) in one transaction, with their extras."""
+        from regressions.records import lifecycle
+
+        extras = extras or {}
+        with self.connection:
+            for record in records:
+                known = self.extras().get(record.id, {})
+                extra = {**known, **extras.get(record.id, {})}
+                self.connection.execute(
+                    "INSERT OR REPLACE INTO records VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (record.id, record.status, record.kind,
+                     json.dumps(to_json(lifecycle.to_dict(record))), extra.get("stage"),
+                     extra.get("report"), time.time()))
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+def _alert_v2(document: dict) -> dict:
+    """A version-2 alert document: version-1 rows lacked the members' own fields."""
+    from regressions.detection.detect import _update_to_2
+
+    member = (document.get("members") or [{}])[0]
+    return document if "good_position" in member else _update_to_2(document)
