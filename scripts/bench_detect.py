@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from regressions.detection import detect
+from regressions.detection.alerts import cluster_alerts
 from regressions.groundtruth import synthetic
 from regressions.records import results
 
@@ -94,7 +95,7 @@ def main() -> None:
         t2 = time.perf_counter()
         found = detect.find_regressions(series)
         t3 = time.perf_counter()
-        detect.cluster_alerts(found)
+        cluster_alerts(found)
         t4 = time.perf_counter()
         print(f"  in-process: load_results {t1 - t0:.1f} s, series_from_frame {t2 - t1:.1f} s, "
               f"find_regressions {t3 - t2:.1f} s, cluster_alerts {t4 - t3:.2f} s")

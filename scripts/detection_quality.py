@@ -19,6 +19,7 @@ import time
 import numpy as np
 
 from regressions.detection import detect, remeasure
+from regressions.detection.alerts import cluster_alerts
 from regressions.groundtruth import synthetic
 
 STEP, FLAT = "execute.Panel.time_step", "execute.Panel.time_flat"
@@ -110,7 +111,7 @@ def aa_run(m: int, seed: int, *, remeasure_budget: float | None, alpha: float,
                                                              seed=seed + 300_000),
             budget=remeasure.budget_for(base, remeasure_budget), alpha=alpha,
             fdr=fdr).detection.regressions
-    return len(detect.cluster_alerts(found))
+    return len(cluster_alerts(found))
 
 
 def report(label: str, n: int, seed: int, run: dict) -> None:

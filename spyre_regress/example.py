@@ -15,7 +15,8 @@ from typing import Any
 import spyre_sim
 from regressions import stats
 from regressions.bisection import minimize
-from regressions.detection.detect import Alert, Regression
+from regressions.detection.alerts import Alert
+from regressions.detection.detect import Regression
 from regressions.investigation.investigator import Investigator
 from regressions.investigation.model import Investigation, Target
 from regressions.probing.emulated import EmulatedBuild, InProcessProber, ListHistory

@@ -1,13 +1,17 @@
-"""The nightly loop: benchmark new commits, detect with re-measurement, keep every alert's
-life across nights, investigate the new ones and write one report per culprit.
+"""The nightly command: the night (`regressions.night`) on asv, git and SQLite.
+
+`run_night` sequences benchmark, detect with re-measurement, lifecycle, investigation and
+publication; this module supplies its real side: asv runs and the results store on disk
+(`AsvBench`), the alert records in `STATE/alerts.sqlite`, the probes and report bundles
+(`spyre_regress.reporting.Reporter`), the wall clock, and the lock against overlapping runs.
 
 Real nightlies batch commits (MongoDB every 2-24 h, Daly et al., ICPE 2020): `stride`
 benchmarks every n-th first-parent commit plus the newest. asv keeps each commit's results as
 soon as they are measured, and `--skip-existing-commits` resumes an interrupted run. Detection
-that is unsure asks for more samples (`regressions.remeasure`: `asv run --append-samples` on
+that is unsure asks for more samples (`remeasure`: `asv run --append-samples` on
 the commits it names, unbenchmarked ones of the stride window included) before it decides;
 a change in tonight's newest commit is reported tonight, provisionally. The records
-(`regressions.lifecycle`) live in SQLite: an alert is investigated once, a bundle is written
+(`lifecycle`) live in SQLite: an alert is investigated once, a bundle is written
 only when the investigation's own measurement confirms it, alerts with one culprit share one
 report, and a provisional alert is confirmed or withdrawn as later nights add commits.
 """
@@ -21,8 +25,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from regressions import git, processes
+from regressions import git, night, processes
 from regressions.detection import detect, remeasure
+from regressions.detection.detect import Series
 from regressions.errors import SpyreRegressError
 from regressions.records import alert_store, files, lifecycle, results
 from spyre_regress.reporting import Published, Reporter
@@ -82,7 +87,7 @@ def benchmark(options: NightlyOptions, commits: list[str], progress: Progress) -
         raise SpyreRegressError(f"{config} does not exist: nightly benchmarks with the "
                                 "repository's own asv.conf.json")
     processes.run_asv(["machine", "--yes", "--machine", options.machine], options.repo,
-                   env=options.asv_env)
+                      env=options.asv_env)
     hashes = options.state_dir / "commits.txt"
     files.write_text(hashes, "\n".join(commits) + "\n")
     arguments = ["run", "--machine", options.machine, "--record-samples",
@@ -101,7 +106,8 @@ def benchmark(options: NightlyOptions, commits: list[str], progress: Progress) -
             line += f"  (about {elapsed * (1 - fraction) / fraction:.0f} s left)"
         progress(line)
 
-    done = processes.run_asv(arguments, options.repo, env=options.asv_env, stream=with_time_left)
+    done = processes.run_asv(arguments, options.repo, env=options.asv_env,
+                             stream=with_time_left)
     if done.returncode not in (0, 2):  # 2: some benchmark failed; detection reports it
         raise SpyreRegressError(f"asv run failed (exit {done.returncode}): "
                                 f"{(done.stdout or '').strip().splitlines()[-1:]}")
@@ -116,95 +122,56 @@ def run(options: NightlyOptions, progress: Progress) -> NightlyRun:
     with files.exclusive_lock(options.state_dir / "nightly.lock"):
         history = git.first_parent_history(options.repo, options.branch)
         commits = select_commits(history, options.stride)
-        measured_before = _measured_commits(options)
         progress(f"benchmarking {len(commits)} of {len(history)} commits on "
                  f"{options.branch} (stride {options.stride})")
-        benchmark(options, commits, progress)
-        database = alert_store.RecordStore(options.state_dir / "alerts.sqlite")
+        database = alert_store.AlertStore(options.state_dir / "alerts.sqlite")
+        reporter = Reporter(options.repo, options.results_dir, options.state_dir,
+                            options.reports_dir, options.machine, options.asv_env,
+                            options.floors, progress)
         try:
-            return _night(options, history, commits, measured_before, database, progress)
+            tonight = night.run_night(
+                commits, history, AsvBench(options, progress), database, reporter, utc_now,
+                night.Settings(budget=options.budget, floors=options.floors), progress)
         finally:
             database.close()
+        _write_transients(options.state_dir / "transients.json", tonight.transients)
+        return NightlyRun(commits, tonight.records, tonight.events, tonight.published,
+                          tonight.transients, (tonight.remeasured.spent,
+                                               tonight.remeasured.budget),
+                          publish(options, progress), tonight.failures)
 
 
-def _night(options: NightlyOptions, history: list[str], commits: list[str],
-           measured_before: set[str], database: alert_store.RecordStore,
-           progress: Progress) -> NightlyRun:
-    frame = results.load_results(options.results_dir, repo=options.repo,
-                                 machine=options.machine)
-    series = results.series_from_frame(frame)
-    tonight = set(frame["commit"]) - measured_before
-    base = sum(len(v) for s in series for c, v in zip(s.commits, s.samples, strict=True)
-               if c in tonight and v is not None)
-    budget = remeasure.budget_for(base, options.budget)
-    records = database.records()
-    contradicted = {c for r in records if r.status == "not-reproduced"
-                    for c in (r.good_commit, r.bad_commit)}
-    found = remeasure.detect_with_remeasurement(
-        series, history, lambda requests: measure_again(options, requests, progress),
-        budget=budget, floors=options.floors, contradicted=contradicted)
-    alerts = detect.cluster_alerts(found.detection.regressions)
-    progress(f"detect: {len(found.series)} series, {len(alerts)} alert(s), "
-             f"{len(found.detection.transients)} transient(s); re-measured "
-             f"{found.spent} of {found.budget} extra samples")
-    label = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    state = lifecycle.advance(records, alerts, {c: i for i, c in enumerate(history)}, label)
-    records = state.records
-    reporter = Reporter(options.repo, options.state_dir, options.reports_dir, options.machine,
-                        options.asv_env, options.floors, progress)
-    failures = _investigate(reporter, state, alerts, records, label, options, database,
-                            progress)
-    published = _publish(reporter, records, state, database, failures)
-    _write_transients(options.state_dir / "transients.json", found.detection.transients)
-    return NightlyRun(commits, database.records(), list(state.events), published,
-                      list(found.detection.transients), (found.spent, found.budget),
-                      publish(options, progress), failures)
+def utc_now() -> str:
+    """The time of a transition, as the records' notes give it."""
+    return datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def _investigate(reporter: Reporter, state: lifecycle.Night, alerts: Sequence[detect.Alert],
-                 records: list[lifecycle.AlertRecord], label: str, options: NightlyOptions,
-                 database: alert_store.RecordStore, progress: Progress) -> list[str]:
-    """Investigate tonight's new alerts; each record is saved as soon as it changes, so an
-    interruption loses at most the investigation under way."""
-    database.save(records)
-    failures = []
-    todo = [i for i in state.investigate if i in state.alert_ids]
-    for number, alert_id in enumerate(todo, 1):
-        alert = alerts[state.alert_ids.index(alert_id)]
-        progress(f"alert {alert_id} ({number} of {len(todo)}): investigating {alert.kind} "
-                 f"regression {alert.good_commit[:8]}..{alert.bad_commit[:8]}"
-                 + (" (provisional)" if alert.provisional else ""))
-        outcome = reporter.investigate(alert_id, alert, options.results_dir)
-        position = next(i for i, r in enumerate(records) if r.id == alert_id)
-        records[position] = lifecycle.investigated(records[position], outcome, label)
-        database.save([records[position]])
-        progress(f"alert {alert_id}: {records[position].status}: {records[position].note}")
-        if outcome.error:
-            failures.append(f"alert {alert_id}: {outcome.error}")
-    return failures
+class AsvBench:
+    """The night's benchmarks: asv runs on the repository, its results store on disk."""
 
+    def __init__(self, options: NightlyOptions, progress: Progress) -> None:
+        self.options, self.progress = options, progress
 
-def _publish(reporter: Reporter, records: list[lifecycle.AlertRecord],
-             state: lifecycle.Night, database: alert_store.RecordStore,
-             failures: list[str]) -> list[Published]:
-    """One report per culprit that gained a reported alert tonight."""
-    reported_tonight = {r.id for r in records
-                        if r.id in state.investigate and r.status in lifecycle.REPORTED}
-    published = []
-    for group in lifecycle.group_by_culprit(records):
-        if not reported_tonight & set(group.alert_ids):
-            continue
+    def measured(self) -> set[str]:
+        """The commits the results store already holds."""
         try:
-            done = reporter.publish(group)
-        except SpyreRegressError as error:
-            failures.append(f"culprit {group.culprit[:12]}: {error}")
-            continue
-        stage = done.investigation.stages.first_divergent_stage
-        database.save([r for r in records if r.id in group.alert_ids],
-                      {i: {"stage": stage, "report": str(done.bundle)}
-                       for i in group.alert_ids})
-        published.append(done)
-    return published
+            frame = results.load_results(self.options.results_dir, repo=self.options.repo,
+                                         machine=self.options.machine)
+        except SpyreRegressError:  # no results yet
+            return set()
+        return set(frame["commit"])
+
+    def run(self, commits: Sequence[str]) -> None:
+        benchmark(self.options, list(commits), self.progress)
+
+    def series(self) -> list[Series]:
+        frame = results.load_results(self.options.results_dir, repo=self.options.repo,
+                                     machine=self.options.machine)
+        return results.series_from_frame(frame)
+
+    def measure_again(self, requests: Sequence[remeasure.Request]
+                      ) -> list[tuple[float, ...] | None]:
+        return measure_again(self.options, requests, self.progress)
 
 
 def measure_again(options: NightlyOptions, requests: Sequence[remeasure.Request],
@@ -233,16 +200,6 @@ def measure_again(options: NightlyOptions, requests: Sequence[remeasure.Request]
                                                                                r.params))
             added[commit, r.benchmark, r.params] = None if new is None else new[len(old):]
     return [added.get((r.commit, r.benchmark, r.params)) for r in requests]
-
-
-def _measured_commits(options: NightlyOptions) -> set[str]:
-    """The commits the results store already holds (before tonight's asv run)."""
-    try:
-        frame = results.load_results(options.results_dir, repo=options.repo,
-                                     machine=options.machine)
-    except SpyreRegressError:  # no results yet
-        return set()
-    return set(frame["commit"])
 
 
 def _write_transients(path: Path, transients: Sequence[detect.Transient]) -> None:

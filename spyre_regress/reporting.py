@@ -1,8 +1,8 @@
 """The nightly's investigations and reports: from tonight's new alerts to one bundle per culprit.
 
-Each new alert is investigated (`regressions.investigate.Investigator`); what its own
-measurement says becomes the lifecycle's `Evidence`, which decides `reported` or
-`not-reproduced` (`regressions.lifecycle.investigated`). Alerts whose bisection names the same
+Each new alert is investigated (`Investigator.investigate`); what its own measurement says
+becomes the lifecycle's `Evidence` (`regressions.records.evidence`), which decides `reported`
+or `not-reproduced` (`lifecycle.investigated`). Alerts whose bisection names the same
 culprit become one report listing every symptom: the bundle renders the first alert's
 investigation with the others attached as related findings. Investigations are kept
 (scrubbed) under STATE/investigations, so a later night that adds a symptom to a culprit
@@ -15,16 +15,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from regressions import metrics, stats
-from regressions.bisection.commits import BisectResult
-from regressions.detection.detect import Alert
+from regressions.detection.alerts import Alert
 from regressions.errors import SpyreRegressError
 from regressions.investigation import model
-from regressions.investigation.investigator import Investigator, NotReproduced, alert_target
+from regressions.investigation.investigator import Investigator, Located, alert_target
 from regressions.investigation.model import Investigation
 from regressions.probing import suite
 from regressions.probing.prober import GitHistory, SubprocessProber
-from regressions.records import files, lifecycle
+from regressions.records import evidence, files, lifecycle
 from reports import scrub_investigation, write_bundle
 
 Progress = Callable[[str], None]
@@ -39,54 +37,23 @@ class Published:
     investigation: Investigation
     bundle: Path
 
+    @property
+    def stage(self) -> str | None:
+        return self.investigation.stages.first_divergent_stage
 
-def evidence_of(alert: Alert, bisection: BisectResult, parent: str | None,
-                confirmation: model.Confirmation | None,
-                floors: Sequence[tuple[str, float]] = ()) -> lifecycle.Evidence | None:
-    """The investigation's own measurement, as the lifecycle judges it: the confirmation at
-    the culprit, or, when bisection did not reproduce the change, the two ends' samples."""
-    # detection reports worsenings only: a ratio below 1 is a higher-is-better series
-    common = dict(floor=metrics.floor_for(alert.probe.name, tuple(floors)),
-                  higher_is_better=alert.probe.ratio is not None and alert.probe.ratio < 1,
-                  alert_good=alert.good_commit, alert_bad=alert.bad_commit,
-                  members=tuple(sorted(s.key for s in lifecycle.symptoms_of(alert))))
-    if bisection.kind == "failure":
-        bad = bisection.culprit or bisection.bad
-        return lifecycle.Evidence(parent or bisection.good, bad, None, None, None,
-                                  (len(bisection.samples.get(bisection.good, ())), 0),
-                                  failed=True, **common)
-    if confirmation is not None and parent is not None:
-        return lifecycle.Evidence(parent, bisection.culprit, confirmation.ratio,
-                                  confirmation.ci, confirmation.pvalue,
-                                  (confirmation.good_n, confirmation.bad_n), **common)
-    good, bad = bisection.samples.get(bisection.good), bisection.samples.get(bisection.bad)
-    if not good or not bad:
-        return None
-    interval = stats.ratio_interval(good, bad, confidence=model.REPORT_CONFIDENCE)
-    exact = stats.is_constant(good) and stats.is_constant(bad)
-    pvalue = None if exact else stats.mann_whitney(good, bad).pvalue
-    return lifecycle.Evidence(bisection.good, bisection.bad, interval.ratio,
-                              (interval.low, interval.high), pvalue, (len(good), len(bad)),
-                              **common)
-
-
-def not_reproduced(alert: Alert, error: NotReproduced, parent: str | None,
-                   floors: Sequence[tuple[str, float]] = ()) -> lifecycle.Outcome:
-    """The lifecycle's outcome of an investigation that stopped short of a report: its
-    measurement, and the finding that refuted it when the measurement alone would confirm."""
-    evidence = evidence_of(alert, error.bisection, parent, error.confirmation, floors)
-    if error.refuted and evidence is not None:
-        evidence = replace(evidence, refuted=str(error))
-    return lifecycle.Outcome(error.bisection.culprit, evidence)
+    @property
+    def report(self) -> str:
+        return str(self.bundle)
 
 
 class Reporter:
     """Investigates the nightly's alerts in one repository and writes their bundles."""
 
-    def __init__(self, repo: Path, state_dir: Path, reports_dir: Path, machine: str,
-                 env: dict[str, str], floors: Sequence[tuple[str, float]],
+    def __init__(self, repo: Path, results_dir: Path, state_dir: Path, reports_dir: Path,
+                 machine: str, env: dict[str, str], floors: Sequence[tuple[str, float]],
                  progress: Progress) -> None:
-        self.repo, self.state_dir, self.reports_dir = repo, state_dir, reports_dir
+        self.repo, self.results_dir = repo, results_dir
+        self.state_dir, self.reports_dir = state_dir, reports_dir
         self.floors, self.progress = tuple(floors), progress
         self.saved = state_dir / "investigations"
         prober = SubprocessProber(repo, state_dir / "work", state_dir / "probe-results",
@@ -94,24 +61,21 @@ class Reporter:
         self.history = GitHistory(repo)
         self.investigator = Investigator(self.history, prober, progress)
 
-    def investigate(self, alert_id: int, alert: Alert, results_dir: Path
-                    ) -> lifecycle.Outcome:
+    def investigate(self, alert_id: int, alert: Alert) -> lifecycle.Outcome:
         """One alert's investigation, as the lifecycle's outcome; a reproduced one is kept."""
-        try:
-            target = alert_target(alert, suite.param_names(results_dir),
+
+        def attempt() -> Located:
+            target = alert_target(alert, suite.param_names(self.results_dir),
                                   suite.numerics_widths(self.repo),
                                   suite.stage_width(self.repo))
             found = self.investigator.investigate(alert, target, self._work(alert_id),
                                                   self.floors)
-        except NotReproduced as error:
-            culprit = error.bisection.culprit
-            parent = self.history.parent(culprit) if culprit else None
-            return not_reproduced(alert, error, parent, self.floors)
-        except SpyreRegressError as error:
-            return lifecycle.Outcome(None, None, str(error))
-        files.write_json(self.saved / f"alert-{alert_id:03d}.json", scrub_investigation(found))
-        return lifecycle.Outcome(found.commits.culprit.sha, evidence_of(
-            alert, found.bisect, found.commits.good.sha, found.confirmation, self.floors))
+            files.write_json(self.saved / f"alert-{alert_id:03d}.json",
+                             scrub_investigation(found))
+            return Located(found.bisect, found.commits.good.sha, found.commits.culprit.sha,
+                           found.confirmation)
+
+        return evidence.outcome_of(alert, attempt, self.history.parent, self.floors)
 
     def publish(self, group: lifecycle.CulpritReport) -> Published:
         """The culprit's bundle: its first investigated alert, the others as related."""

@@ -6,7 +6,7 @@ import pytest
 from conftest import run_cli
 from test_results import DATES, FIXTURE, epoch_ms, make_repo, sha, track, write
 
-from regressions.detection import detect as detection
+from regressions.detection import alerts as detection
 from regressions.groundtruth import synthetic
 
 EXIT_OK, EXIT_REGRESSED, EXIT_USAGE = 0, 1, 2
@@ -21,7 +21,7 @@ def test_real_asv_run_gives_exactly_the_injected_alerts(tmp_path, outside):
     done = detect("--results", str(FIXTURE), "--json", str(out), cwd=outside)
     assert done.returncode == EXIT_REGRESSED, done.stderr
     doc = json.loads(out.read_text())
-    assert doc["version"] == detection.JSON_VERSION == 2
+    assert doc["version"] == detection.ALERTS_VERSION == 2
     summary = [(a["kind"], a["good_commit"], a["bad_commit"],
                 sorted(m["benchmark"] + m["params"] for m in a["members"]),
                 a["probe"]["benchmark"] + a["probe"]["params"]) for a in doc["alerts"]]

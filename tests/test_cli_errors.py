@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-from regressions.detection import detect
-from regressions.detection.detect import Alert, Regression
+from regressions.detection.alerts import Alert, alerts_to_json
+from regressions.detection.detect import Regression
 from regressions.groundtruth import scratch
 from regressions.records import alert_store, lifecycle
 from spyre_regress import cli
@@ -37,7 +37,7 @@ def files(tmp_path_factory) -> dict[str, Path]:
     member = Regression("m", "env", DEVICE, "('mlp', 127)", "device_time", "a" * 40, "b" * 40,
                         0, 1, 1.7, (1.6, 1.8), 1e-5, 1e-4, 1.0)
     alerts = root / "alerts.json"
-    alerts.write_text(json.dumps(detect.alerts_to_json([Alert("device_time", "a" * 40,
+    alerts.write_text(json.dumps(alerts_to_json([Alert("device_time", "a" * 40,
                                                               "b" * 40, (member,), member)])))
     summary = root / "summary.json"
     summary.write_text(json.dumps({"version": 2, "regressions": [], "alerts": 3,
@@ -47,7 +47,7 @@ def files(tmp_path_factory) -> dict[str, Path]:
     (root / "not-a-repo").mkdir()
     state = root / "state"
     state.mkdir()
-    database = alert_store.RecordStore(state / "alerts.sqlite")
+    database = alert_store.AlertStore(state / "alerts.sqlite")
     record = lifecycle.AlertRecord(1, "device_time", "a" * 40, "b" * 40,
                                    lifecycle.symptoms_of(Alert("device_time", "a" * 40,
                                                                "b" * 40, (member,), member)),

@@ -7,6 +7,13 @@ import ruptures
 
 from regressions import metrics
 from regressions.detection import changepoints, detect
+from regressions.detection.alerts import (
+    ALERTS_VERSION,
+    alerts_from_json,
+    alerts_to_json,
+    cluster_alerts,
+    param_size,
+)
 from regressions.detection.changepoints import detect_changes, looks_deterministic
 from regressions.errors import SpyreRegressError
 from regressions.groundtruth import synthetic
@@ -234,7 +241,7 @@ def test_cluster_alerts_by_kind_and_overlapping_range():
         regression("a.time_x", "(1, 'mlp')", 4, 5, kind="numerics"),
         regression("a.time_x", "(16, 'mlp')", 7, 8),
     ]
-    alerts = detect.cluster_alerts(members)
+    alerts = cluster_alerts(members)
     assert [(a.kind, a.good_commit, a.bad_commit, len(a.members)) for a in alerts] == [
         ("numerics", "c4", "c5", 1), ("time", "c4", "c5", 3), ("time", "c7", "c8", 1)]
     # The probe: the non-parametrised member has product 1, the smallest.
@@ -245,22 +252,22 @@ def test_probe_prefers_small_shapes_then_small_baselines():
     members = [regression("b.time_x", "(128, 'mlp')", 1, 2, baseline=1.0),
                regression("b.time_x", "(127, 'mlp')", 1, 2, baseline=5.0),
                regression("b.time_z", "(127, 'mlp')", 1, 2, baseline=4.0)]
-    (alert,) = detect.cluster_alerts(members)
+    (alert,) = cluster_alerts(members)
     assert (alert.probe.benchmark, alert.probe.params) == ("b.time_z", "(127, 'mlp')")
 
 
 def test_param_size():
-    assert detect.param_size("(127, 'mlp')") == 127
-    assert detect.param_size("((1024, 4096), 'fp16')") == 1024 * 4096
-    assert detect.param_size("") == 1
-    assert detect.param_size("(<function f at 0x1>, 8)") == 8 * 1  # not a literal: numbers
-    assert detect.param_size("(True, 3)") == 3
+    assert param_size("(127, 'mlp')") == 127
+    assert param_size("((1024, 4096), 'fp16')") == 1024 * 4096
+    assert param_size("") == 1
+    assert param_size("(<function f at 0x1>, 8)") == 8 * 1  # not a literal: numbers
+    assert param_size("(True, 3)") == 3
 
 
 def test_alerts_to_json_and_back():
-    (alert,) = detect.cluster_alerts([regression("a.time_x", "(2)", 0, 1)])
-    doc = detect.alerts_to_json([alert])
-    assert doc["version"] == detect.JSON_VERSION == 2
+    (alert,) = cluster_alerts([regression("a.time_x", "(2)", 0, 1)])
+    doc = alerts_to_json([alert])
+    assert doc["version"] == ALERTS_VERSION == 2
     (entry,) = doc["alerts"]
     assert set(entry) == {"good_commit", "bad_commit", "kind", "members", "probe"}
     (member,) = entry["members"]
@@ -268,10 +275,10 @@ def test_alerts_to_json_and_back():
                                    "q")} == {
         "benchmark": "a.time_x", "params": "(2)", "machine": "m", "env": "env", "ratio": 1.1,
         "ci": [1.05, 1.15], "p": 1e-4, "q": 1e-3}
-    assert detect.alerts_from_json(json.loads(json.dumps(doc)), "a.json") == [alert]
+    assert alerts_from_json(json.loads(json.dumps(doc)), "a.json") == [alert]
     infinite = detect.Regression("m", "e", "n.track_e", "", "numerics", "a", "b", 0, 1,
                                  math.inf, (math.inf, math.inf), None, None, 0.0)
-    member = detect.alerts_to_json(detect.cluster_alerts([infinite]))["alerts"][0]["members"][0]
+    member = alerts_to_json(cluster_alerts([infinite]))["alerts"][0]["members"][0]
     assert member["ratio"] is None and member["ci"] == [None, None] and member["p"] is None
 
 
@@ -283,12 +290,12 @@ def test_an_alerts_file_of_version_1_is_migrated_and_others_refused():
                      "ci": [1.1, 1.3], "p": 0.001, "q": 0.01}],
         "probe": {"benchmark": "bench_compile.CompileTotal.time_compile",
                   "params": "('mlp', 127)"}}]}
-    (alert,) = detect.alerts_from_json(old, "old.json")
+    (alert,) = alerts_from_json(old, "old.json")
     assert alert.kind == "compile_time" and alert.probe.ratio == 1.2
     with pytest.raises(SpyreRegressError, match="not an alerts file"):
-        detect.alerts_from_json({"version": 2, "regressions": []}, "summary.json")
+        alerts_from_json({"version": 2, "regressions": []}, "summary.json")
     with pytest.raises(SpyreRegressError, match="format version 9"):
-        detect.alerts_from_json({"version": 9, "alerts": []}, "new.json")
+        alerts_from_json({"version": 9, "alerts": []}, "new.json")
 
 
 # --- the ground-truth generators ---------------------------------------------------------

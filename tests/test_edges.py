@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from regressions.detection import changepoints, detect, outliers
+from regressions.detection.alerts import cluster_alerts
 from regressions.detection.changepoints import analyse_series
 from regressions.detection.segmentation import NoiseModel
 from regressions.groundtruth import synthetic
@@ -102,7 +103,7 @@ def test_regression_in_the_newest_commit_is_found_the_night_it_lands():
                                                                     "newest")
     assert r.ratio == pytest.approx(1.7, rel=0.02) and r.ci[0] > 1.6
     assert r.q <= detect.FDR
-    (alert,) = detect.cluster_alerts(found.regressions)
+    (alert,) = cluster_alerts(found.regressions)
     assert alert.provisional
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from regressions import codec
 from regressions.detection import detect
+from regressions.detection.alerts import cluster_alerts
 from regressions.errors import SpyreRegressError
 from regressions.records import lifecycle
 
@@ -24,7 +25,7 @@ def regression(good, bad, params="('mlp', 128)", kind="time", edge=None, ratio=1
 
 
 def alert(*members):
-    (a,) = detect.cluster_alerts(list(members))
+    (a,) = cluster_alerts(list(members))
     return a
 
 

@@ -5,7 +5,8 @@ import os
 
 import pytest
 
-from regressions.detection.detect import Alert, Regression
+from regressions.detection.alerts import Alert
+from regressions.detection.detect import Regression
 from regressions.errors import SpyreRegressError
 from regressions.records import alert_store, asv_documents, files, lifecycle, results
 from spyre_regress import nightly
@@ -27,12 +28,12 @@ def _alert(bad="b" * 40, params="('mlp', 127)"):
 
 
 def test_alert_records_survive_a_restart_and_triage_follows_the_lifecycle(tmp_path):
-    database = alert_store.RecordStore(tmp_path / "alerts.sqlite")
+    database = alert_store.AlertStore(tmp_path / "alerts.sqlite")
     night = lifecycle.advance([], [_alert(), _alert(bad="c" * 40, params="('mlp', 128)")],
                               {"a" * 40: 0, "b" * 40: 1, "c" * 40: 2}, "night 1")
     database.save(night.records, {1: {"stage": "kernel", "report": "reports/x"}})
     database.close()
-    reopened = alert_store.RecordStore(tmp_path / "alerts.sqlite")
+    reopened = alert_store.AlertStore(tmp_path / "alerts.sqlite")
     records = reopened.records()
     assert records == night.records and [r.status for r in records] == ["new", "new"]
     assert reopened.extras()[1] == {"stage": "kernel", "report": "reports/x"}
@@ -57,7 +58,7 @@ def test_a_schema_2_database_is_carried_over(tmp_path):
                 (json.dumps(_alert().to_dict()), "d" * 40))
     old.commit()
     old.close()
-    database = alert_store.RecordStore(path)
+    database = alert_store.AlertStore(path)
     (record,) = database.records()
     assert (record.id, record.status, record.culprit) == (4, "reported", "d" * 40)
     assert database.extras()[4] == {"stage": "kernel", "report": "r/4"}

@@ -32,7 +32,7 @@ def test_a_regression_in_the_newest_commit_is_reported_the_night_it_lands(night)
     root, records, done = night
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
     injected = records[-1].sha
-    database = alert_store.RecordStore(root / "state" / "alerts.sqlite")
+    database = alert_store.AlertStore(root / "state" / "alerts.sqlite")
     reported = [r for r in database.records() if r.status == "reported"]
     extras = database.extras()
     database.close()

@@ -23,7 +23,8 @@ import spyre_sim
 from regressions.bisection.commits import BisectResult, Step
 from regressions.bisection.minimize import MinimizeResult
 from regressions.bisection.stages import KernelDelta, StageDelta, StageReport
-from regressions.detection.detect import Alert, Regression
+from regressions.detection.alerts import Alert
+from regressions.detection.detect import Regression
 from regressions.errors import SpyreRegressError
 from regressions.investigation import model
 from regressions.investigation.model import Investigation

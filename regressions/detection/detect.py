@@ -10,23 +10,19 @@ measured quality and the JSON format.
 
 from __future__ import annotations
 
-import ast
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 
 from regressions import metrics, stats
 from regressions.detection import changepoints
 from regressions.detection.changepoints import ALPHA, MIN_SIZE, Change, looks_deterministic
-from regressions.errors import SpyreRegressError
 
 # False discovery rate across all series of one run (Benjamini & Hochberg 1995).
 FDR = 0.05
 # A near miss below the floor still counts as a candidate for more samples when its estimate
 # reaches this fraction of the floor: a 1.5% step can measure 0.8% on ten samples.
 NEAR_FLOOR = 0.5
-JSON_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -89,38 +85,6 @@ class Regression:
         ci = data.get("ci")
         return cls(**{f.name: data.get(f.name) for f in fields(cls) if f.name != "ci"},
                    ci=None if ci is None else (float(ci[0]), float(ci[1])))
-
-
-@dataclass(frozen=True)
-class Alert:
-    """Regressions of one kind whose commit ranges overlap: probably one root cause."""
-
-    kind: str
-    good_commit: str
-    bad_commit: str
-    members: tuple[Regression, ...]
-    probe: Regression
-
-    def to_dict(self) -> dict:
-        return {"good_commit": self.good_commit, "bad_commit": self.bad_commit,
-                "kind": self.kind, "members": [m.to_dict() for m in self.members],
-                "probe": {"benchmark": self.probe.benchmark, "params": self.probe.params,
-                          "machine": self.probe.machine, "env": self.probe.env}}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> Alert:
-        members = tuple(Regression.from_dict(m) for m in data["members"])
-        ident = data["probe"]
-        probe = next((m for m in members if (m.benchmark, m.params) ==
-                      (ident["benchmark"], ident["params"])), None)
-        if probe is None:
-            raise ValueError(f"the probe {ident['benchmark']}{ident['params']} is not a member")
-        return cls(data["kind"], data["good_commit"], data["bad_commit"], members, probe)
-
-    @property
-    def provisional(self) -> bool:
-        """Every member is an edge regression: a later night confirms or withdraws it."""
-        return all(m.edge is not None for m in self.members)
 
 
 @dataclass(frozen=True)
@@ -346,88 +310,3 @@ def _transient(s: Series, measured: list[int], t: changepoints.Transient) -> Tra
     at = measured[t.index]
     return Transient(s.machine, s.env, s.benchmark, s.params, metrics.metric_for(s.name).name,
                      s.commits[at], s.positions[at], t.ratio, t.level)
-
-
-def cluster_alerts(regressions: Sequence[Regression]) -> list[Alert]:
-    """Group regressions of one kind whose (good, bad] commit ranges overlap.
-
-    One alert per probable root cause, as Perfherder groups alerts by push and Chromium by
-    revision range. The alert's range is the intersection of its members' ranges; its probe
-    is the narrowest member (`param_size`); among equally narrow members, the one that moved
-    most (a faint member makes a fragile bisection), then the cheaper one.
-    """
-    alerts = []
-    for kind in sorted({r.kind for r in regressions}):
-        groups: list[list[Regression]] = []
-        for r in sorted((r for r in regressions if r.kind == kind),
-                        key=lambda r: (r.bad_position, r.good_position)):
-            # Sorted by bad end: a group's range ends at its first member's bad commit.
-            if groups and r.good_position < groups[-1][0].bad_position:
-                groups[-1].append(r)
-            else:
-                groups.append([r])
-        for group in groups:
-            members = tuple(sorted(group, key=lambda r: (r.benchmark, r.params, r.machine, r.env)))
-            latest_good = max(group, key=lambda r: r.good_position)
-            probe = min(members, key=lambda r: (
-                param_size(r.params), -abs(math.log(r.ratio)) if r.ratio and r.ratio > 0 else 0,
-                math.inf if r.baseline is None else r.baseline))
-            alerts.append(Alert(kind, latest_good.good_commit, group[0].bad_commit, members, probe))
-    return sorted(alerts, key=lambda a: (a.members[0].bad_position, a.kind))
-
-
-def param_size(params: str) -> float:
-    """Product of the numbers in an asv params string such as "(127, 'mlp')" (1 if none)."""
-    try:
-        numbers = list(_numbers(ast.literal_eval(params))) if params else []
-    except (ValueError, SyntaxError, TypeError):
-        # Whole numbers only: not the digits of "0x7f..." in a repr like "<object at 0x7f...>".
-        numbers = [float(x) for x in re.findall(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])", params)]
-    return float(math.prod(numbers))
-
-
-def _numbers(value: object):
-    if isinstance(value, bool):
-        return
-    if isinstance(value, int | float):
-        yield abs(value)
-    elif isinstance(value, tuple | list):
-        for item in value:
-            yield from _numbers(item)
-
-
-def alerts_to_json(alerts: Sequence[Alert]) -> dict:
-    """The versioned JSON document `spyre-regress detect --json` writes (docs/formats.md)."""
-    return {"version": JSON_VERSION, "alerts": [a.to_dict() for a in alerts]}
-
-
-def alerts_from_json(document: object, source: str) -> list[Alert]:
-    """The alerts of a `detect --json` document, checked; `source` names it in errors."""
-    if not isinstance(document, dict) or not isinstance(document.get("alerts"), list):
-        raise SpyreRegressError(f"{source} is not an alerts file (no \"alerts\" list); pass "
-                                "the file `spyre-regress detect --json` wrote")
-    version = document.get("version")
-    if version not in (1, JSON_VERSION):
-        raise SpyreRegressError(f"{source} has alerts format version {version!r}; this "
-                                f"spyre-regress reads versions 1 and {JSON_VERSION}")
-    try:
-        return [Alert.from_dict(_update_to_2(a) if version == 1 else a)
-                for a in document["alerts"]]
-    except (KeyError, TypeError, ValueError) as error:
-        raise SpyreRegressError(f"{source}: malformed alert ({type(error).__name__}: "
-                                f"{error}); pass a file `spyre-regress detect --json` "
-                                "wrote") from None
-
-
-# Version 1 named the kinds after the old family table and left positions out.
-_KINDS_V1 = {"compile": "compile_time"}
-
-
-def _update_to_2(alert: dict) -> dict:
-    kind = _KINDS_V1.get(alert["kind"], alert["kind"])
-    if kind == "time" and "ExecuteDeviceTime" in alert["probe"]["benchmark"]:
-        kind = "device_time"
-    members = [{"good_commit": alert["good_commit"], "bad_commit": alert["bad_commit"],
-                "good_position": 0, "bad_position": 1, "baseline": None, **m, "kind": kind}
-               for m in alert["members"]]
-    return {**alert, "kind": kind, "members": members}

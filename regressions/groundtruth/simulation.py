@@ -1,12 +1,12 @@
-"""A month of nightlies on a synthetic branch: the same code the nightly runs, scored.
+"""A month of nightlies on a synthetic branch: the nightly's own night, scored.
 
-Each night commits land (`month.Branch`); the nightly benchmarks every stride-th new commit
-and the newest, detects with re-measurement inside its budget
-(`remeasure.detect_with_remeasurement`), clusters alerts, advances the alert records
-(`lifecycle.advance`), investigates the new ones - `bisect_commits` with a measure
-backed by the same generator, then the investigation's own measurement of the culprit
-against its parent - and records what is reported (`lifecycle.investigated`,
-`group_by_culprit`). Scoring compares the reports with what was planted.
+Each night commits land (`month.Branch`) and `night.run_night` runs on them, exactly as the
+nightly command runs it; this module supplies the synthetic side of its seams. The
+generator stands in for asv and its results store (`SyntheticBench`), records are kept in
+memory (`MemoryRecords`), and an alert is investigated by the real `Investigator.locate` -
+commit bisection, then the confirmation at the culprit against its parent - with the
+generator as its prober (`BranchInvestigations`); a report is noted, not written. What the
+night leaves is scored against what was planted.
 """
 
 from __future__ import annotations
@@ -15,17 +15,17 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from regressions import metrics, stats
-from regressions.bisection.commits import Measurement, bisect_commits
+from regressions import night
+from regressions.bisection.commits import Measurement
 from regressions.detection import detect, remeasure
-from regressions.errors import SpyreRegressError
+from regressions.detection.alerts import Alert
 from regressions.groundtruth.month import NOISE, Branch
-from regressions.records import lifecycle
+from regressions.investigation import model
+from regressions.investigation.investigator import Investigator, parse_params
+from regressions.investigation.model import Target
+from regressions.records import evidence, lifecycle
 
 MACHINE, ENV = "month", "virtualenv-py3.11"
-# The investigation's own measurement: as many samples per side as the report's timing
-# (100 synchronized iterations, regressions.investigate.Investigator.timing).
-CONFIRM_SAMPLES = 100
 
 
 @dataclass
@@ -54,64 +54,24 @@ class Simulation:
     investigation_runs: int = 0
 
 
-class _Nightly:
-    """The nightly's loop over one branch, with the branch's generator as asv."""
+class SyntheticBench:
+    """The branch's generator as asv and its results store (`night.Bench`): a night's run
+    measures every series at the commits it is given, re-measurement appends a run."""
 
-    def __init__(self, branch: Branch, budget_fraction: float, fdr: float,
-                 window: int | None):
+    def __init__(self, branch: Branch) -> None:
         self.branch = branch
-        self.budget_fraction = budget_fraction
-        self.fdr = fdr
-        self.window = window
         self.data: list[dict[int, tuple[float, ...] | None]] = [{} for _ in branch.suite]
         self.index = {(s.benchmark, s.params): i for i, s in enumerate(branch.suite)}
         self.place = {sha: i for i, sha in enumerate(branch.commits)}
-        self.records: list[lifecycle.AlertRecord] = []
-        self.result = Simulation(branch, [], [], {}, {}, [])
 
-    def run(self) -> Simulation:
-        for night in range(len(self.branch.nights)):
-            self.night(night)
-        self.result.records = self.records
-        return self.result
+    def measured(self) -> set[str]:
+        return {self.branch.commits[c] for points in self.data for c in points}
 
-    def night(self, night: int) -> None:
-        branch = self.branch
-        marks = branch.benchmarked(night)
-        base = 0
-        for commit in marks:
-            for s in range(len(branch.suite)):
-                samples = branch.measure(s, commit)
-                self.data[s][commit] = samples
-                base += len(samples) if samples else 0
-        history = branch.commits[:branch.nights[night][1] + 1]
-        budget = remeasure.budget_for(base, self.budget_fraction)
-        contradicted = {c for r in self.records if r.status == "not-reproduced"
-                        for c in (r.good_commit, r.bad_commit)}
-        found = remeasure.detect_with_remeasurement(
-            self.series(), history, self.remeasure, budget=budget, fdr=self.fdr,
-            window=self.window, contradicted=contradicted)
-        alerts = detect.cluster_alerts(found.detection.regressions)
-        label = f"night {night + 1}"
-        place = {sha: i for i, sha in enumerate(history)}
-        state = lifecycle.advance(self.records, alerts, place, label)
-        self.records = state.records
-        log = NightLog(night, len(marks), base, budget, found.spent, len(alerts), 0,
-                       events=list(state.events))
-        self.result.blamed += [(night, a.bad_commit, a.kind,
-                                frozenset(f"{m.benchmark}{m.params}" for m in a.members))
-                               for a in alerts]
-        for alert_id in state.investigate:
-            if alert_id not in state.alert_ids:
-                continue  # left new by a failed investigation and not seen tonight
-            alert = alerts[state.alert_ids.index(alert_id)]
-            position = next(i for i, r in enumerate(self.records) if r.id == alert_id)
-            outcome = self.investigate(alert, history)
-            self.records[position] = lifecycle.investigated(self.records[position], outcome,
-                                                            label)
-            log.investigated += 1
-        self.score_reports(night, log)
-        self.result.nights.append(log)
+    def run(self, commits: Sequence[str]) -> None:
+        for sha in commits:
+            commit = self.place[sha]
+            for s in range(len(self.branch.suite)):
+                self.data[s][commit] = self.branch.measure(s, commit)
 
     def series(self) -> list[detect.Series]:
         out = []
@@ -126,7 +86,7 @@ class _Nightly:
                 True if spec.family == "numerics" else None))
         return out
 
-    def remeasure(self, requests: Sequence[remeasure.Request]) -> list:
+    def measure_again(self, requests: Sequence[remeasure.Request]) -> list:
         """asv run --append-samples: the generator's next run, kept in the results."""
         out = []
         for r in requests:
@@ -140,76 +100,145 @@ class _Nightly:
             out.append(samples)
         return out
 
-    def investigate(self, alert: detect.Alert, history: list[str]) -> lifecycle.Outcome:
+
+class MemoryRecords:
+    """The alert records of a simulated month, kept in memory (`night.AlertRecords`)."""
+
+    def __init__(self) -> None:
+        self.kept: dict[int, lifecycle.AlertRecord] = {}
+        self.extra: dict[int, dict] = {}
+
+    def records(self) -> list[lifecycle.AlertRecord]:
+        return [self.kept[i] for i in sorted(self.kept)]
+
+    def extras(self) -> dict[int, dict]:
+        return {i: dict(e) for i, e in self.extra.items()}
+
+    def save(self, records: Sequence[lifecycle.AlertRecord],
+             extras: dict[int, dict] | None = None) -> None:
+        for record in records:
+            self.kept[record.id] = record
+            self.extra[record.id] = {**self.extra.get(record.id, {}),
+                                     **(extras or {}).get(record.id, {})}
+
+
+class BranchHistory:
+    """The branch's commits as the investigation's `History`."""
+
+    def __init__(self, branch: Branch) -> None:
+        self.commits = branch.commits
+        self.place = {sha: i for i, sha in enumerate(branch.commits)}
+
+    def resolve(self, ref: str) -> str:
+        return ref
+
+    def between(self, good: str, bad: str) -> list[str]:
+        return self.commits[self.place[good]:self.place[bad] + 1]
+
+    def parent(self, sha: str) -> str:
+        return self.commits[self.place[sha] - 1]
+
+    def describe(self, sha: str) -> model.CommitInfo:
+        return model.CommitInfo(sha, f"commit {self.place[sha]}", "")
+
+
+class GeneratorProber:
+    """The one probe the locating part of an investigation needs, `bench`, served by the
+    branch's generator: each call is one more run of the series at the commit."""
+
+    def __init__(self, branch: Branch, series: int) -> None:
+        self.branch, self.series = branch, series
+        self.deterministic = NOISE[branch.suite[series].family].sd == 0
+        self.place = {sha: i for i, sha in enumerate(branch.commits)}
+
+    def bench(self, commit: str, target: Target, samples: int | None = None) -> Measurement:
+        """One run of the series at `commit`, or as many runs as give `samples` samples."""
+        measured: list[float] = []
+        while True:
+            run = self.branch.measure(self.series, self.place[commit])
+            if run is None:
+                return Measurement(commit, "failed", detail="RuntimeError")
+            measured += run
+            if self.deterministic or len(measured) >= (samples or 0):
+                return Measurement(commit, "ok", tuple(measured), self.deterministic)
+
+
+@dataclass(frozen=True)
+class SimulatedReport:
+    """A culprit's report in the simulation: nothing is written, the night is noted."""
+
+    culprit: str
+    alert_ids: tuple[int, ...]
+    stage: str | None
+    report: str
+
+
+class BranchInvestigations:
+    """Investigating an alert on the branch: the real `Investigator.locate` (commit bisection
+    and the confirmation at the culprit) with the generator as its prober, judged by
+    `evidence.outcome_of` as the nightly's investigations are."""
+
+    def __init__(self, branch: Branch) -> None:
+        self.branch, self.history = branch, BranchHistory(branch)
+        self.index = {(s.benchmark, s.params): i for i, s in enumerate(branch.suite)}
+        self.night = 0
+        self.runs = 0  # generator runs spent investigating
+
+    def investigate(self, alert_id: int, alert: Alert) -> lifecycle.Outcome:
         probe = alert.probe
         s = self.index[probe.benchmark, probe.params]
-        deterministic = NOISE[self.branch.suite[s].family].sd == 0
-        runs_before = sum(self.branch.runs.values())
-
-        def measure(sha: str) -> Measurement:
-            samples = self.branch.measure(s, self.place[sha])
-            if samples is None:
-                return Measurement(sha, "failed", detail="RuntimeError")
-            return Measurement(sha, "ok", samples, deterministic)
-
-        commits = history[self.place[alert.good_commit]:self.place[alert.bad_commit] + 1]
-        magnitude = abs(probe.ratio - 1) if probe.ratio and math.isfinite(probe.ratio) \
-            else None
-        try:
-            result = bisect_commits(commits, measure, magnitude or None)
-        except SpyreRegressError as error:
-            return lifecycle.Outcome(None, None, str(error))
-        good = alert.good_commit
-        if result.culprit is not None:
-            good = history[self.place[result.culprit] - 1]
-        evidence = self.confirm(alert, s, good, result.culprit or alert.bad_commit)
-        self.result.investigation_runs += sum(self.branch.runs.values()) - runs_before
-        return lifecycle.Outcome(result.culprit if result.reproduced else None, evidence)
-
-    def confirm(self, alert: detect.Alert, s: int, good: str, bad: str) -> lifecycle.Evidence:
-        """The investigation's own measurement of `bad` against `good` (fresh runs)."""
         spec = self.branch.suite[s]
-        sides = []
-        for sha in (good, bad):
-            samples: list[float] = []
-            while len(samples) < CONFIRM_SAMPLES:
-                run = self.branch.measure(s, self.place[sha])
-                if run is None:
-                    break
-                samples += run
-                if NOISE[spec.family].sd == 0:
-                    break
-            sides.append(samples if run is not None else None)
-        members = tuple(sorted(s.key for s in lifecycle.symptoms_of(alert)))
-        common = dict(floor=metrics.floor_for(spec.name), higher_is_better=spec.higher_is_better,
-                      alert_good=alert.good_commit, alert_bad=alert.bad_commit, members=members)
-        if sides[0] is not None and sides[1] is None:
-            return lifecycle.Evidence(good, bad, None, None, None, (len(sides[0]), 0),
-                                      failed=True, **common)
-        if sides[0] is None or sides[1] is None:
-            return lifecycle.Evidence(good, bad, None, None, None, (0, 0), **common)
-        interval = stats.ratio_interval(sides[0], sides[1])
-        pvalue = None if NOISE[spec.family].sd == 0 else stats.mann_whitney(
-            sides[0], sides[1]).pvalue
-        return lifecycle.Evidence(good, bad, interval.ratio, (interval.low, interval.high),
-                                  pvalue, (len(sides[0]), len(sides[1])), **common)
+        target = Target(spec.benchmark, parse_params(spec.params), spec.workload,
+                        spec.seq or 0, None, probe.kind, spec.stage)
+        investigator = Investigator(self.history, GeneratorProber(self.branch, s))
+        before = sum(self.branch.runs.values())
+        outcome = evidence.outcome_of(alert, lambda: investigator.locate(alert, target),
+                                      self.history.parent)
+        self.runs += sum(self.branch.runs.values()) - before
+        return outcome
 
-    def score_reports(self, night: int, log: NightLog) -> None:
-        for record in self.records:
-            if record.status in lifecycle.REPORTED and record.culprit is not None:
-                key = (record.culprit, record.kind)
-                self.result.first_report.setdefault(key, night)
-        for report in lifecycle.group_by_culprit(self.records):
-            if report.culprit not in self.result.report_nights:
-                self.result.report_nights[report.culprit] = night
-                log.reported.append(report.culprit)
+    def publish(self, group: lifecycle.CulpritReport) -> SimulatedReport:
+        return SimulatedReport(group.culprit, group.alert_ids, None,
+                               f"simulated, night {self.night + 1}")
 
 
 def simulate(branch: Branch, *, budget_fraction: float = remeasure.BUDGET_FRACTION,
              fdr: float = detect.FDR, window: int | None = None) -> Simulation:
-    """Run every night of `branch` through the nightly's detection, re-measurement,
-    lifecycle and investigation code."""
-    return _Nightly(branch, budget_fraction, fdr, window).run()
+    """Run every night of `branch` through the nightly's own night (`night.run_night`):
+    detection, re-measurement, lifecycle, investigation and publication."""
+    bench, store = SyntheticBench(branch), MemoryRecords()
+    investigations = BranchInvestigations(branch)
+    settings = night.Settings(budget=budget_fraction, fdr=fdr, window=window)
+    result = Simulation(branch, [], [], {}, {}, [])
+    for number in range(len(branch.nights)):
+        investigations.night = number
+        marks = [branch.commits[c] for c in branch.benchmarked(number)]
+        history = branch.commits[:branch.nights[number][1] + 1]
+        tonight = night.run_night(marks, history, bench, store, investigations,
+                                  lambda number=number: f"night {number + 1}", settings)
+        result.nights.append(_log(number, tonight, result))
+        result.blamed += [(number, a.bad_commit, a.kind,
+                           frozenset(f"{m.benchmark}{m.params}" for m in a.members))
+                          for a in tonight.alerts]
+    result.records = store.records()
+    result.investigation_runs = investigations.runs
+    return result
+
+
+def _log(number: int, tonight: night.NightResult, result: Simulation) -> NightLog:
+    """The night's figures, and the first nights each culprit and symptom were reported."""
+    found = tonight.remeasured
+    log = NightLog(number, len(tonight.benchmarked), tonight.base_samples, found.budget,
+                   found.spent, len(tonight.alerts), len(tonight.investigated),
+                   events=list(tonight.events))
+    for record in tonight.records:
+        if record.status in lifecycle.REPORTED and record.culprit is not None:
+            result.first_report.setdefault((record.culprit, record.kind), number)
+    for report in tonight.published:
+        if report.culprit not in result.report_nights:
+            result.report_nights[report.culprit] = number
+            log.reported.append(report.culprit)
+    return log
 
 
 # --- scoring -----------------------------------------------------------------------------

@@ -9,16 +9,18 @@ build, so the same investigation runs on a git repository with a probe subproces
 from __future__ import annotations
 
 import ast
+import math
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
 from regressions import metrics
 from regressions.bisection import minimize, stages
 from regressions.bisection.commits import BisectResult, Measurement, bisect_commits
-from regressions.detection.detect import Alert, Regression
+from regressions.detection.alerts import Alert
+from regressions.detection.detect import Regression
 from regressions.errors import SpyreRegressError
 from regressions.investigation import model
 from regressions.investigation.model import Target
@@ -27,6 +29,8 @@ RESTORED = 0.75  # a knob restores the metric when it recovers 75% of the regres
 COMPILE_PROBES = ("compile_time", "compile_work")
 SCOPE_LIMITS = (0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
 TIMING_ITERATIONS = 100
+# Samples per side behind the confirmation at the culprit: as many as the report's timing.
+CONFIRM_SAMPLES = 100
 
 Progress = Callable[[str], None]
 RatioOf = Callable[[str], float | None]  # program source -> bad/good metric ratio
@@ -44,7 +48,8 @@ class History(Protocol):
 class Prober(Protocol):
     """Measurements inside one build of the compiler (the probe commands of probe.py)."""
 
-    def bench(self, commit: str, target: Target) -> Measurement: ...
+    def bench(self, commit: str, target: Target, samples: int | None = None
+              ) -> Measurement: ...  # one run; at least `samples` samples when given
     def stages(self, commits: Sequence[str], target: Target,
                traces: Sequence[Path | None] | None = None
                ) -> list[tuple[dict, stages.Capture]]: ...  # one probe per commit
@@ -55,6 +60,17 @@ class Prober(Protocol):
                ) -> AbstractContextManager[RatioOf]: ...
     def timing(self, commit: str, target: Target, source: str, iterations: int) -> dict: ...
     def full_candidate(self, target: Target) -> minimize.Candidate: ...
+
+
+@dataclass(frozen=True)
+class Located:
+    """What `Investigator.locate` found: the culprit, its parent, the bisection behind it, and
+    the confirmation at the culprit (None for a failure, which needs no ratio)."""
+
+    bisection: BisectResult
+    parent: str
+    culprit: str
+    confirmation: model.Confirmation | None
 
 
 class NotReproduced(SpyreRegressError):
@@ -127,14 +143,17 @@ class Investigator:
         self.history, self.prober, self.progress = history, prober, progress
 
     # -- 1. commit bisection ------------------------------------------------------------
-    def bisect(self, good: str, bad: str, target: Target) -> BisectResult:
+    def bisect(self, good: str, bad: str, target: Target, magnitude: float | None = None
+               ) -> BisectResult:
+        """The first bad commit; `magnitude` is the step detection measured (relative), which
+        sizes the verdicts' sample caps."""
         commits = self.history.between(good, bad)
         if len(commits) < 2:
             raise SpyreRegressError(f"{bad} is not a descendant of {good} on the first-parent "
                                     "chain; pass the older commit as --good")
         self.progress(f"bisecting {len(commits) - 1} commits between {good[:10]} and "
                       f"{bad[:10]} on {target.label}")
-        return bisect_commits(commits, lambda c: self.prober.bench(c, target))
+        return bisect_commits(commits, lambda c: self.prober.bench(c, target), magnitude)
 
     # -- 2. stage bisection --------------------------------------------------------------
     def stages(self, good: str, bad: str, target: Target,
@@ -208,18 +227,19 @@ class Investigator:
                               answer["compile_times"], answer.get("environment", {}),
                               answer.get("config", {}), answer.get("nonfinite"))
 
-    # -- the whole investigation ---------------------------------------------------------
-    def investigate(self, alert: Alert, target: Target, out_dir: Path,
-                    floors: Sequence[tuple[str, float]] = ()) -> model.Investigation:
-        """Every step for one alert.
+    # -- the first bad commit, confirmed --------------------------------------------------
+    def locate(self, alert: Alert, target: Target,
+               floors: Sequence[tuple[str, float]] = ()) -> Located:
+        """The culprit and the investigation's own measurement of it against its parent: the
+        part of an investigation that decides whether a regression is reported.
 
         Raises:
             NotReproduced: bisection or the confirmation at the culprit does not show the
-                regression; nothing more is measured.
+                regression.
             SpyreRegressError: no single culprit (untestable commits), or a probe failed.
         """
         good, bad = self.history.resolve(alert.good_commit), self.history.resolve(alert.bad_commit)
-        result = self.bisect(good, bad, target)
+        result = self.bisect(good, bad, target, expected_step(alert.probe))
         if not result.reproduced:
             raise NotReproduced(f"the regression did not reproduce between {good[:10]} and "
                                 f"{bad[:10]}", result)
@@ -228,12 +248,45 @@ class Investigator:
                                     f"single culprit (candidates: "
                                     f"{[c[:10] for c in result.candidates]})")
         culprit, parent = result.culprit, self.history.parent(result.culprit)
+        result = self._enough_samples(result, (parent, culprit), target)
         confirmed = confirm(result, parent, culprit, target, alert.probe, floors)
         if confirmed is not None and not confirmed.confirmed:
             raise NotReproduced(f"at the culprit {culprit[:10]} the benchmark measures "
                                 f"x{confirmed.ratio:.3f} ({confirmed.confidence:.0%} CI "
                                 f"{confirmed.ci[0]:.3f}-{confirmed.ci[1]:.3f}), not beyond "
                                 f"the {confirmed.floor:.0%} floor", result, confirmed)
+        return Located(result, parent, culprit, confirmed)
+
+    def _enough_samples(self, result: BisectResult, commits: Sequence[str], target: Target
+                        ) -> BisectResult:
+        """The bisection's samples with each of `commits` topped up to CONFIRM_SAMPLES, so
+        the confirmation does not rest on the few samples a clear bisection verdict needed
+        (a noisy compile clock can show a real step at x1.01 on 20 samples)."""
+        if result.deterministic or result.kind == metrics.FAILURE:
+            return result
+        samples = dict(result.samples)
+        for commit in commits:
+            have = samples.get(commit, ())
+            if len(have) >= CONFIRM_SAMPLES:
+                continue
+            more = self.prober.bench(commit, target, CONFIRM_SAMPLES - len(have))
+            if more.status == "ok":
+                samples[commit] = (*have, *more.samples)
+        return replace(result, samples=samples)
+
+    # -- the whole investigation ---------------------------------------------------------
+    def investigate(self, alert: Alert, target: Target, out_dir: Path,
+                    floors: Sequence[tuple[str, float]] = ()) -> model.Investigation:
+        """Every step for one alert: `locate`, then the stage, the knob, the minimized
+        program and the timing a report needs.
+
+        Raises:
+            NotReproduced, SpyreRegressError: as `locate`; and NotReproduced when the stages
+                refute a compile-time rise (no artifact differs, no stage does more work).
+        """
+        located = self.locate(alert, target, floors)
+        result, parent, culprit = located.bisection, located.parent, located.culprit
+        confirmed = located.confirmation
         out_dir.mkdir(parents=True, exist_ok=True)
         traces = {"good": out_dir / "trace_good.json", "bad": out_dir / "trace_bad.json"}
         report = self.stages(parent, culprit, target, (traces["good"], traces["bad"]))
@@ -280,6 +333,14 @@ def confirm(result: BisectResult, parent: str, culprit: str, target: Target,
     higher = member.ratio is not None and member.ratio < 1
     return model.confirmation(program, metric, result.samples[parent], result.samples[culprit],
                               floor, higher)
+
+
+def expected_step(member: Regression) -> float | None:
+    """The relative step detection measured on the alert's probe, which sizes bisection's
+    sample caps; None when it measured none (a failure)."""
+    if member.ratio is None or not math.isfinite(member.ratio) or member.ratio <= 0:
+        return None
+    return abs(member.ratio - 1) or None
 
 
 def good_metric(report: stages.StageReport, target: Target) -> float | None:

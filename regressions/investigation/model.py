@@ -21,7 +21,7 @@ from regressions.bisection.commits import BisectResult
 from regressions.bisection.minimize import MinimizeResult
 from regressions.bisection.stages import StageReport
 from regressions.codec import RecordError, from_json, to_json
-from regressions.detection.detect import Alert
+from regressions.detection.alerts import Alert
 from regressions.errors import SpyreRegressError
 
 VERSION = 2

@@ -124,8 +124,9 @@ class InProcessProber:
             raise RuntimeError(f"the {command} probe failed: {answer.get('detail')}")
         return answer
 
-    def bench(self, commit: str, target: Target) -> Measurement:
-        answer = self._run(commit, "sample", self.request(target, samples=self.samples))
+    def bench(self, commit: str, target: Target, samples: int | None = None) -> Measurement:
+        answer = self._run(commit, "sample", self.request(
+            target, samples=max(samples or 0, self.samples)))
         return Measurement(commit, "ok", tuple(answer["samples"]),
                                   bool(answer["deterministic"]))
 

@@ -108,7 +108,9 @@ class SubprocessProber:
             answers = list(pool.map(lambda c: self._work(c, target), commits))
         return [a["instructions"] if a["status"] == "ok" else None for a in answers]
 
-    def bench(self, commit: str, target: Target) -> Measurement:
+    def bench(self, commit: str, target: Target, samples: int | None = None) -> Measurement:
+        """One asv run of the target's benchmark at `commit` (at least `samples` samples
+        when given: more rounds in the same process)."""
         if target.probe == "compile_work":  # one exact count per build, no asv grid
             answer = self._work(commit, target)
             if answer["status"] != "ok":
@@ -120,7 +122,8 @@ class SubprocessProber:
         started = time.monotonic()
         answer = self._run(commit, "bench", {"suite": str(self.suite),
                                              "benchmark": target.benchmark,
-                                             "params": list(target.params)})
+                                             "params": list(target.params),
+                                             "samples": samples})
         self.progress(f"measured {commit[:10]}: {answer['status']} "
                       f"({len(answer.get('samples', []))} samples, "
                       f"{time.monotonic() - started:.1f} s)")

@@ -9,12 +9,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from regressions.codec import to_json
+from regressions.detection.alerts import alert_from_json
 from regressions.errors import SpyreRegressError
+from regressions.records import lifecycle
 
 SCHEMA_VERSION = 3  # 3: one lifecycle record (regressions.lifecycle) per row
 
 
-class RecordStore:
+class AlertStore:
     """The nightly's alert records in SQLite (`lifecycle.AlertRecord`, one row each, with the
     report written for it and the first divergent stage), read and written whole: the
     lifecycle decides every transition, this class only keeps them across nights."""
@@ -38,25 +40,21 @@ class RecordStore:
 
     def _update_to_3(self) -> None:
         """Versions 1 and 2 kept one detected alert per row: each becomes a record."""
-        from regressions.detection.detect import Alert
-        from regressions.records import lifecycle
-
         tables = {row[0] for row in self.connection.execute(
             "SELECT name FROM sqlite_master WHERE type = 'table'")}
         if "alerts" not in tables or self.records():
             return
         for row in self.connection.execute(
                 "SELECT id, status, document, culprit, stage, report FROM alerts").fetchall():
-            alert = Alert.from_dict(_alert_v2(json.loads(row[2])))
+            alert = alert_from_json(json.loads(row[2]))
             record = lifecycle.AlertRecord(
                 row[0], alert.kind, alert.good_commit, alert.bad_commit,
                 lifecycle.symptoms_of(alert), row[1], culprit=row[3],
                 note="kept from a schema-2 database")
             self.save([record], {row[0]: {"stage": row[4], "report": row[5]}})
 
-    def records(self) -> list:
+    def records(self) -> list[lifecycle.AlertRecord]:
         """Every stored `lifecycle.AlertRecord`, by id."""
-        from regressions.records import lifecycle
 
         return [lifecycle.from_dict(json.loads(document)) for (document,) in
                 self.connection.execute("SELECT document FROM records ORDER BY id")]
@@ -66,9 +64,9 @@ class RecordStore:
         return {row[0]: {"stage": row[1], "report": row[2]} for row in self.connection.execute(
             "SELECT id, stage, report FROM records")}
 
-    def save(self, records: Sequence, extras: dict[int, dict] | None = None) -> None:
+    def save(self, records: Sequence[lifecycle.AlertRecord],
+             extras: dict[int, dict] | None = None) -> None:
         """Store `records` (new or changed) in one transaction, with their extras."""
-        from regressions.records import lifecycle
 
         extras = extras or {}
         with self.connection:
@@ -83,11 +81,3 @@ class RecordStore:
 
     def close(self) -> None:
         self.connection.close()
-
-
-def _alert_v2(document: dict) -> dict:
-    """A version-2 alert document: version-1 rows lacked the members' own fields."""
-    from regressions.detection.detect import _update_to_2
-
-    member = (document.get("members") or [{}])[0]
-    return document if "good_position" in member else _update_to_2(document)

@@ -1,6 +1,6 @@
 """The life of an alert across nights: a pure state machine over plain records.
 
-Each night detection yields alerts (`detect.cluster_alerts`); `advance` matches them to the
+Each night detection yields alerts (`alerts.cluster_alerts`); `advance` matches them to the
 stored records, creates records for new ones, confirms or withdraws provisional ones and
 revives dismissed ones only on new data. The nightly investigates the records left `new`,
 and `investigated` turns an investigation's outcome into `reported` (its own measurement
@@ -34,7 +34,8 @@ from typing import TYPE_CHECKING
 from regressions.errors import SpyreRegressError
 
 if TYPE_CHECKING:  # types only: the records stay free of the statistics' imports
-    from regressions.detection.detect import Alert, Regression
+    from regressions.detection.alerts import Alert
+    from regressions.detection.detect import Regression
 
 FORMAT_VERSION = 1
 STATUSES = ("new", "reported", "not-reproduced", "acknowledged", "fixed", "invalid",

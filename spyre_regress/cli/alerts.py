@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
     if not path.is_file():
         raise SpyreRegressError(f"{path} does not exist; run `spyre-regress nightly` first or "
                                 "pass its --state directory")
-    database = alert_store.RecordStore(path)
+    database = alert_store.AlertStore(path)
     try:
         records = database.records()
         if args.set:

@@ -8,13 +8,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from regressions import git
+from regressions.detection.alerts import Alert, alerts_to_json, cluster_alerts
 from regressions.errors import SpyreRegressError
 from spyre_regress.cli import common
 
 if TYPE_CHECKING:  # scipy and pandas: imported once the command runs
     import pandas as pd
 
-    from regressions.detection import detect
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     series = results.series_from_frame(frame, higher_is_better=args.higher_is_better)
     found = detect.find_regressions(series, floors=args.threshold,
                                    fdr=detect.FDR if args.fdr is None else args.fdr)
-    alerts = detect.cluster_alerts(found)
+    alerts = cluster_alerts(found)
     print(f"{len(series)} series over {frame['commit'].nunique()} commits on "
           f"{frame['machine'].nunique()} machine(s): {len(alerts)} alert(s)")
     for number, alert in enumerate(alerts, 1):
@@ -66,14 +66,14 @@ def run(args: argparse.Namespace) -> int:
         print(members_table(alert).to_string(index=False))
     if args.json is not None:
         try:
-            args.json.write_text(json.dumps(detect.alerts_to_json(alerts), indent=2) + "\n")
+            args.json.write_text(json.dumps(alerts_to_json(alerts), indent=2) + "\n")
         except OSError as exc:
             raise SpyreRegressError(f"cannot write {args.json}: {exc.strerror}; pass a "
                                     "writable --json path") from None
     return common.EXIT_REGRESSED if alerts else common.EXIT_OK
 
 
-def members_table(alert: detect.Alert) -> pd.DataFrame:
+def members_table(alert: Alert) -> pd.DataFrame:
     import pandas as pd
 
     return pd.DataFrame([{

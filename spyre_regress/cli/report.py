@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from regressions import git
+from regressions.detection.alerts import alerts_from_json
 from regressions.errors import SpyreRegressError
 from regressions.probing import suite
 from regressions.records import files
@@ -32,7 +33,6 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from regressions.detection import detect
     from regressions.investigation import model
     from regressions.investigation.investigator import Investigator, alert_target
     from regressions.probing.prober import GitHistory, SubprocessProber
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
         if args.repo is None or args.alerts is None or args.results is None:
             raise SpyreRegressError("pass --repo, --alerts and --results (or --investigation)")
         git.check_repository(args.repo)
-        alerts = detect.alerts_from_json(
+        alerts = alerts_from_json(
             files.read_json(args.alerts, "alerts file",
                             "pass the file `spyre-regress detect --json` wrote"),
             str(args.alerts))

@@ -1,0 +1,183 @@
+"""One night: benchmark, detect with re-measurement, advance the alerts, investigate, publish.
+
+This is the sequence the nightly command runs and the month simulation scores, written once.
+Everything with a side effect comes in through four seams, so the same night runs on asv, git
+and SQLite (`spyre_regress.nightly`) and on a synthetic branch with an in-memory store
+(`regressions.groundtruth.simulation`):
+
+- `Bench`: where measurements come from and are kept (asv and its results store; a generator);
+- `AlertRecords`: where alert records persist between nights (SQLite; a list);
+- `Investigations`: how a new alert is investigated and a culprit's report published (the
+  probes and the report bundle; the bisection on the generator);
+- `clock`: what "now" is called in the records' notes.
+
+Each record is saved as soon as it changes, so an interruption loses at most the step under
+way; a record turns `reported` before its report is written, so a culprit whose report is
+missing is published again on the next night (`unpublished`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from regressions.detection import remeasure
+from regressions.detection.alerts import Alert, cluster_alerts
+from regressions.detection.detect import FDR, Series, Transient
+from regressions.errors import SpyreRegressError
+from regressions.records import lifecycle
+
+Progress = Callable[[str], None]
+
+
+class Bench(Protocol):
+    """The benchmarks and their store."""
+
+    def measured(self) -> set[str]: ...  # commits the store holds results for
+    def run(self, commits: Sequence[str]) -> None: ...  # benchmark these (skip measured ones)
+    def series(self) -> list[Series]: ...  # every series the store holds, in history order
+    def measure_again(self, requests: Sequence[remeasure.Request]
+                      ) -> Sequence[Sequence[float] | None]: ...  # the new samples per request
+
+
+class AlertRecords(Protocol):
+    """The alert records kept across nights."""
+
+    def records(self) -> list[lifecycle.AlertRecord]: ...
+    def extras(self) -> dict[int, dict[str, str | None]]: ...  # id -> stage, report
+    def save(self, records: Sequence[lifecycle.AlertRecord],
+             extras: dict[int, dict] | None = None) -> None: ...
+
+
+class Publication(Protocol):
+    """A culprit's report as written: which alerts it answers, the first divergent stage it
+    names and where it lies (None where nothing is written, as in the simulation)."""
+
+    culprit: str
+    alert_ids: tuple[int, ...]
+    stage: str | None
+    report: str | None
+
+
+class Investigations(Protocol):
+    """Investigating one alert, and publishing one culprit's report."""
+
+    def investigate(self, alert_id: int, alert: Alert) -> lifecycle.Outcome: ...
+    def publish(self, group: lifecycle.CulpritReport) -> Publication: ...
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How a night decides: the re-measurement budget (a fraction of tonight's samples),
+    detection's floors, false discovery rate and window."""
+
+    budget: float = remeasure.BUDGET_FRACTION
+    floors: tuple[tuple[str, float], ...] = ()
+    fdr: float = FDR
+    window: int | None = None
+
+
+@dataclass
+class NightResult:
+    """Everything one night did."""
+
+    benchmarked: list[str]
+    base_samples: int  # samples measured at tonight's new commits
+    remeasured: remeasure.Remeasured
+    alerts: list[Alert]  # tonight's, after re-measurement
+    records: list[lifecycle.AlertRecord]  # every record after tonight
+    events: list[lifecycle.Event]
+    investigated: list[int]  # record ids investigated tonight
+    published: list[Publication]
+    failures: list[str] = field(default_factory=list)
+
+    @property
+    def transients(self) -> list[Transient]:
+        return list(self.remeasured.detection.transients)
+
+
+def run_night(commits: Sequence[str], history: Sequence[str], bench: Bench,
+              store: AlertRecords, investigations: Investigations, clock: Callable[[], str],
+              settings: Settings = Settings(), progress: Progress = lambda _: None
+              ) -> NightResult:
+    """Benchmark `commits`, then detect over every series on `history` (first-parent order,
+    oldest first), re-measuring within the budget; advance the records, investigate the new
+    alerts seen tonight and publish a report for each culprit that gained a reported alert
+    (or whose report is missing)."""
+    before = bench.measured()
+    bench.run(commits)
+    series = bench.series()
+    base = sum(len(v) for s in series for c, v in zip(s.commits, s.samples, strict=True)
+               if c not in before and v is not None)
+    records = store.records()
+    found = remeasure.detect_with_remeasurement(
+        series, history, bench.measure_again, budget=remeasure.budget_for(base, settings.budget),
+        floors=settings.floors, fdr=settings.fdr, window=settings.window,
+        contradicted={c for r in records if r.status == "not-reproduced"
+                      for c in (r.good_commit, r.bad_commit)})
+    alerts = cluster_alerts(found.detection.regressions)
+    progress(f"detect: {len(found.series)} series, {len(alerts)} alert(s), "
+             f"{len(found.detection.transients)} transient(s); re-measured "
+             f"{found.spent} of {found.budget} extra samples")
+    state = lifecycle.advance(records, alerts, {c: i for i, c in enumerate(history)}, clock())
+    store.save(state.records)
+    records = list(state.records)
+    todo = [i for i in state.investigate if i in state.alert_ids]
+    failures = _investigate(todo, alerts, state.alert_ids, records, store, investigations,
+                            clock, progress)
+    published = _publish(records, set(todo), store, investigations, failures)
+    return NightResult(list(commits), base, found, alerts, store.records(), list(state.events),
+                       todo, published, failures)
+
+
+def _investigate(todo: Sequence[int], alerts: Sequence[Alert], alert_ids: Sequence[int],
+                 records: list[lifecycle.AlertRecord], store: AlertRecords,
+                 investigations: Investigations, clock: Callable[[], str],
+                 progress: Progress) -> list[str]:
+    """Investigate tonight's new alerts in order, saving each record as it changes."""
+    failures = []
+    for number, alert_id in enumerate(todo, 1):
+        alert = alerts[list(alert_ids).index(alert_id)]
+        progress(f"alert {alert_id} ({number} of {len(todo)}): investigating {alert.kind} "
+                 f"regression {alert.good_commit[:8]}..{alert.bad_commit[:8]}"
+                 + (" (provisional)" if alert.provisional else ""))
+        outcome = investigations.investigate(alert_id, alert)
+        position = next(i for i, r in enumerate(records) if r.id == alert_id)
+        records[position] = lifecycle.investigated(records[position], outcome, clock())
+        store.save([records[position]])
+        progress(f"alert {alert_id}: {records[position].status}: {records[position].note}")
+        if outcome.error:
+            failures.append(f"alert {alert_id}: {outcome.error}")
+    return failures
+
+
+def unpublished(records: Sequence[lifecycle.AlertRecord], extras: dict[int, dict],
+                investigated: set[int]) -> list[lifecycle.CulpritReport]:
+    """The culprit reports to write tonight: every culprit that gained a reported alert
+    tonight, and every culprit with a reported alert whose report was never written (a run
+    interrupted between the two, or a report that failed)."""
+    status = {r.id: r.status for r in records}
+
+    def due(alert_id: int) -> bool:
+        return status[alert_id] == "reported" and (
+            alert_id in investigated or not (extras.get(alert_id) or {}).get("report"))
+
+    return [group for group in lifecycle.group_by_culprit(records)
+            if any(due(i) for i in group.alert_ids)]
+
+
+def _publish(records: list[lifecycle.AlertRecord], investigated: set[int],
+             store: AlertRecords, investigations: Investigations,
+             failures: list[str]) -> list[Publication]:
+    published = []
+    for group in unpublished(records, store.extras(), investigated):
+        try:
+            done = investigations.publish(group)
+        except SpyreRegressError as error:
+            failures.append(f"culprit {group.culprit[:12]}: {error}")
+            continue
+        store.save([r for r in records if r.id in group.alert_ids],
+                   {i: {"stage": done.stage, "report": done.report} for i in group.alert_ids})
+        published.append(done)
+    return published

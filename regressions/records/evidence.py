@@ -1,0 +1,79 @@
+"""An investigation's measurement as the lifecycle judges it: `Evidence` and `Outcome`.
+
+The nightly's investigations (the whole `Investigator.investigate`) and the month simulation's
+(`Investigator.locate` on synthetic builds) end the same way: the bisection and the
+confirmation at the culprit become the record's `Evidence`, and `lifecycle.investigated`
+decides `reported` or `not-reproduced` from it. `outcome_of` is that one step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+from regressions import metrics, stats
+from regressions.bisection.commits import BisectResult
+from regressions.detection.alerts import Alert
+from regressions.errors import SpyreRegressError
+from regressions.investigation import model
+from regressions.investigation.investigator import Located, NotReproduced
+from regressions.records import lifecycle
+
+
+def evidence_of(alert: Alert, bisection: BisectResult, parent: str | None,
+                confirmation: model.Confirmation | None,
+                floors: Sequence[tuple[str, float]] = ()) -> lifecycle.Evidence | None:
+    """The investigation's own measurement, as the lifecycle judges it: the confirmation at
+    the culprit, or, when bisection did not reproduce the change, the two ends' samples."""
+    # detection reports worsenings only: a ratio below 1 is a higher-is-better series
+    common = dict(floor=metrics.floor_for(alert.probe.name, tuple(floors)),
+                  higher_is_better=alert.probe.ratio is not None and alert.probe.ratio < 1,
+                  alert_good=alert.good_commit, alert_bad=alert.bad_commit,
+                  members=tuple(sorted(s.key for s in lifecycle.symptoms_of(alert))))
+    if bisection.kind == metrics.FAILURE:
+        bad = bisection.culprit or bisection.bad
+        return lifecycle.Evidence(parent or bisection.good, bad, None, None, None,
+                                  (len(bisection.samples.get(bisection.good, ())), 0),
+                                  failed=True, **common)
+    if confirmation is not None and parent is not None:
+        return lifecycle.Evidence(parent, bisection.culprit, confirmation.ratio,
+                                  confirmation.ci, confirmation.pvalue,
+                                  (confirmation.good_n, confirmation.bad_n), **common)
+    good, bad = bisection.samples.get(bisection.good), bisection.samples.get(bisection.bad)
+    if not good or not bad:
+        return None
+    interval = stats.ratio_interval(good, bad, confidence=model.REPORT_CONFIDENCE)
+    exact = stats.is_constant(good) and stats.is_constant(bad)
+    pvalue = None if exact else stats.mann_whitney(good, bad).pvalue
+    return lifecycle.Evidence(bisection.good, bisection.bad, interval.ratio,
+                              (interval.low, interval.high), pvalue, (len(good), len(bad)),
+                              **common)
+
+
+def not_reproduced(alert: Alert, error: NotReproduced, parent: str | None,
+                   floors: Sequence[tuple[str, float]] = ()) -> lifecycle.Outcome:
+    """The lifecycle's outcome of an investigation that stopped short of a report: its
+    measurement, and the finding that refuted it when the measurement alone would confirm."""
+    evidence = evidence_of(alert, error.bisection, parent, error.confirmation, floors)
+    if error.refuted and evidence is not None:
+        evidence = replace(evidence, refuted=str(error))
+    return lifecycle.Outcome(error.bisection.culprit, evidence)
+
+
+def outcome_of(alert: Alert, attempt: Callable[[], Located], parent_of: Callable[[str], str],
+               floors: Sequence[tuple[str, float]] = ()) -> lifecycle.Outcome:
+    """Run one investigation `attempt` and say what it found, as the lifecycle reads it.
+
+    A regression that does not reproduce is an answer (with its measurement); any other
+    problem the user can fix is an investigation that failed tonight (the record stays new
+    and is tried again). `parent_of` names a culprit's parent for the evidence.
+    """
+    try:
+        located = attempt()
+    except NotReproduced as error:
+        culprit = error.bisection.culprit
+        return not_reproduced(alert, error, parent_of(culprit) if culprit else None, floors)
+    except SpyreRegressError as error:
+        return lifecycle.Outcome(None, None, str(error))
+    return lifecycle.Outcome(located.culprit, evidence_of(
+        alert, located.bisection, located.parent, located.confirmation, floors))
