@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal
 
 import torch
 import torch.nn.functional as F
@@ -100,7 +101,8 @@ class Workload:
     description: str
     default_width: int
     make: Callable[[int], nn.Module | Callable]
-    input_kind: str = "hidden"  # hidden: [seq, width] | batched: [1, seq, width] | tokens
+    # hidden: [seq, width]; batched: [1, seq, width]; tokens: [seq] token ids
+    input_kind: Literal["hidden", "batched", "tokens"] = "hidden"
 
     def build(self, seq: int, width: int | None = None, seed: int = 0):
         """The program and its inputs at sequence length `seq`, deterministic for `seed`."""

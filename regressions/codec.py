@@ -126,6 +126,8 @@ def _name(annotation: Any) -> str:
              type(None): "null"}
     if typing.get_origin(annotation) in (typing.Union, types.UnionType):
         return " or ".join(_name(a) for a in typing.get_args(annotation))
+    if typing.get_origin(annotation) is typing.Literal:
+        return "one of " + ", ".join(map(repr, typing.get_args(annotation)))
     return names.get(annotation, getattr(annotation, "__name__", str(annotation)))
 
 

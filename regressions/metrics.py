@@ -1,16 +1,40 @@
 """What a benchmark measures: the one table every part of the tool reads.
 
-Detection takes a series' alert kind, direction and magnitude floor from here; the
-investigation takes how a probe measures the metric; reports take its label and unit; the CLI
-takes its choices. A benchmark's asv name is matched against `METRICS` in order and the first
-pattern that matches (re.search) decides, so the specific families of this project's suite
-come before the generic fallbacks that any asv suite gets.
+Everything that differs from one metric to another is a field of its entry here, and code
+reads the field: detection takes a series' alert kind, direction, floor and tolerance; the
+investigation takes how a probe measures the metric, at which width the benchmark builds its
+program, whether a knob search, a minimization or instruction counts apply; reports take its
+label, units, the clock its samples read and the order of the evidence. A benchmark's asv
+name is matched against `METRICS` in order and the first pattern that matches (re.search)
+decides, so the specific families of this project's suite come before the generic fallbacks
+that any asv suite gets.
 """
 
 from __future__ import annotations
 
 import re
+import typing
 from dataclasses import dataclass
+from typing import Literal
+
+# Alert kinds: one per metric, and "failure" (a series that stops running).
+Kind = Literal["compile_work", "device_time", "host_time", "compile_time", "numerics", "track",
+               "memory", "time", "failure"]
+# How the probes measure a metric inside one build (probing/probe.py implements each).
+Probe = Literal["device_time", "host_time", "compile_time", "compile_work", "numerics"]
+Section = Literal["timing", "correctness", "evidence"]
+# Which width the benchmark builds its program at: the workload's default, the compile
+# benchmarks' STAGE_WIDTH, or the catalogue's NUMERICS_WIDTHS.
+Width = Literal["workload", "stage", "numerics"]
+# The stage-probe figure that is the good build's value of the metric (what a knob must
+# bring the bad build back to); None: no knob probe measures it.
+KnobBaseline = Literal["device_time", "stage_compile_time", "runtime_error"]
+# How a figure is shown: device time in us, other times in ms or s, counts in millions of
+# instructions, errors with what they are, anything else as a number with its unit.
+Display = Literal["us", "ms", "instructions", "error", "value"]
+
+FAILURE: Kind = "failure"
+EVIDENCE_FIRST: tuple[Section, ...] = ("evidence", "timing", "correctness")
 
 
 @dataclass(frozen=True)
@@ -18,21 +42,35 @@ class Metric:
     """One benchmark family: what it measures, in which unit, and how it is judged.
 
     `name` is also the alert kind. `probe` says how the investigation measures the metric
-    inside one build ("device_time", "host_time", "compile_time", "compile_work" or
-    "numerics"); None means only commit bisection applies (a generic benchmark of another
+    inside one build; None means only commit bisection applies (a generic benchmark of another
     suite, whose program the probes cannot build). `floor` is the smallest relative worsening
     worth an alert; `tolerance` the relative difference under which two measurements of a
     near-deterministic metric are the same value.
     """
 
-    name: str
+    name: Kind
     pattern: str
     label: str
-    unit: str
+    unit: str  # the unit of the benchmark's values in asv's results
     floor: float
-    probe: str | None = None
+    probe: Probe | None = None
     tolerance: float = 1e-9
     deterministic: bool | None = None  # None: inferred from the samples
+    probe_unit: str = ""  # the unit the probes report the metric in
+    clock: str | None = None  # what the benchmark's samples read, as a report names it
+    display: Display = "value"
+    sections: tuple[Section, ...] = EVIDENCE_FIRST  # a report's evidence, symptom first
+    width: Width = "workload"
+    per_stage: bool = False  # a `stage` parameter names the compile stage measured
+    bisect_by_count: bool = False  # one instruction count per build, not an asv run
+    counts_instructions: bool = False  # stage evidence leads with instructions per stage
+    with_numerics: bool = False  # the probe's program runs with device numerics on
+    errors: bool = False  # values are numerical errors (metrics.ERRORS says which)
+    knob_baseline: KnobBaseline | None = None
+    minimizable: bool = False  # the cost survives cutting the program down
+    refuted_without_more_work: bool = False  # a rise with no stage doing more work is load
+    reproducer_compiles: int = 1  # cold compiles the reproducer times per run
+    timing_row: Literal["device", "host"] | None = None  # the timing row that is the symptom
 
 
 METRICS: tuple[Metric, ...] = (
@@ -42,39 +80,55 @@ METRICS: tuple[Metric, ...] = (
     # percent is worth an alert; PyTorch counts instructions for compile-time PR benchmarks
     # for the same reason (torch._C._instruction_counter).
     Metric("compile_work", r"\.CompileWork\.", "compile work", "instructions", 0.02,
-           probe="compile_work", tolerance=0.01, deterministic=True),
+           probe="compile_work", tolerance=0.01, deterministic=True,
+           probe_unit="instructions", clock="instructions counted under callgrind",
+           display="instructions", width="stage", per_stage=True, bisect_by_count=True,
+           counts_instructions=True),
     # Simulated device time: seeded-noise samples from the timing model (1.5% CV). 1% is the
     # smallest step Chromium's dashboard reports (catapult find_change_points.py).
     Metric("device_time", r"\.ExecuteDeviceTime\.", "simulated device time", "s", 0.01,
-           probe="device_time"),
+           probe="device_time", probe_unit="us", clock="the simulator's device clock",
+           display="us", sections=("timing", "correctness", "evidence"),
+           knob_baseline="device_time", minimizable=True, timing_row="device"),
     # Host wall time of a warm call on a shared machine: 10%, the asv suite's own
     # publish threshold for it (asv.conf.json regressions_thresholds).
-    Metric("host_time", r"HostTime\.", "host wall time", "s", 0.10, probe="host_time"),
+    Metric("host_time", r"HostTime\.", "host wall time", "s", 0.10, probe="host_time",
+           probe_unit="s", clock="wall time", display="ms",
+           sections=("timing", "correctness", "evidence"), with_numerics=True,
+           timing_row="host"),
     # Cold compile CPU time: asv's default regressions_threshold (asv/config.py, 0.05).
     Metric("compile_time", r"^(bench_)?compile\.", "compile time", "s", 0.05,
-           probe="compile_time"),
+           probe="compile_time", probe_unit="s", clock="CPU time", display="ms",
+           per_stage=True, counts_instructions=True, knob_baseline="stage_compile_time",
+           refuted_without_more_work=True, reproducer_compiles=3),
     # Numerical error against float64: deterministic under fixed seeds; asv's default 5%.
     Metric("numerics", r"^(bench_)?numerics\.", "numerical error", "", 0.05,
-           probe="numerics"),
+           probe="numerics", display="error", sections=("correctness", "evidence", "timing"),
+           width="numerics", with_numerics=True, errors=True, knob_baseline="runtime_error",
+           minimizable=True),
     # Generic families of any asv suite (the kinds asv itself distinguishes).
     Metric("track", r"\.track_", "tracked value", "", 0.01),
     Metric("memory", r"\.(peak)?mem_", "memory", "bytes", 0.05),
-    Metric("time", r"", "time", "s", 0.01),
+    Metric("time", r"", "time", "s", 0.01, display="ms"),
 )
-# A series that stops running: its own kind, never a slowdown.
-FAILURE = "failure"
-KINDS: tuple[str, ...] = tuple(m.name for m in METRICS) + (FAILURE,)
+KINDS: tuple[Kind, ...] = tuple(m.name for m in METRICS) + (FAILURE,)
 # What the probes can measure (the CLI's --metric choices).
 PROBE_METRICS: tuple[str, ...] = tuple(dict.fromkeys(m.probe for m in METRICS if m.probe))
 
-# Which error a numerics benchmark tracks, by the end of its asv name (first match wins).
-NUMERICS_ERRORS: tuple[tuple[str, str], ...] = (
-    (r"max_abs", "max_abs"),
-    (r"max_rel", "max_rel"),
-    (r"rmse_vs_eager_fp16$", "rmse_ratio_fp16"),  # against IEEE fp16 eager (older baseline)
-    (r"", "rmse_ratio"),  # against eager in the device's own format, DLFloat16
+# Which error a numerics benchmark tracks, by the end of its asv name (first match wins),
+# and what a value of it is, after the number.
+NUMERICS_ERRORS: tuple[tuple[str, str, str], ...] = (
+    (r"max_abs", "max_abs", " max abs error"),
+    (r"max_rel", "max_rel", " max rel error"),
+    # against IEEE fp16 eager (the older baseline)
+    (r"rmse_vs_eager_fp16$", "rmse_ratio_fp16", "× eager IEEE fp16's RMSE"),
+    # against eager in the device's own format, DLFloat16
+    (r"", "rmse_ratio", "× eager DLFloat16's RMSE"),
 )
-ERRORS: tuple[str, ...] = tuple(dict.fromkeys(error for _, error in NUMERICS_ERRORS))
+ERRORS: tuple[str, ...] = tuple(dict.fromkeys(error for _, error, _ in NUMERICS_ERRORS))
+ERROR_UNITS: dict[str, str] = {error: unit for _, error, unit in NUMERICS_ERRORS}
+
+assert set(typing.get_args(Kind)) == set(KINDS), "Kind and METRICS name the same kinds"
 
 
 def metric_for(benchmark: str) -> Metric:
@@ -90,6 +144,16 @@ def by_name(name: str) -> Metric:
     raise KeyError(f"unknown metric {name!r}; known: {[m.name for m in METRICS]}")
 
 
+def instruction_counts() -> Metric:
+    """The metric whose values are instructions counted per compile stage."""
+    return next(m for m in METRICS if m.bisect_by_count)
+
+
+def label_of(kind: str) -> str:
+    """What an alert of `kind` is about, as a sentence names it."""
+    return "a failure" if kind == FAILURE else by_name(kind).label
+
+
 def floor_for(benchmark: str, floors: tuple[tuple[str, float], ...] = ()) -> float:
     """The magnitude floor for a series named `benchmark(params)`: the first user override
     whose regex matches (re.search), else its metric's."""
@@ -101,4 +165,4 @@ def floor_for(benchmark: str, floors: tuple[tuple[str, float], ...] = ()) -> flo
 
 def numerics_error(benchmark: str) -> str:
     """Which error field a numerics benchmark tracks (see `NUMERICS_ERRORS`)."""
-    return next(error for pattern, error in NUMERICS_ERRORS if re.search(pattern, benchmark))
+    return next(error for pattern, error, _ in NUMERICS_ERRORS if re.search(pattern, benchmark))

@@ -169,7 +169,7 @@ def _figures(report: Report) -> dict[str, bytes]:
         figures["compile_stages.png"] = plots.compile_figure(report.investigation.stages.stages,
                                                              report.first_stage)
     # the per-stage error plot only where it tells something: numerics alerts, or a drift
-    if report.numerics_rows and (report.metric == "numerics" or report.numerics_stage):
+    if report.numerics_rows and (report.metric.errors or report.numerics_stage):
         figures["numerics.png"] = plots.numerics_figure(
             report.numerics_rows, timing.tolerance.rmse_ratio, report.numerics_stage)
     return figures
@@ -178,7 +178,7 @@ def _figures(report: Report) -> dict[str, bytes]:
 def _summary(report: Report, name: str, files: list[str]) -> dict:
     found = report.investigation
     return {"version": SUMMARY_VERSION, "bundle": name, "title": report.title,
-            "metric": report.metric, "kind": found.alert.kind,
+            "metric": report.metric.name, "kind": found.alert.kind,
             "benchmark": found.target.label,
             "commits": {"good": found.commits.good.sha, "bad": found.commits.bad.sha,
                         "culprit": found.commits.culprit.sha if found.commits.culprit else None},

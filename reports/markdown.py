@@ -15,7 +15,6 @@ import re
 import unicodedata
 from collections.abc import Sequence
 
-from regressions import metrics
 from regressions.investigation.model import Program
 from reports import tables
 from reports.narrative import Report, short
@@ -156,7 +155,7 @@ def minimized_text(report: Report) -> str:
                        "full", minimized.ops_before)
     return (f"{minimized.ops_before} → {minimized.ops_after} ops in {minimized.queries} "
             f"queries, keeping the regression: the bad/good ratio of the noise-free "
-            f"{metrics.by_name(report.metric).label} was {minimized.ratio_before:.3f} on "
+            f"{report.metric.label} was {minimized.ratio_before:.3f} on "
             f"{captured.describe()} and is {minimized.ratio_after:.3f} on this one. "
             "reproducer.py embeds it.")
 

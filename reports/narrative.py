@@ -21,20 +21,6 @@ from reports.analysis import KernelChanges, config_differences, kernel_changes
 
 MAX_NAMES = 6  # kernel names listed inline before "and N more"
 MAX_INLINE_MEMBERS = 8
-# The evidence sections, symptom first (the debugging guide: "start at the symptom").
-SECTION_ORDER = {"device_time": ("timing", "correctness", "evidence"),
-                 "host_time": ("timing", "correctness", "evidence"),
-                 "numerics": ("correctness", "evidence", "timing"),
-                 "compile_time": ("evidence", "timing", "correctness")}
-DEFAULT_ORDER = ("evidence", "timing", "correctness")
-# What a numerics figure is, after its value: the error fields of `metrics.ERRORS`.
-ERROR_UNITS = {"rmse_ratio": "× eager DLFloat16's RMSE",
-               "rmse_ratio_fp16": "× eager IEEE fp16's RMSE", "max_abs": " max abs error",
-               "max_rel": " max rel error"}
-# The clock each of this suite's time benchmarks reads (docs/benchmarks.md, "Clocks and
-# noise"), so a benchmark's figure is not mistaken for the probes' wall-clock compile times.
-BENCHMARK_CLOCKS = {"compile_time": "CPU time", "host_time": "wall time",
-                    "device_time": "the simulator's device clock"}
 
 
 @dataclass(frozen=True)
@@ -51,8 +37,8 @@ class Report:
     notes: Mapping[str, str]  # captions both renderers print
 
     @property
-    def metric(self) -> str:
-        return self.investigation.target.metric
+    def metric(self) -> metrics.Metric:
+        return self.investigation.target.measures
 
     @property
     def culprit(self):
@@ -68,14 +54,13 @@ class Report:
 
     @property
     def section_order(self) -> tuple[str, ...]:
-        probe = metrics.by_name(self.metric).probe or ""
-        return SECTION_ORDER.get(probe, DEFAULT_ORDER)
+        return self.metric.sections
 
     @property
     def show_stage_errors(self) -> bool:
         """The per-stage error table is evidence for numerics alerts or when an output drifts;
         otherwise one sentence says that nothing drifts."""
-        return bool(self.numerics_rows) and (self.metric == "numerics"
+        return bool(self.numerics_rows) and (self.metric.errors
                                              or self.numerics_stage is not None)
 
 
@@ -88,12 +73,13 @@ def listing(names: Sequence[str], limit: int = MAX_NAMES) -> str:
     return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
-def quantity(value: float | None, unit: str, metric: str = "") -> str:
-    """A measured value in a readable unit: device time in us, other times in ms or s."""
+def quantity(value: float | None, unit: str, display: metrics.Display = "ms") -> str:
+    """A measured value in a readable unit: seconds as us where the metric shows them so
+    (device time), other times in ms or s."""
     if value is None:
         return "n/a"
     if unit == "s":
-        if metric == "device_time":
+        if display == "us":
             return f"{value * 1e6:.1f} us"
         return f"{value * 1e3:.2f} ms" if value < 10 else f"{value:.2f} s"
     if unit == "us":
@@ -108,12 +94,14 @@ def error_value(value: float | None, error: str | None) -> str:
     error". Four significant digits everywhere one is quoted."""
     if value is None:
         return "n/a"
-    return f"{value:.4g}{ERROR_UNITS.get(error or 'rmse_ratio', '')}"
+    return f"{value:.4g}{metrics.ERROR_UNITS.get(error or 'rmse_ratio', '')}"
 
 
-def metric_value(value: float | None, unit: str, metric: str, error: str | None = None) -> str:
+def metric_value(value: float | None, unit: str, metric: metrics.Metric,
+                 error: str | None = None) -> str:
     """A value of `metric` in its readable unit, or with what it is for an error."""
-    return error_value(value, error) if metric == "numerics" else quantity(value, unit, metric)
+    return error_value(value, error) if metric.errors else quantity(value, unit,
+                                                                    metric.display)
 
 
 def benchmark_program(found: Investigation) -> Program:
@@ -142,20 +130,21 @@ def confirmation_sentence(found: Investigation) -> str:
     c, target = found.confirmation, found.target
     if c is None:
         return f"the benchmark {target.label} fails at the culprit and runs at its parent"
-    clock = BENCHMARK_CLOCKS.get(c.metric)
+    metric = metrics.by_name(c.metric)
+    clock = metric.clock
     samples = ("one deterministic value per build" if c.pvalue is None else
                f"{clock + ', ' if clock else ''}medians of {c.good_n} and {c.bad_n} samples, "
                f"one-sided Mann-Whitney p = {pvalue(c.pvalue)}")
     return (f"the benchmark {target.label}, on {c.program.describe()}, measured "
-            f"{metric_value(c.good_median, c.unit, c.metric, target.error)} at the parent and "
-            f"{metric_value(c.bad_median, c.unit, c.metric, target.error)} at the culprit "
+            f"{metric_value(c.good_median, c.unit, metric, target.error)} at the parent and "
+            f"{metric_value(c.bad_median, c.unit, metric, target.error)} at the culprit "
             f"({samples}): {confirmation_figure(c)}")
 
 
-def timing_sentence(timing: Timing, metric: str) -> str:
+def timing_sentence(timing: Timing, metric: metrics.Metric) -> str:
     """The synchronized iterations of the reproducer's program, bad against good."""
     device, program = timing.device, timing.program.describe()
-    if metric == "numerics":
+    if metric.errors:
         good, bad = (c.errors for c in timing.correctness)
         if good is None or bad is None:
             return f"on {program} the error could not be compared (a build did not run)"
@@ -188,10 +177,10 @@ def _stage_clause(found: Investigation) -> str:
     if first and stages.basis == "artifact":
         return (f"the first compiler stage whose canonical artifact differs between the good "
                 f"and the bad build is {first} ({stages.stage_diff_lines} changed lines)")
-    if first and stages.basis == "compile_work":
+    if first and stages.basis == "instructions":
         return (f"no stage artifact differs; the stage whose instruction count grew most is "
                 f"{first}")
-    if first and stages.basis == "compile_time":
+    if first and stages.basis == "compile_clock":
         return (f"no stage artifact differs; the first stage whose compile time grew "
                 f"significantly is {first}")
     return ("no compiler stage artifact or stage compile time differs, so the divergence lies "
@@ -226,7 +215,7 @@ def _what_changed(found: Investigation, kernels: KernelChanges,
                       f"{benchmark_program(found).describe()})")
         sentences.append(f"The first executed stage output that drifts further from float64 "
                          f"is {stage}'s{detail}.")
-    if found.stages.basis == "compile_work":
+    if found.stages.basis == "instructions":
         row = next(d for d in found.stages.stages if d.stage == found.stages.first_divergent_stage)
         sentences.append(f"The {row.stage} stage produces the same artifact with more work: "
                          f"{quantity(row.instructions_good, 'instructions')} → "
@@ -234,8 +223,8 @@ def _what_changed(found: Investigation, kernels: KernelChanges,
                          f"({row.work_growth:+.2%}) per cold compile of "
                          f"{benchmark_program(found).describe()}, counted under callgrind "
                          f"(repeat runs agree within "
-                         f"{metrics.by_name('compile_work').tolerance:.0%}).")
-    if found.stages.basis == "compile_time":
+                         f"{metrics.instruction_counts().tolerance:.0%}).")
+    if found.stages.basis == "compile_clock":
         row = next(d for d in found.stages.stages if d.stage == found.stages.first_divergent_stage)
         sentences.append(f"The {row.stage} stage produces the same artifact, only more slowly: "
                          f"{quantity(row.compile_s_good, 's')} → "
@@ -263,7 +252,7 @@ def causal_statement(found: Investigation, kernels: KernelChanges,
         f"{_where(found)}; {_stage_clause(found)}.",
         _what_changed(found, kernels, changes, numerics_rows),
         f"Measured: {confirmation_sentence(found)}; "
-        f"{timing_sentence(found.timing, found.target.metric)}.",
+        f"{timing_sentence(found.timing, found.target.measures)}.",
         verdict,
         scope,
         related_sentence(found),
@@ -281,8 +270,7 @@ def related_sentence(found: Investigation) -> str:
         figure = confirmation_figure(r.confirmation) if r.confirmation else "fails"
         where = f", first divergent stage {r.first_divergent_stage}" \
             if r.first_divergent_stage else ""
-        label = "a failure" if r.alert.kind == metrics.FAILURE else \
-            metrics.by_name(r.alert.kind).label
+        label = metrics.label_of(r.alert.kind)
         parts.append(f"{label} ({len(r.alert.members)} benchmark(s), {r.alert.probe.name} "
                      f"{figure}{where})")
     return ("The same commit also caused " + "; ".join(parts)
@@ -293,10 +281,11 @@ def workaround_statement(workaround: Workaround | None, error: str | None = None
     if workaround is None:
         return ("No single Config knob restores the metric at the bad commit; there is no "
                 "local workaround, the fix belongs in the compiler.")
-    label = metrics.by_name(workaround.metric).label
+    metric = metrics.by_name(workaround.metric)
+    label = metric.label
 
     def value(x: float) -> str:
-        return metric_value(x, workaround.unit, workaround.metric, error)
+        return metric_value(x, workaround.unit, metric, error)
 
     text = (f"Workaround (local, not a fix): set Config({workaround.knob}="
             f"{workaround.value!r}), a decision of the {workaround.stage} stage. On "

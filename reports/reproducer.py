@@ -164,10 +164,10 @@ def settings(report: Report) -> dict:
     recorded_good = dict(timing.good.config) or recorded_bad
     return {"version": 1, "configs": {"good": recorded_good, "bad": recorded_bad},
             "default_config": "bad", "seed": SEED, "iterations": timing.iterations or 100,
-            "compile_repeats": 3 if report.metric == "compile_time" else 1,
+            "compile_repeats": report.metric.reproducer_compiles,
             "tolerance": {"rmse_ratio": timing.tolerance.rmse_ratio,
                           "max_abs": timing.tolerance.max_abs},
-            "tolerance_text": timing.tolerance.describe(), "metric": report.metric,
+            "tolerance_text": timing.tolerance.describe(), "metric": report.metric.name,
             "expected": {"summary": expected_summary(report)}}
 
 

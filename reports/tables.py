@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from regressions import metrics
 from regressions.investigation.model import Comparison, SampleSummary
 from reports.narrative import Report, interval, metric_value, quantity, short
 
@@ -59,8 +58,9 @@ def timing(report: Report) -> Table:
         unit = "ms" if c.unit == "s" else c.unit
         rows.append((f"{c.name} ({unit})", _summary(c.good, c.unit), _summary(c.bad, c.unit),
                      ratio(c), number(c.pvalue, ".2g")))
+    symptom = report.metric.timing_row
     return Table(("series", "good: median (IQR, n)", "bad: median (IQR, n)", "bad / good",
-                  "p"), tuple(rows), (report.metric == "device_time", False))
+                  "p"), tuple(rows), (symptom == "device", symptom == "host"))
 
 
 def correctness(report: Report) -> Table:
@@ -118,8 +118,8 @@ def kernels(report: Report) -> Table:
 def bisect_steps(report: Report) -> Table:
     found = report.investigation
     steps = found.bisect.steps if found.bisect else []
-    unit = metrics.by_name(found.target.metric).unit
-    metric = found.target.metric
+    metric = found.target.measures
+    unit = metric.unit
     rows = tuple((short(s.commit), str(s.n),
                   metric_value(s.median, unit, metric, found.target.error),
                   s.reference, number(s.pvalue, ".2g"), s.verdict, s.note) for s in steps)

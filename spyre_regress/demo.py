@@ -19,7 +19,7 @@ from regressions.records import files
 from reports.narrative import confirmation_figure
 from spyre_regress import nightly
 
-FORMAT_VERSION = 2  # 2: "ratio" is the investigation's confirmation, "measured" its text
+DEMO_SUMMARY_VERSION = 2  # 2: "ratio" is the investigation's confirmation, "measured" its text
 # One commit per entry after the import: None is a harmless change.
 PLAN: list[str | None] = [
     None, None, None, "sdsc_fp16_accumulate",  # numerics, sdsc (outputs drift at runtime)
@@ -45,7 +45,7 @@ def ground_truth(records: list[scratch.CommitRecord]) -> dict:
                           "stage": injection.stage, "kind": injection.kind,
                           "injection": injection.name, "description": injection.description,
                           "workaround": injection.workaround})
-    return {"version": FORMAT_VERSION, "regressions": found}
+    return {"version": DEMO_SUMMARY_VERSION, "regressions": found}
 
 
 def summarize(run: nightly.NightlyRun) -> dict:
@@ -70,7 +70,7 @@ def summarize(run: nightly.NightlyRun) -> dict:
             "stage_diff_lines": found.stages.stage_diff_lines,
         })
     statuses = [r.status for r in run.records]
-    return {"version": FORMAT_VERSION, "regressions": regressions,
+    return {"version": DEMO_SUMMARY_VERSION, "regressions": regressions,
             "alerts": len(run.records), "reported": sum(s == "reported" for s in statuses),
             "not_reproduced": statuses.count("not-reproduced"),
             "transients": len(run.transients), "failures": run.failures,

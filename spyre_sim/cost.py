@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+from typing import Literal
 
 from spyre_sim.device import DeviceParams
 from spyre_sim.ops import OPS
@@ -20,7 +21,8 @@ from spyre_sim.ops import OPS
 @dataclass(frozen=True)
 class KernelWork:
     name: str
-    kind: str  # matmul | pointwise | reduction | softmax | layernorm | restickify | constant
+    kind: Literal["matmul", "pointwise", "reduction", "softmax", "layernorm", "restickify",
+                  "constant"]
     dims: tuple[tuple[str, int], ...]  # iteration space (stick dims counted in elements)
     splits: tuple[tuple[str, int], ...]  # cores per dim
     cores_used: int
@@ -234,7 +236,7 @@ class OpWork:
     """One op inside a kernel, as the cost model sees it."""
 
     op: str
-    vector_class: str  # transcendental | simple | none
+    vector_class: Literal["transcendental", "simple", "none"]
     output_elems: int
     input_elems: int
     reduces: bool = False

@@ -16,7 +16,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-FORMAT_VERSION = 1
+STAGE_CAPTURE_VERSION = 1
 STAGE_EXTENSIONS = {"sdsc": "json"}
 
 
@@ -91,7 +91,7 @@ def write(
         (directory / name).write_bytes(payload)
         binary_files.append(name)
     (directory / "compile.log").write_text("\n".join(log_lines) + ("\n" if log_lines else ""))
-    index_doc = {"version": FORMAT_VERSION, "stages": entries, "binaries": binary_files,
+    index_doc = {"version": STAGE_CAPTURE_VERSION, "stages": entries, "binaries": binary_files,
                  "log": "compile.log", **summary}
     (directory / "stages.json").write_text(json.dumps(index_doc, indent=1, sort_keys=True) + "\n")
     return directory

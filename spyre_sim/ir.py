@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import torch
 
@@ -54,9 +54,9 @@ class Value:
 
     name: str
     shape: tuple[int, ...]
-    dtype: str  # device dtype: f16 | i32 | bool
+    dtype: Literal["f16", "i32", "bool"]  # the device dtype
     host_dtype: str  # torch dtype name of the host tensor
-    kind: str  # input | parameter | constant
+    kind: Literal["input", "parameter", "constant"]
 
     def to_text(self) -> str:
         return f"input %{self.name} {format_shape(self.dtype, self.shape)} {self.kind} " \
@@ -73,7 +73,7 @@ class Node:
     attrs: tuple[tuple[str, Any], ...]
     shape: tuple[int, ...]
     dtype: str
-    placement: str = "device"  # device | cpu (a fallback)
+    placement: Literal["device", "cpu"] = "device"  # cpu: a fallback
 
     @property
     def attr(self) -> dict[str, Any]:
@@ -204,7 +204,7 @@ class LoopNode:
     """A loop-level IR node: iteration `ranges`, and `reduction_ranges` for reductions/matmul."""
 
     node: Node
-    kind: str  # pointwise | reduction | matmul | view | constant | fallback
+    kind: Literal["pointwise", "reduction", "matmul", "view", "constant", "fallback"]
     ranges: tuple[int, ...]
     reduction_ranges: tuple[int, ...] = ()
 
@@ -307,9 +307,9 @@ class LayoutGraph:
 @dataclass(frozen=True)
 class TensorArg:
     name: str
-    role: str  # input | output | intermediate
+    role: Literal["input", "output", "intermediate"]
     layout: TensorLayout
-    memory: str  # hbm | lx
+    memory: Literal["hbm", "lx"]
     nbytes: int  # DRAM bytes this kernel moves for the tensor (a view moves its source's)
 
     def to_text(self) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal
 
 import torch
 import torch.nn.functional as F
@@ -20,7 +21,7 @@ import torch.nn.functional as F
 @dataclass(frozen=True)
 class OpDef:
     name: str
-    kind: str  # pointwise | reduction | matmul | view | constant
+    kind: Literal["pointwise", "reduction", "matmul", "view", "constant"]
     opfunc: str  # SuperDSC opFuncName (spyre_kernel.py SpyreOpFuncs)
     vector_class: str = "simple"  # transcendental ops run at the SFU rate; simple ones faster
     compute: Callable[..., torch.Tensor] | None = None

@@ -16,7 +16,7 @@ import time
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import torch
 import torch._dynamo
@@ -128,7 +128,9 @@ def device_clock() -> float:
 
 @dataclass
 class _Execution:
-    mode: str = "runtime"  # runtime | capture | a stage in EXECUTABLE_STAGES | reference
+    # runtime, capture, reference, or a stage of EXECUTABLE_STAGES whose artifact runs
+    mode: Literal["runtime", "capture", "reference", "decompose", "lower", "layout",
+                  "kernel"] = "runtime"
     reference_dtype: torch.dtype | DLFloat16Format = torch.float64
     label_graphs: bool = False
     records: list[RunRecord] = field(default_factory=list)

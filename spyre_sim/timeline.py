@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 DEVICE_PID, HOST_PID = 1, 2
 DMA_TID = 100
@@ -27,7 +27,7 @@ DMA_TID = 100
 
 @dataclass(frozen=True)
 class JobStep:
-    kind: str  # compute | d2h | h2d | host
+    kind: Literal["compute", "d2h", "h2d", "host"]
     name: str
     duration_us: float  # execution alone
     launch_us: float = 0.0  # device-visible gap before it (kernel launch)

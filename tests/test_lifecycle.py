@@ -251,7 +251,7 @@ def test_records_round_trip_through_json():
     record = lifecycle.investigated(record, lifecycle.Outcome(
         COMMITS[4], evidence(1.2, (1.1, 1.3), members=(key(),))), "n1")
     data = json.loads(json.dumps(lifecycle.to_dict(record)))
-    assert data["version"] == lifecycle.FORMAT_VERSION
+    assert data["version"] == lifecycle.ALERT_RECORD_VERSION
     assert lifecycle.from_dict(data) == record
     with pytest.raises(SpyreRegressError, match="version 99"):
         lifecycle.from_dict({**data, "version": 99})

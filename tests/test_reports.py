@@ -115,8 +115,8 @@ def synthetic_investigation(tmp_path: Path, *, benchmark: str = "bench.Device.ti
                           _run(rng, 120.0, good_config), _run(rng, 194.0, bad_config),
                           tolerance or model.Tolerance())
     alert = Alert("device_time", GOOD, BAD, (member, other), member)
-    return Investigation(model.VERSION, alert, target, commits, bisect, confirmation, stages,
-                         workaround, minimized, source, timing,
+    return Investigation(model.INVESTIGATION_VERSION, alert, target, commits, bisect,
+                         confirmation, stages, workaround, minimized, source, timing,
                          {side: str(path) for side, path in traces.items()})
 
 
@@ -146,7 +146,8 @@ def test_an_investigation_reads_back_as_itself(tmp_path):
     ("timing.good.device_us.3", "fast", "`investigation.timing.good.device_us[3]` must be a "
                                         "number"),
     ("target.seq", True, "`investigation.target.seq` must be an integer"),
-    ("stages.basis", 3, "`investigation.stages.basis` must be a string or null"),
+    ("stages.basis", 3, "`investigation.stages.basis` must be one of 'artifact', "
+                        "'instructions', 'compile_clock' or null"),
 ])
 def test_reading_names_the_bad_field(tmp_path, path, value, message):
     document = model.dump(synthetic_investigation(tmp_path))
@@ -157,6 +158,16 @@ def test_reading_names_the_bad_field(tmp_path, path, value, message):
     target[int(last) if last.isdigit() else last] = value
     with pytest.raises(SpyreRegressError, match=re.escape(message)):
         model.load(document)
+
+
+@pytest.mark.parametrize(("old", "new"), [("compile_work", "instructions"),
+                                           ("compile_time", "compile_clock"),
+                                           ("artifact", "artifact")])
+def test_a_version_2_investigation_is_read_with_its_basis_renamed(tmp_path, old, new):
+    document = model.dump(synthetic_investigation(tmp_path))
+    document["version"], document["stages"]["basis"] = 2, old
+    found = model.load(document)
+    assert found.stages.basis == new and found.version == model.INVESTIGATION_VERSION == 3
 
 
 @pytest.mark.parametrize("path", ["alert", "commits.bad.sha", "stages.diff", "timing.program",
@@ -359,7 +370,8 @@ def test_markdown_stays_under_the_issue_limit(tmp_path):
 
 def test_every_json_file_is_versioned_and_the_archive_matches(tmp_path):
     folder = write_bundle(synthetic_investigation(tmp_path), tmp_path / "out")
-    versions = {"investigation.json": model.VERSION, "summary.json": bundle.SUMMARY_VERSION,
+    versions = {"investigation.json": model.INVESTIGATION_VERSION,
+                "summary.json": bundle.SUMMARY_VERSION,
                 "environment.json": bundle.ENVIRONMENT_VERSION}
     for path in folder.glob("*.json"):
         data = json.loads(path.read_text())

@@ -6,6 +6,7 @@ from torch.fx.experimental.proxy_tensor import make_fx
 
 from regressions.bisection import minimize, stages
 from regressions.bisection.stages import Capture
+from regressions.probing.answers import KernelRun, StageAnswer
 
 STAGES = ("dynamo", "decompose", "lower", "layout", "kernel")
 
@@ -15,9 +16,8 @@ def _capture(texts):
 
 
 def _probe(times, errors=None, kernels=(("k0", 10.0),), device=10.0):
-    return {"compile_times": [dict(zip(STAGES, t, strict=True)) for t in times],
-            "kernels": [{"name": n, "time_us": t} for n, t in kernels],
-            "device_time_us": device, "stage_errors": errors or {}}
+    return StageAnswer("ok", tuple(dict(zip(STAGES, t, strict=True)) for t in times), device,
+                       tuple(KernelRun(n, t) for n, t in kernels), STAGES, errors or {})
 
 
 def test_the_first_artifact_that_differs_is_named_with_its_diff():
@@ -39,7 +39,7 @@ def test_identical_artifacts_fall_back_to_the_stage_that_added_compile_time():
                  [0.1, 0.010, 0.0030, 0.001, 0.005]]
     report = stages.bisect_stages(same, same, _probe(good_times), _probe(bad_times), "g", "b",
                                   "attention", 128, 1024)
-    assert report.first_divergent_stage == "lower" and report.basis == "compile_time"
+    assert report.first_divergent_stage == "lower" and report.basis == "compile_clock"
 
 
 def test_a_clock_that_moved_without_more_work_names_no_stage():
@@ -58,7 +58,7 @@ def test_a_clock_that_moved_without_more_work_names_no_stage():
     assert stages.work_unchanged(report)
     uncounted = stages.bisect_stages(same, same, _probe(good_times), _probe(bad_times), "g",
                                      "b", "attention", 128, 1024)
-    assert uncounted.basis == "compile_time" and not stages.work_unchanged(uncounted)
+    assert uncounted.basis == "compile_clock" and not stages.work_unchanged(uncounted)
 
 
 def test_numerics_divergence_is_the_first_stage_whose_error_grows():
@@ -69,8 +69,8 @@ def test_numerics_divergence_is_the_first_stage_whose_error_grows():
 
 
 def test_kernel_deltas_sort_by_change():
-    deltas = stages.kernel_deltas([{"name": "a", "time_us": 10}, {"name": "b", "time_us": 5}],
-                                  [{"name": "a", "time_us": 11}, {"name": "c", "time_us": 50}])
+    deltas = stages.kernel_deltas([KernelRun("a", 10), KernelRun("b", 5)],
+                                  [KernelRun("a", 11), KernelRun("c", 50)])
     assert [d.name for d in deltas] == ["c", "b", "a"]
 
 
@@ -102,7 +102,7 @@ def test_instruction_counts_name_the_stage_that_did_more_work():
     bad = {**good, "lower": 10_400_000, "layout": 20_040_000}  # layout +0.2%: noise
     report = stages.bisect_stages(same, same, _probe(times), _probe(times), "g", "b",
                                   "attention", 128, 1024, (good, bad))
-    assert (report.first_divergent_stage, report.basis) == ("lower", "compile_work")
+    assert (report.first_divergent_stage, report.basis) == ("lower", "instructions")
     lower = next(d for d in report.stages if d.stage == "lower")
     assert lower.work_growth == pytest.approx(0.04)
     # without counts the same builds name nothing

@@ -16,13 +16,18 @@ import math
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from regressions import stats
 from regressions.errors import SpyreRegressError
+from regressions.metrics import FAILURE
 
-FORMAT_VERSION = 2  # the JSON `spyre-regress bisect --json` writes
+BISECTION_VERSION = 2  # the JSON `spyre-regress bisect --json` writes
+Status = Literal["ok", "failed", "untestable"]
+# good/bad: which end the commit sides with; same: good vs bad do not differ; skip:
+# untestable; failed: it raised where the bad end runs; unknown: another batch is needed
+Verdict = Literal["good", "bad", "same", "skip", "failed", "unknown"]
 RELATIVE_EPSILON = 1e-9  # deterministic metrics: any larger relative change is real
-DEFAULT_BATCH = 10  # Pinpoint adds repeats 10 at a time (_REPEAT_COUNT_INCREASE)
 MAX_BATCHES = 6  # hard stop per commit when the power cap is larger
 DEFAULT_MAGNITUDE = 0.05  # expected step when the caller gives none (e.g. no alert ratio)
 MIN_MAGNITUDE = 0.01  # smallest step the verdicts are sized for
@@ -32,7 +37,7 @@ REPRODUCE_SAMPLES = 40  # samples per side before "not reproduced" is believed
 @dataclass(frozen=True)
 class Measurement:
     commit: str
-    status: str  # ok | failed (the benchmark raised) | untestable (build/import/skip)
+    status: Status  # failed: the benchmark raised; untestable: build, import or skip
     samples: tuple[float, ...] = ()
     deterministic: bool = False
     detail: str = ""
@@ -49,7 +54,7 @@ class Step:
     median: float | None
     reference: str  # which end it was compared with
     pvalue: float | None
-    verdict: str  # good | bad | skip | failed | unknown
+    verdict: Verdict
     note: str = ""
 
 
@@ -63,7 +68,7 @@ class BisectResult:
     steps: list[Step] = field(default_factory=list)
     reproduced: bool = True
     candidates: list[str] = field(default_factory=list)  # when skips leave several
-    kind: str = "performance"  # performance | failure
+    kind: Literal["performance", "failure"] = "performance"
     # every sample measured, per commit: the evidence behind each verdict
     samples: dict[str, tuple[float, ...]] = field(default_factory=dict)
     deterministic: bool = False
@@ -176,7 +181,7 @@ def bisect_commits(commits: Sequence[str], measure: Measure, magnitude: float | 
     if bad_m.status == "untestable":
         raise SpyreRegressError(f"the bad commit {bad[:12]} cannot be tested: {bad_m.detail}")
     if bad_m.status == "failed":
-        result.kind = "failure"
+        result.kind = FAILURE
     elif not _reproduced(samples, good, bad, magnitude or DEFAULT_MAGNITUDE, max_batches,
                          steps):
         result.reproduced = False

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-FORMAT_VERSION = 1
+MINIMIZED_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -217,7 +217,7 @@ class MinimizeResult:
     steps: list[str]
 
     def to_dict(self) -> dict:
-        return {"version": FORMAT_VERSION, "ops_before": self.ops_before,
+        return {"version": MINIMIZED_VERSION, "ops_before": self.ops_before,
                 "ops_after": self.ops_after, "queries": self.queries,
                 "ratio_before": self.ratio_before, "ratio_after": self.ratio_after,
                 "steps": self.steps}

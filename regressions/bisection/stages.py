@@ -1,12 +1,12 @@
 """Stage bisection: where do a good and a bad build of the compiler first differ?
 
 Pure functions over two stage captures (the stage-capture protocol of DESIGN.md, loaded by
-`store.load_capture`) and two probe measurements: unified diffs of each stage's canonical text,
-the first stage whose artifact differs, per-stage compile-time deltas, per-kernel device-time
-deltas, and for numerical regressions the first stage whose executed output drifts further
-from float64. When no artifact differs (a compile-time regression that computes the same
-program more slowly), the stage that added the most compile time, among those that got
-significantly slower, is the answer.
+`records.captures.load_capture`) and two stage probes' answers: unified diffs of each stage's
+canonical text, the first stage whose artifact differs, per-stage compile-time deltas,
+per-kernel device-time deltas, and for numerical regressions the first stage whose executed
+output drifts further from float64. When no artifact differs (a compile-time regression that
+computes the same program more slowly), the stage that does the most extra work - instructions
+where they were counted, else significant compile time - is the answer.
 """
 
 from __future__ import annotations
@@ -15,11 +15,16 @@ import difflib
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Literal
 
 from regressions import stats
+from regressions.probing.answers import KernelRun, StageAnswer
 from spyre_sim.stages import EXECUTABLE_STAGES
 
-FORMAT_VERSION = 2
+STAGE_REPORT_VERSION = 3  # 3: `basis` names the evidence (instructions, compile_clock)
+# What named the first divergent stage: its canonical artifact differs, or (no artifact
+# differs) it executes more instructions, or it got significantly slower on the clock.
+Basis = Literal["artifact", "instructions", "compile_clock"]
 COMPILE_RATIO_FLOOR = 1.5  # a stage must get at least this much slower to be named
 # Instruction counts repeat within 1% (docs/benchmarks.md); a stage that grew by 1% or more
 # did more work, and when no artifact differs the one that added the most is named.
@@ -75,7 +80,7 @@ class StageReport:
     seq: int
     width: int | None  # the width the probe built the workload at
     first_divergent_stage: str | None
-    basis: str | None  # artifact | compile_work (instructions) | compile_time (wall clock)
+    basis: Basis | None
     stage_diff_lines: int
     diff: str
     stages: list[StageDelta]
@@ -115,10 +120,9 @@ def compile_deltas(stages: Sequence[str], good_times: Sequence[Mapping[str, floa
     return deltas
 
 
-def kernel_deltas(good: Sequence[Mapping], bad: Sequence[Mapping]) -> list[KernelDelta]:
+def kernel_deltas(good: Sequence[KernelRun], bad: Sequence[KernelRun]) -> list[KernelDelta]:
     """Kernels matched by name; the largest absolute change first."""
-    good_by, bad_by = {k["name"]: k["time_us"] for k in good}, {k["name"]: k["time_us"]
-                                                                 for k in bad}
+    good_by, bad_by = {k.name: k.time_us for k in good}, {k.name: k.time_us for k in bad}
     names = list(dict.fromkeys([*good_by, *bad_by]))
     deltas = [KernelDelta(n, good_by.get(n), bad_by.get(n)) for n in names]
     return sorted(deltas, key=lambda d: -abs(d.delta_us))
@@ -152,7 +156,7 @@ def counted(deltas: Sequence[StageDelta]) -> bool:
                                 d.instructions_bad is not None for d in deltas)
 
 
-def slowest_stage(deltas: Sequence[StageDelta]) -> tuple[str | None, str | None]:
+def slowest_stage(deltas: Sequence[StageDelta]) -> tuple[str | None, Basis | None]:
     """When no artifact differs: the stage that did the most extra work (instruction counts,
     exact), else, only when instructions could not be counted, the one that added the most
     significant compile time (wall clock): with counts at hand, a stage whose work did not
@@ -160,7 +164,7 @@ def slowest_stage(deltas: Sequence[StageDelta]) -> tuple[str | None, str | None]
     grew = [d for d in deltas if (d.work_growth or 0.0) >= WORK_GROWTH_FLOOR]
     if grew:
         return max(grew, key=lambda d: d.instructions_bad - d.instructions_good).stage, \
-            "compile_work"
+            "instructions"
     if counted(deltas):
         return None, None
     slower = [d for d in deltas if (d.compile_ratio or 0.0) >= COMPILE_RATIO_FLOOR
@@ -168,7 +172,7 @@ def slowest_stage(deltas: Sequence[StageDelta]) -> tuple[str | None, str | None]
     if slower:
         # the stage that added the most time: a millisecond stage can double from noise
         return max(slower, key=lambda d: d.compile_s_bad - d.compile_s_good).stage, \
-            "compile_time"
+            "compile_clock"
     return None, None
 
 
@@ -178,8 +182,8 @@ def work_unchanged(report: StageReport) -> bool:
     return report.first_divergent_stage is None and counted(report.stages)
 
 
-def bisect_stages(good_capture: Capture, bad_capture: Capture, good_probe: Mapping,
-                  bad_probe: Mapping, good: str, bad: str, workload: str, seq: int,
+def bisect_stages(good_capture: Capture, bad_capture: Capture, good_probe: StageAnswer,
+                  bad_probe: StageAnswer, good: str, bad: str, workload: str, seq: int,
                   width: int | None,
                   instructions: Sequence[Mapping[str, int] | None] | None = None
                   ) -> StageReport:
@@ -187,21 +191,20 @@ def bisect_stages(good_capture: Capture, bad_capture: Capture, good_probe: Mappi
     diffs = {s: unified_diff(good_capture.texts.get(s, ""), bad_capture.texts.get(s, ""), s)
              for s in stages}
     deltas = with_instructions(compile_deltas(
-        stages, good_probe["compile_times"], bad_probe["compile_times"], diffs), instructions)
+        stages, good_probe.compile_times, bad_probe.compile_times, diffs), instructions)
     first = next((d.stage for d in deltas if d.changed), None)
     basis = "artifact" if first else None
     if first is None:
         first, basis = slowest_stage(deltas)
     diff = diffs[first] if first and basis == "artifact" else ""
-    numerics_stage = numerics_divergence(good_probe.get("stage_errors", {}),
-                                         bad_probe.get("stage_errors", {}))
+    numerics_stage = numerics_divergence(good_probe.stage_errors, bad_probe.stage_errors)
     log_excerpt = _log_excerpt(bad_capture.log, first)
     return StageReport(
         good, bad, workload, seq, width, first, basis, count_changed_lines(diff), diff, deltas,
-        kernel_deltas(good_probe["kernels"], bad_probe["kernels"]),
-        {"good": good_probe["device_time_us"], "bad": bad_probe["device_time_us"]},
+        kernel_deltas(good_probe.kernels, bad_probe.kernels),
+        {"good": good_probe.device_time_us, "bad": bad_probe.device_time_us},
         numerics_stage,
-        {"good": good_probe.get("stage_errors", {}), "bad": bad_probe.get("stage_errors", {})},
+        {"good": dict(good_probe.stage_errors), "bad": dict(bad_probe.stage_errors)},
         log_excerpt)
 
 

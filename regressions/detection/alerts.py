@@ -14,8 +14,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from regressions import metrics
 from regressions.detection.detect import Regression
 from regressions.errors import SpyreRegressError
+from regressions.metrics import FAILURE, Kind
 
 ALERTS_VERSION = 2
 
@@ -24,7 +26,7 @@ ALERTS_VERSION = 2
 class Alert:
     """Regressions of one kind whose commit ranges overlap: probably one root cause."""
 
-    kind: str
+    kind: Kind
     good_commit: str
     bad_commit: str
     members: tuple[Regression, ...]
@@ -131,14 +133,12 @@ def alert_from_json(alert: dict, version: int | None = None) -> Alert:
     return Alert.from_dict(_update_to_2(alert) if version == 1 else alert)
 
 
-# Version 1 named the kinds after the old family table and left positions out.
-_KINDS_V1 = {"compile": "compile_time"}
-
-
 def _update_to_2(alert: dict) -> dict:
-    kind = _KINDS_V1.get(alert["kind"], alert["kind"])
-    if kind == "time" and "ExecuteDeviceTime" in alert["probe"]["benchmark"]:
-        kind = "device_time"
+    """Version 1 named the kinds after an older family table ("compile", a device-time
+    "time") and left the members' positions out: the kind is read again from the probe's
+    benchmark name, as the metric table reads it today."""
+    kind = alert["kind"] if alert["kind"] == FAILURE else \
+        metrics.metric_for(alert["probe"]["benchmark"]).name
     members = [{"good_commit": alert["good_commit"], "bad_commit": alert["bad_commit"],
                 "good_position": 0, "bad_position": 1, "baseline": None, **m, "kind": kind}
                for m in alert["members"]]

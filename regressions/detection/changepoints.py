@@ -27,6 +27,7 @@ from scipy import special
 
 from regressions import stats
 from regressions.detection import outliers
+from regressions.detection.outliers import Edge
 from regressions.detection.segmentation import NoiseModel, Segmenter, Split
 
 # Ceiling on a change's p-value, for splitting and for keeping it; docs/detection.md
@@ -39,7 +40,7 @@ MIN_SIZE = 2
 # Best splits and edge tests with alpha < p <= NEAR_ALPHA are near misses: not changes, but
 # the re-measurement planner (`remeasure`) spends samples on them.
 NEAR_ALPHA = 0.25
-EDGES: tuple[str, ...] = ("oldest", "newest")
+EDGES: tuple[Edge, ...] = ("oldest", "newest")
 # Commits an edge test needs: the end commit and at least this many minus one beside it.
 EDGE_MIN_COMMITS = 4
 # asv reports 99% intervals (asv_runner statistics.compute_stats, ci_99_a/ci_99_b).
@@ -67,7 +68,7 @@ class Change:
     pvalue: float | None
     before: float
     after: float
-    edge: str | None = None
+    edge: Edge | None = None
     plausible: tuple[int, ...] = ()
     previous: int | None = None
     uncertain: tuple[int, ...] = ()
@@ -137,7 +138,7 @@ def analyse_series(
     min_size: int = MIN_SIZE,
     deterministic: bool | None = None,
     epsilon: float = stats.EPSILON,
-    edges: Sequence[str] = EDGES,
+    edges: Sequence[Edge] = EDGES,
     near_alpha: float = NEAR_ALPHA,
 ) -> SeriesChanges:
     """Changes, near misses and transients of one series.

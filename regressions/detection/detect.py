@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, fields
 from regressions import metrics, stats
 from regressions.detection import changepoints
 from regressions.detection.changepoints import ALPHA, MIN_SIZE, Change, looks_deterministic
+from regressions.detection.outliers import Edge
 
 # False discovery rate across all series of one run (Benjamini & Hochberg 1995).
 FDR = 0.05
@@ -57,7 +58,7 @@ class Regression:
     env: str
     benchmark: str
     params: str
-    kind: str
+    kind: metrics.Kind
     good_commit: str
     bad_commit: str
     good_position: int
@@ -67,7 +68,7 @@ class Regression:
     p: float | None
     q: float | None
     baseline: float | None
-    edge: str | None = None  # "newest" | "oldest": one commit holds a level, provisional
+    edge: Edge | None = None  # one commit holds the level: provisional
 
     @property
     def name(self) -> str:
@@ -96,7 +97,7 @@ class Transient:
     env: str
     benchmark: str
     params: str
-    kind: str
+    kind: metrics.Kind
     commit: str
     position: int
     ratio: float  # the commit's level / the level just before it
@@ -121,7 +122,7 @@ class Candidate:
     p: float | None
     q: float | None
     worsening: float
-    edge: str | None
+    edge: Edge | None
     plausible: tuple[str, ...]
     reported: bool
     uncertain: tuple[str, ...] = ()
@@ -169,7 +170,7 @@ def run_detection(
     fdr: float = FDR,
     alpha: float = ALPHA,
     min_size: int = MIN_SIZE,
-    edges: Sequence[str] = changepoints.EDGES,
+    edges: Sequence[Edge] = changepoints.EDGES,
     window: int | None = None,
     memo: dict | None = None,
 ) -> Detection:

@@ -18,8 +18,12 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
+from typing import Literal
 
 import numpy as np
+
+# The two ends of a series: the oldest commit and the newest (tonight's).
+Edge = Literal["oldest", "newest"]
 
 # Commits on each side whose median is the local level (a running median, as the asv
 # step_detect's L1 fit is robust to a single outlier).
@@ -115,7 +119,7 @@ def transients(means: np.ndarray, scale: float, *, z: float = TRANSIENT_Z,
     return [i for i in flagged if i - 1 not in chosen and i + 1 not in chosen]
 
 
-def edge_excursion(means: np.ndarray, scale: float, which: str, *, z: float = EDGE_SCREEN_Z,
+def edge_excursion(means: np.ndarray, scale: float, which: Edge, *, z: float = EDGE_SCREEN_Z,
                    window: int = WINDOW) -> bool:
     """Whether the `which` ("oldest" or "newest") commit stands apart from its neighbours.
 

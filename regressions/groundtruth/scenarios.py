@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from regressions.errors import SpyreRegressError
+from regressions.metrics import Kind
 
 
 @dataclass(frozen=True)
@@ -24,7 +25,7 @@ class Edit:
 @dataclass(frozen=True)
 class Injection:
     name: str
-    kind: str  # device_time | numerics | compile_time
+    kind: Kind
     stage: str  # the stage whose artifact (or compile time) changes first
     subject: str  # commit subject
     description: str
@@ -164,8 +165,8 @@ BENIGN: tuple[tuple[str, Edit], ...] = (
      Edit("spyre_sim/stages/sdsc.py", "def core_to_slice(",
           "# superdsc.py: core_id -> Mod(floor(core_id / inner), split)\ndef core_to_slice(")),
     ("backend: say why the binary is CBOR",
-     Edit("spyre_sim/stages/backend.py", "FORMAT_VERSION = 2",
-          "FORMAT_VERSION = 2  # CBOR, like DeepTools' historical g2.graph.cbor")),
+     Edit("spyre_sim/stages/backend.py", "PROGRAM_BINARY_VERSION = 2",
+          "PROGRAM_BINARY_VERSION = 2  # CBOR, like DeepTools' historical g2.graph.cbor")),
 )
 
 

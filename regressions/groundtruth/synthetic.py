@@ -12,8 +12,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
+
+from regressions.records import asv_documents
 
 PANEL_STEPS: tuple[tuple[int, float], ...] = ((37, 0.04), (50, 0.015))
 PANEL_COMMITS = 60
@@ -114,11 +117,14 @@ def asv_results_documents(
     *,
     machine: str = "synthetic",
     env: str = "virtualenv-py3.11",
+    machine_params: Mapping[str, str] | None = None,
 ) -> dict[str, dict]:
-    """asv results (format version 2, asv docs/source/dev.rst) for `(sha, date_ms)` commits.
+    """asv results (format version 2, asv docs/source/dev.rst) for `(sha, date_ms)` commits,
+    written by `records.asv_documents` as every other writer of the tool writes them.
 
     Returns {relative path: JSON document}: benchmarks.json, <machine>/machine.json and one
     <machine>/<sha[:8]>-<env>.json per commit, as `asv run --record-samples` lays them out.
+    `machine_params` (cpu, ram, os, ...) go into every result file, as asv records them.
     """
     docs: dict[str, dict] = {
         "benchmarks.json": {
@@ -133,33 +139,14 @@ def asv_results_documents(
         f"{machine}/machine.json": {"machine": machine, "version": 1},
     }
     for c, (sha, date) in enumerate(commits):
-        results = {name: _result_row(b, c) for name, b in benchmarks.items()}
-        docs[f"{machine}/{sha[:8]}-{env}.json"] = {
-            "commit_hash": sha, "env_name": env, "date": date, "params": {"machine": machine},
-            "python": "3.11", "requirements": {}, "env_vars": {},
-            "result_columns": list(_COLUMNS), "results": results, "durations": {}, "version": 2,
-        }
+        document = asv_documents.new_document(sha, env, date, machine, machine_params, "3.11")
+        for name, b in benchmarks.items():
+            row = asv_documents.new_row(b.params, "1")
+            for index, samples in enumerate(b.samples[c]):
+                if samples is None or len(samples):  # [] stays skipped (NaN)
+                    asv_documents.set_result(row, index, samples,
+                                             record_samples=b.type == "time" and
+                                             b.record_samples)
+            document["results"][name] = row
+        docs[asv_documents.result_path(Path(), machine, sha, env).as_posix()] = document
     return docs
-
-
-_COLUMNS = ("result", "params", "version", "started_at", "duration", "stats_ci_99_a",
-            "stats_ci_99_b", "stats_q_25", "stats_q_75", "stats_number", "stats_repeat",
-            "samples")
-
-
-def _result_row(b: BenchmarkHistory, commit: int) -> list:
-    cells = list(b.samples[commit])
-    result = [None if s is None else (float(np.median(s)) if s else math.nan) for s in cells]
-    timed = b.type == "time"
-
-    def stat(fn):
-        return [fn(np.asarray(s)) if s else None for s in cells] if timed else None
-
-    # asv's ci_99 is an order-statistic interval of the median; min/max stands in for it here.
-    return [
-        result, [list(p) for p in b.params], "1", None, None,
-        stat(np.min), stat(np.max),
-        stat(lambda s: float(np.percentile(s, 25))), stat(lambda s: float(np.percentile(s, 75))),
-        stat(lambda s: 1), stat(len),
-        [list(s) if s else None for s in cells] if timed and b.record_samples else None,
-    ]

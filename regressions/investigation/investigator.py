@@ -10,24 +10,22 @@ from __future__ import annotations
 
 import ast
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
 from regressions import metrics
-from regressions.bisection import minimize, stages
+from regressions.bisection import knobs, minimize, stages
 from regressions.bisection.commits import BisectResult, Measurement, bisect_commits
 from regressions.detection.alerts import Alert
 from regressions.detection.detect import Regression
 from regressions.errors import SpyreRegressError
 from regressions.investigation import model
 from regressions.investigation.model import Target
+from regressions.probing.answers import Failed, KnobsAnswer, StageAnswer, TimingAnswer
 
-RESTORED = 0.75  # a knob restores the metric when it recovers 75% of the regression
-COMPILE_PROBES = ("compile_time", "compile_work")
-SCOPE_LIMITS = (0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
 TIMING_ITERATIONS = 100
 # Samples per side behind the confirmation at the culprit: as many as the report's timing.
 CONFIRM_SAMPLES = 100
@@ -52,13 +50,15 @@ class Prober(Protocol):
               ) -> Measurement: ...  # one run; at least `samples` samples when given
     def stages(self, commits: Sequence[str], target: Target,
                traces: Sequence[Path | None] | None = None
-               ) -> list[tuple[dict, stages.Capture]]: ...  # one probe per commit
-    def knobs(self, commit: str, target: Target, scope: dict | None = None) -> dict: ...
+               ) -> list[tuple[StageAnswer, stages.Capture]]: ...  # one probe per commit
+    def knobs(self, commit: str, target: Target, scope: dict | None = None
+              ) -> KnobsAnswer | Failed: ...
     def work(self, commits: Sequence[str], target: Target
-             ) -> list[dict[str, int] | None]: ...  # instructions per stage, when countable
+             ) -> list[Mapping[str, int] | None]: ...  # instructions per stage, if countable
     def ratios(self, good: str, bad: str, target: Target
                ) -> AbstractContextManager[RatioOf]: ...
-    def timing(self, commit: str, target: Target, source: str, iterations: int) -> dict: ...
+    def timing(self, commit: str, target: Target, source: str, iterations: int
+               ) -> TimingAnswer | Failed: ...
     def full_candidate(self, target: Target) -> minimize.Candidate: ...
 
 
@@ -116,13 +116,11 @@ def target_for(benchmark: str, params: tuple[str, ...], param_names: Sequence[st
         raise SpyreRegressError(f"{benchmark}{params}: the probes need a known metric and "
                                 f"'workload' and 'seq' parameters; this benchmark is "
                                 f"'{metric.name}' with {list(param_names)}")
-    if metric.probe == "numerics":
-        return Target(benchmark, params, workload, int(seq), numerics_widths.get(workload),
-                      metric.name, None, metrics.numerics_error(benchmark))
-    stage = values.get("stage") if metric.probe in ("compile_time", "compile_work") else None
-    # the compile-work family builds every point at the stage width (bench_compile_work.py)
-    width = stage_width if stage is not None or metric.probe == "compile_work" else None
-    return Target(benchmark, params, workload, int(seq), width, metric.name, stage)
+    stage = values.get("stage") if metric.per_stage else None
+    width = {"numerics": numerics_widths.get(workload), "stage": stage_width,
+             "workload": stage_width if stage is not None else None}[metric.width]
+    error = metrics.numerics_error(benchmark) if metric.errors else None
+    return Target(benchmark, params, workload, int(seq), width, metric.name, stage, error)
 
 
 def alert_target(alert: Alert, param_names: dict[str, tuple[str, ...]],
@@ -164,47 +162,44 @@ class Investigator:
         (good_probe, good_capture), (bad_probe, bad_capture) = self.prober.stages(
             (good, bad), target, traces)
         instructions = None
-        if target.probe in COMPILE_PROBES:  # compile evidence leads with instruction counts
+        if target.measures.counts_instructions:
             self.progress("counting instructions per stage at both builds (valgrind)")
             instructions = self.prober.work((good, bad), target)
         return stages.bisect_stages(good_capture, bad_capture, good_probe, bad_probe, good, bad,
-                                    target.workload, target.seq, good_probe.get("width"),
+                                    target.workload, target.seq, good_probe.width,
                                     instructions)
 
     # -- 3. knob bisection ---------------------------------------------------------------
     def knobs(self, bad: str, target: Target, good_metric: float, width: int | None = None
               ) -> model.Workaround | None:
         """The knob whose other value recovers most of the regression, if it recovers at
-        least `RESTORED`, narrowed to its decisive application."""
+        least `knobs.RESTORED`, narrowed to its decisive application."""
         self.progress(f"toggling compiler knobs at {bad[:10]}")
         answer = self.prober.knobs(bad, target)
-        if answer["status"] != "ok":
-            self.progress(f"knob probe failed: {answer.get('detail')}")
+        if isinstance(answer, Failed):
+            self.progress(f"knob probe failed: {answer.detail}")
             return None
-        bad_metric = answer["baseline"]
-        spread = bad_metric - good_metric
-        if spread <= 0 or not answer["trials"]:
+        found = knobs.restoring(answer, good_metric)
+        if found is None:
             return None
-        trials = tuple(model.KnobTrial(t["knob"], t["stage"], t["value"], t["metric"])
-                       for t in answer["trials"])
-        best = max(trials, key=lambda t: (bad_metric - t.metric) / spread)
-        recovered = (bad_metric - best.metric) / spread
-        if recovered < RESTORED:
-            return None
+        best = found.trial
         scoped = self.prober.knobs(bad, target, {"knob": best.knob, "value": best.value,
-                                                 "limits": list(SCOPE_LIMITS)})
-        metric = metrics.by_name(target.metric)
+                                                 "limits": list(knobs.SCOPE_LIMITS)})
+        decisive = None if isinstance(scoped, Failed) else knobs.decisive_application(
+            scoped, answer.baseline, good_metric)
         # the knob probe builds the catalogue's program, as the benchmark does
         program = model.Program(target.workload, target.seq, width, "benchmark")
+        trials = tuple(model.KnobTrial(t.knob, t.stage, t.value, t.metric)
+                       for t in answer.trials)
         return model.Workaround(best.knob, best.value, best.stage, program, target.metric,
-                                probe_unit(metric), bad_metric, best.metric, good_metric,
-                                recovered, _decisive(scoped, bad_metric, spread), trials)
+                                target.measures.probe_unit, answer.baseline, best.metric,
+                                good_metric, found.recovered, decisive, trials)
 
     # -- 4. minimization -----------------------------------------------------------------
     def minimize(self, good: str, bad: str, target: Target,
                  candidate: minimize.Candidate) -> minimize.MinimizeResult | None:
-        if target.probe not in ("device_time", "numerics"):
-            return None  # a compile-time cost vanishes with the graph that pays it
+        if not target.measures.minimizable:
+            return None  # e.g. a compile-time cost vanishes with the graph that pays it
         with self.prober.ratios(good, bad, target) as ratio_of:
             full = ratio_of(minimize.to_source(candidate))
             if full is None or full <= 1.0:
@@ -218,14 +213,13 @@ class Investigator:
     # -- 5. timing for the report --------------------------------------------------------
     def timing(self, commit: str, target: Target, source: str) -> model.BuildRun:
         answer = self.prober.timing(commit, target, source, TIMING_ITERATIONS)
-        if answer["status"] != "ok":
-            return model.BuildRun(answer["status"], str(answer.get("detail", "")))
-        kernels = tuple(model.KernelTime(k["name"], k["time_us"], k.get("bound", ""),
-                                         k.get("cores")) for k in answer["kernels"])
-        return model.BuildRun("ok", "", tuple(answer["host_s"]), tuple(answer["device_us"]),
-                              model.errors_from(answer["errors"]), kernels,
-                              answer["compile_times"], answer.get("environment", {}),
-                              answer.get("config", {}), answer.get("nonfinite"))
+        if isinstance(answer, Failed):
+            return model.BuildRun(answer.status, answer.detail)
+        kernels = tuple(model.KernelTime(k.name, k.time_us, k.bound, k.cores)
+                        for k in answer.kernels)
+        return model.BuildRun("ok", "", answer.host_s, answer.device_us,
+                              model.errors_from(answer.errors), kernels, answer.compile_times,
+                              answer.environment, answer.config, answer.nonfinite)
 
     # -- the first bad commit, confirmed --------------------------------------------------
     def locate(self, alert: Alert, target: Target,
@@ -290,7 +284,7 @@ class Investigator:
         out_dir.mkdir(parents=True, exist_ok=True)
         traces = {"good": out_dir / "trace_good.json", "bad": out_dir / "trace_bad.json"}
         report = self.stages(parent, culprit, target, (traces["good"], traces["bad"]))
-        if target.metric == "compile_time" and stages.work_unchanged(report):
+        if target.measures.refuted_without_more_work and stages.work_unchanged(report):
             raise NotReproduced(
                 f"at the culprit {culprit[:10]} no compile stage's artifact differs and none "
                 "executes more instructions than at its parent: the compile-time rise is the "
@@ -315,8 +309,8 @@ class Investigator:
         commits = model.Commits(self.history.describe(parent), self.history.describe(culprit),
                                 self.history.describe(culprit))
         return model.Investigation(
-            model.VERSION, alert, target, commits, result, confirmed, report, workaround,
-            minimized, source, model.timing(program, runs["good"], runs["bad"]),
+            model.INVESTIGATION_VERSION, alert, target, commits, result, confirmed, report,
+            workaround, minimized, source, model.timing(program, runs["good"], runs["bad"]),
             {side: str(path) if path.is_file() else None for side, path in traces.items()})
 
 
@@ -324,7 +318,8 @@ def confirm(result: BisectResult, parent: str, culprit: str, target: Target,
             member: Regression, floors: Sequence[tuple[str, float]] = ()
             ) -> model.Confirmation | None:
     """The bisection's samples at the culprit and its parent, judged against the floor."""
-    if result.kind == "failure" or parent not in result.samples or culprit not in result.samples:
+    if result.kind == metrics.FAILURE or parent not in result.samples \
+            or culprit not in result.samples:
         return None
     metric = metrics.by_name(target.metric)
     program = model.Program(target.workload, target.seq, target.width, "benchmark")
@@ -344,32 +339,14 @@ def expected_step(member: Regression) -> float | None:
 
 
 def good_metric(report: stages.StageReport, target: Target) -> float | None:
-    """The good build's metric, from the stage probe (the knob probe measures the same way)."""
-    if target.probe == "numerics":
+    """The good build's metric as the stage probe measured it (the knob probe measures the
+    same way), per the metric's `knob_baseline`; None: no knob search for this metric."""
+    baseline = target.measures.knob_baseline
+    if baseline == "runtime_error":
         return report.numerics.get("good", {}).get("runtime", {}).get(target.error or "")
-    if target.probe == "compile_time":
+    if baseline == "stage_compile_time":
         times = {d.stage: d.compile_s_good for d in report.stages}
         return times[target.stage] if target.stage else sum(times.values())
-    if target.probe in ("host_time", "compile_work"):
-        return None  # no knob probe measures host calls or instructions: no knob search
-    return report.device_time_us["good"]
-
-
-def probe_unit(metric: metrics.Metric) -> str:
-    """The unit the probes report a metric in (device time in us, compile time in s)."""
-    return {"device_time": "us", "host_time": "s", "compile_time": "s",
-            "compile_work": "instructions"}.get(
-        metric.probe or "", metric.unit)
-
-
-def _decisive(scoped: dict, bad_metric: float, spread: float) -> str | None:
-    """The application of the knob after which its value restores the metric."""
-    if scoped.get("status") != "ok":
-        return None
-    for entry in scoped["scoped"]:
-        if entry["limit"] and (bad_metric - entry["metric"]) / spread >= RESTORED:
-            applications = entry["applications"]
-            return applications[entry["limit"] - 1] if len(applications) >= entry["limit"] \
-                else None
+    if baseline == "device_time":
+        return report.device_time_us["good"]
     return None
-

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -24,7 +24,7 @@ from regressions.codec import RecordError, from_json, to_json
 from regressions.detection.alerts import Alert
 from regressions.errors import SpyreRegressError
 
-VERSION = 2
+INVESTIGATION_VERSION = 3  # 3: stage bases named for their evidence (instructions, ...)
 # Reports state a 95% interval for timing ratios (Kalibera & Jones, ISMM 2013).
 REPORT_CONFIDENCE = 0.95
 # torch._dynamo.utils.same(): res_error <= multiplier * ref_error, multiplier 2.0 by default.
@@ -50,9 +50,14 @@ class Target:
     error: str | None = None  # numerics: one of metrics.ERRORS
 
     @property
-    def probe(self) -> str | None:
+    def measures(self) -> metrics.Metric:
+        """The metric's entry in the table: how it is probed, judged and shown."""
+        return metrics.by_name(self.metric)
+
+    @property
+    def probe(self) -> metrics.Probe | None:
         """How a probe measures this metric (`metrics.Metric.probe`)."""
-        return metrics.by_name(self.metric).probe
+        return self.measures.probe
 
     @property
     def label(self) -> str:
@@ -67,7 +72,7 @@ class Program:
     workload: str
     seq: int
     width: int | None
-    form: str  # benchmark | full | minimized
+    form: Literal["benchmark", "full", "minimized"]
     ops: int | None = None
 
     def describe(self) -> str:
@@ -140,7 +145,7 @@ class KernelTime:
 class BuildRun:
     """One build's timing probe: synchronized iterations of one program, and its output."""
 
-    status: str  # ok | failed | untestable
+    status: Literal["ok", "failed", "untestable"]
     detail: str = ""
     host_s: tuple[float, ...] = ()
     device_us: tuple[float, ...] = ()
@@ -284,10 +289,13 @@ def load(document: Any, source: str = "investigation") -> Investigation:
     if not isinstance(document, Mapping):
         raise SpyreRegressError(f"{source} must be a JSON object (docs/formats.md)")
     version = document.get("version")
-    if version != VERSION:
+    if version == 2:
+        document = _update_to_3(document)
+    elif version != INVESTIGATION_VERSION:
         raise SpyreRegressError(
             f"{source} has investigation format version {version!r}; this spyre-regress reads "
-            f"version {VERSION} (re-run the investigation with this version)")
+            f"versions 2 and {INVESTIGATION_VERSION} (re-run the investigation with this "
+            "version)")
     try:
         investigation = from_json(Investigation, document, "investigation")
     except RecordError as error:
@@ -297,6 +305,17 @@ def load(document: Any, source: str = "investigation") -> Investigation:
         raise SpyreRegressError(f"{source}: neither build ran (`timing.good.status` and "
                                 "`timing.bad.status` are not \"ok\"): nothing to report")
     return investigation
+
+
+# Version 2 named the stage report's basis after the metric that measured it.
+_BASES_V2 = {"compile_work": "instructions", "compile_time": "compile_clock"}
+
+
+def _update_to_3(document: Mapping) -> dict:
+    stages = document.get("stages")
+    if isinstance(stages, Mapping) and stages.get("basis") in _BASES_V2:
+        stages = {**stages, "basis": _BASES_V2[stages["basis"]]}
+    return {**document, "stages": stages, "version": INVESTIGATION_VERSION}
 
 
 def dump(investigation: Investigation) -> dict:

@@ -26,7 +26,9 @@ from regressions.bisection.commits import Measurement
 from regressions.investigation import model
 from regressions.investigation.investigator import RatioOf
 from regressions.investigation.model import Target
-from regressions.probing import probe, suite
+from regressions.probing import answers, probe
+from regressions.probing.answers import BenchAnswer, Failed, KnobsAnswer, StageAnswer, TimingAnswer
+from regressions.probing.prober import probe_request
 from regressions.records import captures
 
 EMULATED_DATE = "2026-01-01T00:00:00+00:00"
@@ -110,12 +112,7 @@ class InProcessProber:
         self.work_dir = Path(work_dir)
 
     def request(self, target: Target, **extra: Any) -> dict:
-        request = {"source": self.source, "harness": str(suite.harness_path()),
-                   "workload": target.workload, "seq": target.seq, "width": target.width,
-                   "config": {"numerics": target.probe == "numerics"},
-                   "metric": target.probe, "stage": target.stage, "error": target.error}
-        request.update(extra)
-        return request
+        return probe_request(target, **{"source": self.source, **extra})
 
     def _run(self, commit: str, command: str, request: dict) -> dict:
         with self.history.active(commit):
@@ -125,14 +122,13 @@ class InProcessProber:
         return answer
 
     def bench(self, commit: str, target: Target, samples: int | None = None) -> Measurement:
-        answer = self._run(commit, "sample", self.request(
-            target, samples=max(samples or 0, self.samples)))
-        return Measurement(commit, "ok", tuple(answer["samples"]),
-                                  bool(answer["deterministic"]))
+        answer = answers.read(BenchAnswer, self._run(commit, "sample", self.request(
+            target, samples=max(samples or 0, self.samples))), "sample")
+        return Measurement(commit, "ok", answer.samples, answer.deterministic)
 
     def stages(self, commits: Sequence[str], target: Target,
                traces: Sequence[Path | None] | None = None
-               ) -> list[tuple[dict, stages.Capture]]:
+               ) -> list[tuple[StageAnswer, stages.Capture]]:
         found = []
         for commit, trace in zip(commits, traces or [None] * len(commits), strict=True):
             root = Path(tempfile.mkdtemp(prefix=f"capture-{commit[:8]}-", dir=self.work_dir))
@@ -141,16 +137,19 @@ class InProcessProber:
             with _restored_environment("TORCH_COMPILE_DEBUG", "SPYRE_SIM_DEBUG_DIR"):
                 answer = self._run(commit, "stages", request)
             answer["width"] = target.width
-            found.append((answer, captures.load_capture(captures.single_capture(root))))
+            found.append((answers.read(StageAnswer, answer, "stages"),
+                          captures.load_capture(captures.single_capture(root))))
         return found
 
-    def work(self, commits: Sequence[str], target: Target) -> list[dict[str, int] | None]:
+    def work(self, commits: Sequence[str], target: Target) -> list[Mapping[str, int] | None]:
         """Instructions are counted in a valgrind child, which an emulated build cannot
         patch: not counted here."""
         return [None] * len(commits)
 
-    def knobs(self, commit: str, target: Target, scope: dict | None = None) -> dict:
-        return self._run(commit, "knobs", self.request(target, scope=scope))
+    def knobs(self, commit: str, target: Target, scope: dict | None = None
+              ) -> KnobsAnswer | Failed:
+        return answers.read(KnobsAnswer, self._run(commit, "knobs", self.request(
+            target, scope=scope)), "knobs")
 
     @contextlib.contextmanager
     def ratios(self, good: str, bad: str, target: Target) -> Iterator[RatioOf]:
@@ -172,10 +171,11 @@ class InProcessProber:
 
         yield ratio_of
 
-    def timing(self, commit: str, target: Target, source: str, iterations: int) -> dict:
+    def timing(self, commit: str, target: Target, source: str, iterations: int
+               ) -> TimingAnswer | Failed:
         request = self.request(target, source=source, iterations=iterations)
         request["config"] = {"noise_seed": None}
-        return self._run(commit, "timing", request)
+        return answers.read(TimingAnswer, self._run(commit, "timing", request), "timing")
 
     def full_candidate(self, target: Target) -> minimize.Candidate:
         import spyre_sim

@@ -33,7 +33,7 @@ import time
 import traceback
 import warnings
 
-FORMAT_VERSION = 1
+PROBE_ANSWER_VERSION = 1
 
 
 def _load(path: str, name: str):
@@ -154,24 +154,41 @@ def cmd_sample(request: dict) -> dict:
     import spyre_sim
 
     program, inputs = _program(request)
-    kind, count = request["metric"], int(request.get("samples", 20))
-    if kind == "numerics":
-        value = _metric(spyre_sim, request, program, inputs, _config(spyre_sim, request))
-        return {"status": "ok", "samples": [value], "deterministic": True}
-    if kind == "compile_time":
-        samples = [_metric(spyre_sim, {**request, "compile_repeats": 1}, program, inputs,
-                           _config(spyre_sim, request)) for _ in range(count)]
-        return {"status": "ok", "samples": samples, "deterministic": False}
-    compiled = spyre_sim.compile(program, inputs, _config(
-        spyre_sim, request, noise_seed=None, numerics=kind == "host_time"))
-    compiled.run(*inputs)  # warm-up: uploads the weights, builds the executor
-    samples = []
-    for _ in range(count):
-        start = time.perf_counter()
-        result = compiled.run(*inputs)
-        samples.append(time.perf_counter() - start if kind == "host_time"
-                       else result.device_time_us / 1e6)
-    return {"status": "ok", "samples": samples, "deterministic": False}
+    count = int(request.get("samples", 20))
+    samples, deterministic = SAMPLES[request["metric"]](spyre_sim, request, program, inputs,
+                                                        count)
+    return {"status": "ok", "samples": samples, "deterministic": deterministic}
+
+
+def _error_samples(spyre_sim, request, program, inputs, count):
+    return [_metric(spyre_sim, request, program, inputs, _config(spyre_sim, request))], True
+
+
+def _compile_samples(spyre_sim, request, program, inputs, count):
+    config = _config(spyre_sim, request)
+    return [_metric(spyre_sim, {**request, "compile_repeats": 1}, program, inputs, config)
+            for _ in range(count)], False
+
+
+def _run_samples(clock):
+    """Warm calls of the compiled program, each read on `clock` (result, seconds) -> s."""
+    def samples(spyre_sim, request, program, inputs, count):
+        compiled = spyre_sim.compile(program, inputs, _config(spyre_sim, request,
+                                                              noise_seed=None))
+        compiled.run(*inputs)  # warm-up: uploads the weights, builds the executor
+        out = []
+        for _ in range(count):
+            start = time.perf_counter()
+            result = compiled.run(*inputs)
+            out.append(clock(result, time.perf_counter() - start))
+        return out, False
+    return samples
+
+
+# How each probe method (the metric table's `probe`) samples its metric.
+SAMPLES = {"numerics": _error_samples, "compile_time": _compile_samples,
+           "device_time": _run_samples(lambda result, _: result.device_time_us / 1e6),
+           "host_time": _run_samples(lambda _, seconds: seconds)}
 
 
 def cmd_stages(request: dict) -> dict:
@@ -208,34 +225,50 @@ def cmd_stages(request: dict) -> dict:
 
 
 def _metric(spyre_sim, request: dict, program, inputs, config) -> float:
+    """One value of the target's metric (noise-free where the config says so)."""
+    return METRIC[request["metric"]](spyre_sim, request, program, inputs, config)
 
-    kind = request["metric"]
-    if kind == "compile_time":
-        # the stage's own compile time when one is named (a stage regression hides in the
-        # total), else the whole compile; the median of a few cold compiles
-        stage = request.get("stage")
-        times = []
-        for _ in range(int(request.get("compile_repeats", 5))):
-            start = time.perf_counter()
-            compiled = spyre_sim.compile(program, inputs, config)
-            total = time.perf_counter() - start
-            times.append(compiled.compile_times[stage] if stage else total)
-        return statistics.median(times)
+
+def _compile_seconds(spyre_sim, request, program, inputs, config) -> float:
+    """The stage's own compile time when one is named (a stage regression hides in the
+    total), else the whole compile; the median of a few cold compiles."""
+    stage = request.get("stage")
+    times = []
+    for _ in range(int(request.get("compile_repeats", 5))):
+        start = time.perf_counter()
+        compiled = spyre_sim.compile(program, inputs, config)
+        total = time.perf_counter() - start
+        times.append(compiled.compile_times[stage] if stage else total)
+    return statistics.median(times)
+
+
+def _device_us(spyre_sim, request, program, inputs, config) -> float:
+    return spyre_sim.compile(program, inputs, config).run(*inputs).device_time_us
+
+
+def _host_seconds(spyre_sim, request, program, inputs, config) -> float:
+    """The median wall time of warm calls, in seconds."""
     compiled = spyre_sim.compile(program, inputs, config)
-    if kind == "device_time":
-        return compiled.run(*inputs).device_time_us
-    if kind == "host_time":  # the median wall time of warm calls, in seconds
+    compiled.run(*inputs)
+    times = []
+    for _ in range(int(request.get("calls", 21))):
+        start = time.perf_counter()
         compiled.run(*inputs)
-        times = []
-        for _ in range(int(request.get("calls", 21))):
-            start = time.perf_counter()
-            compiled.run(*inputs)
-            times.append(time.perf_counter() - start)
-        return statistics.median(times)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def _output_error(spyre_sim, request, program, inputs, config) -> float:
+    compiled = spyre_sim.compile(program, inputs, config)
     harness = _harness(request)
     errors = harness.output_errors(compiled.run(*inputs).outputs[0],
                                    *harness.baselines(compiled, inputs))
     return errors[request["error"]]
+
+
+# How each probe method (the metric table's `probe`) measures one value of its metric.
+METRIC = {"compile_time": _compile_seconds, "device_time": _device_us,
+          "host_time": _host_seconds, "numerics": _output_error}
 
 
 def cmd_knobs(request: dict) -> dict:
@@ -337,7 +370,7 @@ def main(argv: list[str]) -> int:
         except Exception as error:
             outcome = {"status": "failed", "detail": f"{type(error).__name__}: {error}",
                        "traceback": traceback.format_exc(limit=8)}
-    outcome["version"] = FORMAT_VERSION
+    outcome["version"] = PROBE_ANSWER_VERSION
     with open(result_path, "w") as handle:
         json.dump(outcome, handle)
     return 0

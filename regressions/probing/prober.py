@@ -14,24 +14,42 @@ import importlib.util
 import shutil
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from regressions import git, metrics, processes
+from regressions import git, processes
 from regressions.bisection import minimize, stages
 from regressions.bisection.commits import Measurement
 from regressions.errors import SpyreRegressError
 from regressions.investigation import model
 from regressions.investigation.investigator import Progress, RatioOf
 from regressions.investigation.model import Target
-from regressions.probing import suite
+from regressions.probing import answers, suite
+from regressions.probing.answers import (
+    BenchAnswer,
+    Failed,
+    KnobsAnswer,
+    MetricAnswer,
+    StageAnswer,
+    TimingAnswer,
+    WorkAnswer,
+)
 from regressions.records import asv_documents, captures
 
 PROBE_ENV = "bisect-probe"  # env name of bisection measurements in their results store
 # One valgrind process: ~100 s of torch import under callgrind, more on a loaded machine.
 WORK_TIMEOUT_S = 1800.0
+
+
+def probe_request(target: Target, **extra: Any) -> dict:
+    """What every probe command is told about the target: the program (`workloads` and the
+    workload's name and shape, or a `source`), the metric's probe and the build's config."""
+    return {"harness": str(suite.harness_path()), "workload": target.workload,
+            "seq": target.seq, "width": target.width,
+            "config": {"numerics": target.measures.with_numerics}, "metric": target.probe,
+            "stage": target.stage, "error": target.error, **extra}
 
 
 class GitHistory:
@@ -69,111 +87,106 @@ class SubprocessProber:
         self.workloads = self.suite / suite.CATALOGUE
         # Instruction counts are exact: one count per (commit, program) serves bisection and
         # the stage report alike, and a valgrind run costs minutes.
-        self._counted: dict[tuple, dict] = {}
+        self._counted: dict[tuple, WorkAnswer | Failed] = {}
 
     def request(self, target: Target, **extra: Any) -> dict:
-        request = {"workloads": str(self.workloads), "harness": str(suite.harness_path()),
-                   "workload": target.workload, "seq": target.seq, "width": target.width,
-                   "config": {"numerics": target.probe == "numerics"},
-                   "metric": target.probe, "stage": target.stage, "error": target.error}
-        request.update(extra)
-        return request
+        return probe_request(target, workloads=str(self.workloads), **extra)
 
     def _run(self, commit: str, command: str, request: dict, timeout: float = 600.0) -> dict:
         return processes.run_probe(self.checkouts.path(commit), command, request, env=self.env,
-                                timeout=timeout)
+                                   timeout=timeout)
 
-    def _work(self, commit: str, target: Target) -> dict:
+    def _work(self, commit: str, target: Target) -> WorkAnswer | Failed:
         """The suite's compile_work measurement of the target's program at one commit."""
         key = (commit, target.workload, target.seq, target.width)
         if key not in self._counted:
             self._counted[key] = self._count(commit, target)
         return self._counted[key]
 
-    def _count(self, commit: str, target: Target) -> dict:
+    def _count(self, commit: str, target: Target) -> WorkAnswer | Failed:
         module = self.suite / "compile_work.py"
         if not module.is_file():
-            return {"status": "untestable", "detail": "the benchmark suite has no "
-                    "compile_work.py, so instructions cannot be counted"}
+            return Failed("untestable", "the benchmark suite has no compile_work.py, so "
+                          "instructions cannot be counted")
         started = time.monotonic()
-        answer = self._run(commit, "work", self.request(
-            target, compile_work=str(module), config={}), timeout=WORK_TIMEOUT_S)
-        self.progress(f"counted instructions at {commit[:10]}: {answer['status']} "
+        answer = answers.read(WorkAnswer, self._run(commit, "work", self.request(
+            target, compile_work=str(module), config={}), timeout=WORK_TIMEOUT_S), "work")
+        self.progress(f"counted instructions at {commit[:10]}: {answer.status} "
                       f"({time.monotonic() - started:.0f} s under valgrind)")
         return answer
 
-    def work(self, commits: Sequence[str], target: Target) -> list[dict[str, int] | None]:
+    def work(self, commits: Sequence[str], target: Target) -> list[Mapping[str, int] | None]:
         """Instructions per stage at each commit; None where they cannot be counted."""
         with ThreadPoolExecutor(len(commits)) as pool:
-            answers = list(pool.map(lambda c: self._work(c, target), commits))
-        return [a["instructions"] if a["status"] == "ok" else None for a in answers]
+            counted = list(pool.map(lambda c: self._work(c, target), commits))
+        return [None if isinstance(a, Failed) else a.instructions for a in counted]
 
     def bench(self, commit: str, target: Target, samples: int | None = None) -> Measurement:
         """One asv run of the target's benchmark at `commit` (at least `samples` samples
         when given: more rounds in the same process)."""
-        if target.probe == "compile_work":  # one exact count per build, no asv grid
-            answer = self._work(commit, target)
-            if answer["status"] != "ok":
-                return Measurement(commit, answer["status"],
-                                          detail=answer.get("detail", ""))
-            return Measurement(commit, "ok",
-                                      (float(answer["instructions"][target.stage]),), True,
-                                      tolerance=metrics.by_name(target.metric).tolerance)
+        if target.measures.bisect_by_count:  # one exact count per build, no asv grid
+            counted = self._work(commit, target)
+            if isinstance(counted, Failed):
+                return Measurement(commit, counted.status, detail=counted.detail)
+            return Measurement(commit, "ok", (float(counted.instructions[target.stage]),), True,
+                               tolerance=target.measures.tolerance)
         started = time.monotonic()
-        answer = self._run(commit, "bench", {"suite": str(self.suite),
-                                             "benchmark": target.benchmark,
-                                             "params": list(target.params),
-                                             "samples": samples})
-        self.progress(f"measured {commit[:10]}: {answer['status']} "
-                      f"({len(answer.get('samples', []))} samples, "
+        answer = answers.read(BenchAnswer, self._run(
+            commit, "bench", {"suite": str(self.suite), "benchmark": target.benchmark,
+                              "params": list(target.params), "samples": samples}), "bench")
+        measured = () if isinstance(answer, Failed) else answer.samples
+        self.progress(f"measured {commit[:10]}: {answer.status} ({len(measured)} samples, "
                       f"{time.monotonic() - started:.1f} s)")
-        if answer["status"] != "ok":
-            return Measurement(commit, answer["status"], detail=answer.get("detail", ""))
+        if isinstance(answer, Failed):
+            return Measurement(commit, answer.status, detail=answer.detail)
         if self.results_dir is not None:
             info = git.commit_info(self.repo, commit)
             asv_documents.record_measurement(
                 self.results_dir, self.machine, PROBE_ENV, commit,
-                int(info.date.timestamp() * 1000), target.benchmark, answer["param_index"],
-                answer["combos"], [list(p) for p in answer.get("param_lists", [])],
-                answer["samples"], answer["deterministic"], answer.get("benchmark_version"))
-        return Measurement(commit, "ok", tuple(answer["samples"]),
-                                  bool(answer["deterministic"]))
+                int(info.date.timestamp() * 1000), target.benchmark, answer.param_index,
+                answer.combos, answer.param_lists, answer.samples, answer.deterministic,
+                answer.benchmark_version)
+        return Measurement(commit, "ok", answer.samples, answer.deterministic)
 
     def stages(self, commits: Sequence[str], target: Target,
                traces: Sequence[Path | None] | None = None
-               ) -> list[tuple[dict, stages.Capture]]:
+               ) -> list[tuple[StageAnswer, stages.Capture]]:
         traces = list(traces or [None] * len(commits))
         with ThreadPoolExecutor(len(commits)) as pool:  # one probe process per commit
             return list(pool.map(lambda c, t: self._stage_probe(c, target, t), commits, traces))
 
     def _stage_probe(self, commit: str, target: Target, trace: Path | None
-                     ) -> tuple[dict, stages.Capture]:
+                     ) -> tuple[StageAnswer, stages.Capture]:
         root = self.work_dir / "captures" / f"{commit[:12]}-{target.workload}-{target.seq}"
         if root.exists():
             shutil.rmtree(root)
-        answer = self._run(commit, "stages", self.request(
-            target, capture_dir=str(root), trace=str(trace) if trace else None))
-        if answer["status"] != "ok":
+        answer = answers.read(StageAnswer, self._run(commit, "stages", self.request(
+            target, capture_dir=str(root), trace=str(trace) if trace else None)), "stages")
+        if isinstance(answer, Failed):
             raise SpyreRegressError(f"the stage probe failed at {commit[:12]}: "
-                                    f"{answer.get('detail')}")
+                                    f"{answer.detail}")
         return answer, captures.load_capture(captures.single_capture(root))
 
-    def knobs(self, commit: str, target: Target, scope: dict | None = None) -> dict:
-        return self._run(commit, "knobs", self.request(target, scope=scope))
+    def knobs(self, commit: str, target: Target, scope: dict | None = None
+              ) -> KnobsAnswer | Failed:
+        return answers.read(KnobsAnswer, self._run(commit, "knobs", self.request(
+            target, scope=scope)), "knobs")
 
     @contextlib.contextmanager
     def ratios(self, good: str, bad: str, target: Target) -> Iterator[RatioOf]:
         request = self.request(target)
         request["config"] = {**request["config"], "noise_cv": 0.0}
-        workers = [processes.Worker(self.checkouts.path(c), request, self.env) for c in (good, bad)]
+        workers = [processes.Worker(self.checkouts.path(c), request, self.env)
+                   for c in (good, bad)]
 
         def ratio_of(source: str) -> float | None:
             with ThreadPoolExecutor(2) as pool:
-                good_answer, bad_answer = pool.map(lambda w: w.ask({"source": source}), workers)
-            if good_answer["status"] != "ok" or bad_answer["status"] != "ok":
+                good_answer, bad_answer = (answers.read(MetricAnswer, a, "worker") for a in
+                                           pool.map(lambda w: w.ask({"source": source}),
+                                                    workers))
+            if isinstance(good_answer, Failed) or isinstance(bad_answer, Failed):
                 return None
-            return bad_answer["metric"] / good_answer["metric"] if good_answer["metric"] > 0 \
-                else None
+            return bad_answer.metric / good_answer.metric if good_answer.metric > 0 else None
 
         try:
             yield ratio_of
@@ -181,10 +194,11 @@ class SubprocessProber:
             for worker in workers:
                 worker.close()
 
-    def timing(self, commit: str, target: Target, source: str, iterations: int) -> dict:
+    def timing(self, commit: str, target: Target, source: str, iterations: int
+               ) -> TimingAnswer | Failed:
         request = self.request(target, source=source, iterations=iterations)
         request["config"] = {"noise_seed": None}  # independent run-to-run noise per build
-        return self._run(commit, "timing", request)
+        return answers.read(TimingAnswer, self._run(commit, "timing", request), "timing")
 
     def full_candidate(self, target: Target) -> minimize.Candidate:
         """The probe workload's captured ATen graph, from today's catalogue (loaded by path)."""

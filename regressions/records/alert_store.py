@@ -13,7 +13,7 @@ from regressions.detection.alerts import alert_from_json
 from regressions.errors import SpyreRegressError
 from regressions.records import lifecycle
 
-SCHEMA_VERSION = 3  # 3: one lifecycle record (regressions.lifecycle) per row
+ALERT_STORE_VERSION = 3  # 3: one lifecycle record (regressions.lifecycle) per row
 
 
 class AlertStore:
@@ -35,7 +35,7 @@ class AlertStore:
             "kind TEXT, document TEXT NOT NULL, stage TEXT, report TEXT, updated REAL)")
         self._update_to_3()
         self.connection.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)",
-                                (str(SCHEMA_VERSION),))
+                                (str(ALERT_STORE_VERSION),))
         self.connection.commit()
 
     def _update_to_3(self) -> None:

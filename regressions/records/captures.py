@@ -7,7 +7,7 @@ from pathlib import Path
 from regressions.errors import SpyreRegressError
 from regressions.records.files import read_json
 
-CAPTURE_VERSION = 1
+STAGE_CAPTURE_VERSION = 1
 
 
 def load_capture(directory: Path):
@@ -17,9 +17,9 @@ def load_capture(directory: Path):
 
     directory = Path(directory)
     index = read_json(directory / "stages.json", "stage index")
-    if index.get("version") != CAPTURE_VERSION:
+    if index.get("version") != STAGE_CAPTURE_VERSION:
         raise SpyreRegressError(f"{directory}/stages.json has version {index.get('version')!r};"
-                                f" this tool reads version {CAPTURE_VERSION}")
+                                f" this tool reads version {STAGE_CAPTURE_VERSION}")
     stages = tuple(entry["name"] for entry in index["stages"])
     texts = {e["name"]: (directory / e["file"]).read_text() for e in index["stages"]}
     wall = {e["name"]: float(e.get("wall_s", 0.0)) for e in index["stages"]}

@@ -29,19 +29,21 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
+from regressions.codec import RecordError, from_json
 from regressions.errors import SpyreRegressError
+from regressions.metrics import Kind
 
 if TYPE_CHECKING:  # types only: the records stay free of the statistics' imports
     from regressions.detection.alerts import Alert
     from regressions.detection.detect import Regression
 
-FORMAT_VERSION = 1
-STATUSES = ("new", "reported", "not-reproduced", "acknowledged", "fixed", "invalid",
-            "withdrawn")
+ALERT_RECORD_VERSION = 1
+Status = Literal["new", "reported", "not-reproduced", "acknowledged", "fixed", "invalid",
+                 "withdrawn"]
 # What a person may set, from each status (the machine sets the others).
-TRIAGE: dict[str, tuple[str, ...]] = {
+TRIAGE: dict[Status, tuple[Status, ...]] = {
     "new": ("invalid",),
     "reported": ("acknowledged", "fixed", "invalid"),
     "acknowledged": ("fixed", "invalid"),
@@ -49,14 +51,14 @@ TRIAGE: dict[str, tuple[str, ...]] = {
     "fixed": ("reported",),  # it came back
 }
 # A report stands for these statuses (a culprit with a published bundle).
-REPORTED = ("reported", "acknowledged", "fixed")
+REPORTED: tuple[Status, ...] = ("reported", "acknowledged", "fixed")
 
 
 @dataclass(frozen=True)
 class Symptom:
     """One affected series of an alert: what a report lists."""
 
-    kind: str
+    kind: Kind
     benchmark: str
     params: str
     machine: str
@@ -108,11 +110,11 @@ class AlertRecord:
     """One alert as the nightly stores it."""
 
     id: int
-    kind: str
+    kind: Kind
     good_commit: str
     bad_commit: str
     symptoms: tuple[Symptom, ...]
-    status: str = "new"
+    status: Status = "new"
     provisional: bool = False
     culprit: str | None = None
     evidence: Evidence | None = None
@@ -401,29 +403,17 @@ def group_by_culprit(records: Sequence[AlertRecord]) -> list[CulpritReport]:
 def to_dict(record: AlertRecord) -> dict:
     """A JSON-ready form of `record` with a `version` field."""
     data = asdict(record)
-    data["version"] = FORMAT_VERSION
+    data["version"] = ALERT_RECORD_VERSION
     return data
 
 
 def from_dict(data: Mapping) -> AlertRecord:
     """Inverse of `to_dict`; refuses a version it does not know."""
-    if data.get("version") != FORMAT_VERSION:
+    if data.get("version") != ALERT_RECORD_VERSION:
         raise SpyreRegressError(f"alert record version {data.get('version')!r} is not "
-                                f"{FORMAT_VERSION}: upgrade spyre-regress to read it")
-    fields = {k: v for k, v in data.items() if k != "version"}
-    fields["symptoms"] = tuple(_symptom_from(s) for s in fields["symptoms"])
-    evidence = fields.get("evidence")
-    if evidence is not None:
-        fields["evidence"] = Evidence(**{**evidence, "ci": _pair(evidence["ci"]),
-                                         "samples": tuple(evidence["samples"]),
-                                         "members": tuple(evidence["members"])})
-    fields["history"] = tuple(fields.get("history", ()))
-    return AlertRecord(**fields)
-
-
-def _symptom_from(data: Mapping) -> Symptom:
-    return Symptom(**{**data, "ci": _pair(data["ci"])})
-
-
-def _pair(value) -> tuple[float, float] | None:
-    return None if value is None else (float(value[0]), float(value[1]))
+                                f"{ALERT_RECORD_VERSION}: upgrade spyre-regress to read it")
+    try:
+        return from_json(AlertRecord, {k: v for k, v in data.items() if k != "version"},
+                         "alert record")
+    except RecordError as error:
+        raise SpyreRegressError(f"a stored alert record does not read: {error}") from None

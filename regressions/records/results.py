@@ -28,14 +28,17 @@ import pandas as pd
 from regressions import git
 from regressions.detection.detect import Series
 from regressions.errors import SpyreRegressError
+from regressions.records.asv_documents import ASV_RESULTS_VERSION
 
 log = logging.getLogger(__name__)
 
-RESULTS_VERSION = 2  # asv.results.Results.api_version
 COLUMNS = ("machine", "env", "benchmark", "params", "commit", "position", "date", "status",
            "value", "samples", "ci_99_a", "ci_99_b", "q_25", "q_75", "unit", "type",
            "version", "higher_is_better")
-_KINDS = ("timeraw", "time", "track", "peakmem", "mem")
+# asv's benchmark types, by the prefix of the benchmark's name, and what each is read as.
+_ASV_TYPES = {"timeraw": "time", "time": "time", "track": "track", "peakmem": "peakmem",
+              "mem": "mem"}
+_DEFAULT_UNITS = {"time": "seconds"}
 
 
 def load_results(
@@ -65,7 +68,7 @@ def load_results(
         if not machines:
             raise SpyreRegressError(f"no results for machine {machine!r} under {root}; "
                                     f"machines found: {', '.join(found) or 'none'}")
-    no_results = SpyreRegressError(f"no asv results (format version {RESULTS_VERSION}) under "
+    no_results = SpyreRegressError(f"no asv results (format version {ASV_RESULTS_VERSION}) under "
                                    f"{root}; run `asv run --record-samples` or fix --results")
     files = [(path, d.name) for d in machines for path in sorted(d.glob("*.json"))
              if path.name != "machine.json"]
@@ -141,9 +144,9 @@ def _benchmarks_meta(path: Path) -> dict[str, dict]:
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         log.warning("ignoring %s: not readable JSON (%s)", path, exc)
         return {}
-    if not isinstance(doc, dict) or doc.get("version") != RESULTS_VERSION:
+    if not isinstance(doc, dict) or doc.get("version") != ASV_RESULTS_VERSION:
         log.warning("ignoring %s: not an asv benchmarks.json of format version %d", path,
-                    RESULTS_VERSION)
+                    ASV_RESULTS_VERSION)
         return {}
     return {k: v for k, v in doc.items() if isinstance(v, dict)}
 
@@ -154,10 +157,10 @@ def _read_file(path: Path, machine: str, meta: dict[str, dict]) -> list[dict]:
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         log.warning("skipping %s: not readable JSON (%s)", path, exc)
         return []
-    if not isinstance(doc, dict) or doc.get("version") != RESULTS_VERSION:
+    if not isinstance(doc, dict) or doc.get("version") != ASV_RESULTS_VERSION:
         version = doc.get("version") if isinstance(doc, dict) else None
         log.warning("skipping %s: asv results format version %r, expected %d (`asv update` "
-                    "migrates older files)", path, version, RESULTS_VERSION)
+                    "migrates older files)", path, version, ASV_RESULTS_VERSION)
         return []
     header = {key: doc.get(key) for key in ("commit_hash", "env_name", "date",
                                             "result_columns", "results")}
@@ -194,10 +197,10 @@ def _points(name: str, cells: dict, meta: dict) -> list[dict]:
     if not isinstance(results, list) or len(results) != len(combos):
         raise ValueError(f"{len(results) if isinstance(results, list) else 'no'} results "
                          f"for {len(combos)} parameter combinations")
-    kind = meta.get("type") or next((k for k in _KINDS if name.rsplit(".", 1)[-1].startswith(k)),
-                                    "unknown")
-    kind = "time" if kind == "timeraw" else kind
-    unit = meta.get("unit") or ("seconds" if kind == "time" else "unit")
+    asv_type = meta.get("type") or next(
+        (k for k in _ASV_TYPES if name.rsplit(".", 1)[-1].startswith(k)), "unknown")
+    asv_type = _ASV_TYPES.get(asv_type, asv_type)
+    unit = meta.get("unit") or _DEFAULT_UNITS.get(asv_type, "unit")
     points = []
     for i, (combo, value) in enumerate(zip(combos, results, strict=True)):
         samples = _cell(cells, "samples", i)
@@ -217,7 +220,7 @@ def _points(name: str, cells: dict, meta: dict) -> list[dict]:
             "samples": samples if status == "ok" else None,
             **{column: _cell(cells, f"stats_{column}", i)
                for column in ("ci_99_a", "ci_99_b", "q_25", "q_75")},
-            "unit": unit, "type": kind, "version": cells.get("version"),
+            "unit": unit, "type": asv_type, "version": cells.get("version"),
             "higher_is_better": meta.get("higher_is_better") is True,
         })
     return points

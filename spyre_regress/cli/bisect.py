@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     good, bad = checks.repository_and_refs(args.repo, args.good, args.bad)
     import pandas as pd  # after the checks: pandas, scipy
 
-    from regressions.bisection.commits import FORMAT_VERSION
+    from regressions.bisection.commits import BISECTION_VERSION
     from regressions.investigation.investigator import parse_params
     from regressions.investigation.model import Target
     from reports.narrative import quantity
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
         target = Target(found.name, params, "", 0, None, metric.name)
         result = investigator.bisect(good, bad, target)
     table = pd.DataFrame([{"commit": s.commit[:10], "samples": s.n,
-                           "median": quantity(s.median, metric.unit, metric.name),
+                           "median": quantity(s.median, metric.unit, metric.display),
                            "vs": s.reference, "p": common.fmt(s.pvalue, ".1e"),
                            "verdict": s.verdict, "note": s.note} for s in result.steps])
     print(f"{target.label}: {metric.label} per commit (median of its samples)")
@@ -62,5 +62,5 @@ def run(args: argparse.Namespace) -> int:
         print("the regression did not reproduce between --good and --bad")
     else:
         print(f"no single culprit: one of {[c[:12] for c in result.candidates]}")
-    common.write_json(args.json, result, FORMAT_VERSION)
+    common.write_json(args.json, result, BISECTION_VERSION)
     return common.EXIT_OK if result.culprit else common.EXIT_REGRESSED

@@ -7,7 +7,7 @@ import argparse
 from regressions import metrics
 from spyre_regress.cli import common, targets
 
-FORMAT_VERSION = 1
+WORKAROUND_VERSION = 1
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
               "25% of the good build's")
         return common.EXIT_REGRESSED
     def value(x: float) -> str:
-        return metric_value(x, workaround.unit, workaround.metric, target.error)
+        return metric_value(x, workaround.unit, target.measures, target.error)
 
     print(f"noise-free {metrics.by_name(target.metric).label} of "
           f"{workaround.program.describe()}: good build {value(workaround.metric_good)}, bad "
@@ -47,5 +47,5 @@ def run(args: argparse.Namespace) -> int:
     print(f"workaround: Config({workaround.knob}={workaround.value!r}) recovers "
           f"{workaround.recovered:.0%}; decisive application: "
           f"{workaround.decisive_application}")
-    common.write_json(args.json, workaround, FORMAT_VERSION)
+    common.write_json(args.json, workaround, WORKAROUND_VERSION)
     return common.EXIT_OK

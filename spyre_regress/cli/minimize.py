@@ -38,5 +38,5 @@ def run(args: argparse.Namespace) -> int:
     print(f"{result.ops_before} -> {result.ops_after} ops in {result.queries} queries; "
           f"bad/good noise-free {target.metric} ratio {result.ratio_before:.3f} on the "
           f"captured program -> {result.ratio_after:.3f} on the minimized one; wrote {args.out}")
-    common.write_json(args.json, result, minimize.FORMAT_VERSION)
+    common.write_json(args.json, result, minimize.MINIMIZED_VERSION)
     return common.EXIT_OK

@@ -41,5 +41,5 @@ def run(args: argparse.Namespace) -> int:
           f"numerics first diverge at: {report.numerics_first_divergent_stage}")
     if report.diff:
         print(report.diff[:4000])
-    common.write_json(args.json, report, stages.FORMAT_VERSION)
+    common.write_json(args.json, report, stages.STAGE_REPORT_VERSION)
     return common.EXIT_OK

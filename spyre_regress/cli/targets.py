@@ -50,11 +50,12 @@ def target(args: argparse.Namespace) -> Target:
     """The probe target `--workload/--shape/--metric` name (no benchmark: probes only)."""
     from regressions.investigation.model import Target
 
+    metric = next(m for m in metrics.METRICS if m.probe == args.metric)
     width = args.width
-    if args.metric == "numerics" and width is None:
+    if metric.width == "numerics" and width is None:
         width = suite.numerics_widths(args.repo).get(args.workload)
-    return Target("", (), args.workload, args.shape, width, args.metric, args.stage,
-                  args.error if args.metric == "numerics" else None)
+    return Target("", (), args.workload, args.shape, width, metric.name, args.stage,
+                  args.error if metric.errors else None)
 
 
 def investigator(args: argparse.Namespace, work: Path, results_dir: Path | None = None,

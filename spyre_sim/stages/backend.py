@@ -24,7 +24,8 @@ from spyre_sim.ir import Binary, SdscBundle, canonical_json
 
 log = logging.getLogger("spyre_sim.backend")
 STAGE = "backend"
-FORMAT_VERSION = 2
+SDSC_BUNDLE_VERSION = 2  # the sdsc stage's artifact, as this stage reads it
+PROGRAM_BINARY_VERSION = 2  # what it writes, as the runtime loads it
 SEGMENT_BYTES = 0x4_0000_0000  # 16 GiB per argument segment (constants.py SEGMENT_OFFSETS)
 SEGMENTS = 7
 MAX_KERNEL_TENSORS = 6  # non-intermediate tensors one bundle can address
@@ -108,9 +109,10 @@ def _summary(program: dict[str, Any]) -> str:
 def run(bundle: SdscBundle, config: Config) -> Binary:
     del config
     document = bundle.data()
-    if document.get("version") != FORMAT_VERSION:
+    if document.get("version") != SDSC_BUNDLE_VERSION:
         raise SpyreCompileError(STAGE, "bundle", [], f"SuperDSC bundle version "
-                                f"{document.get('version')!r}; this backend reads {FORMAT_VERSION}")
+                                f"{document.get('version')!r}; this backend reads "
+                                f"{SDSC_BUNDLE_VERSION}")
     entries = {name: _kernel_entry(name, sdsc) for name, sdsc in document["sdscs"].items()}
     steps = []
     for item in document["bundle"]:
@@ -131,7 +133,7 @@ def run(bundle: SdscBundle, config: Config) -> Binary:
         for name, c in document["constants"].items()
     }
     program = {
-        "version": FORMAT_VERSION,
+        "version": PROGRAM_BINARY_VERSION,
         "format": "spyre-sim-program",
         "graph": document["graph"],
         "inputs": document["inputs"],

@@ -38,7 +38,7 @@ from spyre_sim.layouts import TensorLayout
 from spyre_sim.timeline import JobStep, RunRecord, noise_factor, run_record
 
 log = logging.getLogger("spyre_sim.runtime")
-FORMAT_VERSION = 2  # 2: constants as DLFloat16 codes
+PROGRAM_BINARY_VERSION = 2  # 2: constants as DLFloat16 codes
 
 
 def _layout(data: dict | None) -> TensorLayout | None:
@@ -164,9 +164,9 @@ class Executable:
 
 def run(binary: Binary, config: Config) -> Executable:
     program = cbor2.loads(binary.payload)
-    if program.get("version") != FORMAT_VERSION:
+    if program.get("version") != PROGRAM_BINARY_VERSION:
         raise SpyreRuntimeError(f"binary format version {program.get('version')!r}; this "
-                                f"runtime loads version {FORMAT_VERSION}")
+                                f"runtime loads version {PROGRAM_BINARY_VERSION}")
     plan = _plan(program)
     jobs = job_plan(program, config)
     output_shapes = tuple(

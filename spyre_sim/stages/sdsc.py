@@ -27,7 +27,7 @@ from spyre_sim.ops import OPS
 
 log = logging.getLogger("spyre_sim.sdsc")
 STAGE = "sdsc"
-FORMAT_VERSION = 2  # 2: constants as DLFloat16 codes (1: IEEE fp16)
+SDSC_BUNDLE_VERSION = 2  # 2: constants as DLFloat16 codes (1: IEEE fp16)
 
 
 def core_to_slice(splits: list[tuple[str, int]]) -> dict[str, dict[str, int]]:
@@ -149,7 +149,7 @@ def run(program: KernelProgram, config: Config) -> SdscBundle:
         else:
             bundle.append({"view": node_to_dict(step.node)})
     document = {
-        "version": FORMAT_VERSION,
+        "version": SDSC_BUNDLE_VERSION,
         "graph": program.index,
         "inputs": [{"name": v.name, "shape": list(v.shape), "dtype": v.dtype,
                     "host_dtype": v.host_dtype, "kind": v.kind,
