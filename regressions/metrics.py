@@ -25,10 +25,10 @@ Probe = Literal["device_time", "host_time", "compile_time", "compile_work", "num
 Section = Literal["timing", "correctness", "evidence"]
 # Which width the benchmark builds its program at: the workload's default, the compile
 # benchmarks' STAGE_WIDTH, or the catalogue's NUMERICS_WIDTHS.
-Width = Literal["workload", "stage", "numerics"]
+Width = Literal["workload_default", "stage_width", "numerics_width"]
 # The stage-probe figure that is the good build's value of the metric (what a knob must
 # bring the bad build back to); None: no knob probe measures it.
-KnobBaseline = Literal["device_time", "stage_compile_time", "runtime_error"]
+KnobBaseline = Literal["device_clock", "stage_clock", "runtime_error"]
 # How a figure is shown: device time in us, other times in ms or s, counts in millions of
 # instructions, errors with what they are, anything else as a number with its unit.
 Display = Literal["us", "ms", "instructions", "error", "value"]
@@ -60,7 +60,7 @@ class Metric:
     clock: str | None = None  # what the benchmark's samples read, as a report names it
     display: Display = "value"
     sections: tuple[Section, ...] = EVIDENCE_FIRST  # a report's evidence, symptom first
-    width: Width = "workload"
+    width: Width = "workload_default"
     per_stage: bool = False  # a `stage` parameter names the compile stage measured
     bisect_by_count: bool = False  # one instruction count per build, not an asv run
     counts_instructions: bool = False  # stage evidence leads with instructions per stage
@@ -82,14 +82,14 @@ METRICS: tuple[Metric, ...] = (
     Metric("compile_work", r"\.CompileWork\.", "compile work", "instructions", 0.02,
            probe="compile_work", tolerance=0.01, deterministic=True,
            probe_unit="instructions", clock="instructions counted under callgrind",
-           display="instructions", width="stage", per_stage=True, bisect_by_count=True,
+           display="instructions", width="stage_width", per_stage=True, bisect_by_count=True,
            counts_instructions=True),
     # Simulated device time: seeded-noise samples from the timing model (1.5% CV). 1% is the
     # smallest step Chromium's dashboard reports (catapult find_change_points.py).
     Metric("device_time", r"\.ExecuteDeviceTime\.", "simulated device time", "s", 0.01,
            probe="device_time", probe_unit="us", clock="the simulator's device clock",
            display="us", sections=("timing", "correctness", "evidence"),
-           knob_baseline="device_time", minimizable=True, timing_row="device"),
+           knob_baseline="device_clock", minimizable=True, timing_row="device"),
     # Host wall time of a warm call on a shared machine: 10%, the asv suite's own
     # publish threshold for it (asv.conf.json regressions_thresholds).
     Metric("host_time", r"HostTime\.", "host wall time", "s", 0.10, probe="host_time",
@@ -99,12 +99,12 @@ METRICS: tuple[Metric, ...] = (
     # Cold compile CPU time: asv's default regressions_threshold (asv/config.py, 0.05).
     Metric("compile_time", r"^(bench_)?compile\.", "compile time", "s", 0.05,
            probe="compile_time", probe_unit="s", clock="CPU time", display="ms",
-           per_stage=True, counts_instructions=True, knob_baseline="stage_compile_time",
+           per_stage=True, counts_instructions=True, knob_baseline="stage_clock",
            refuted_without_more_work=True, reproducer_compiles=3),
     # Numerical error against float64: deterministic under fixed seeds; asv's default 5%.
     Metric("numerics", r"^(bench_)?numerics\.", "numerical error", "", 0.05,
            probe="numerics", display="error", sections=("correctness", "evidence", "timing"),
-           width="numerics", with_numerics=True, errors=True, knob_baseline="runtime_error",
+           width="numerics_width", with_numerics=True, errors=True, knob_baseline="runtime_error",
            minimizable=True),
     # Generic families of any asv suite (the kinds asv itself distinguishes).
     Metric("track", r"\.track_", "tracked value", "", 0.01),

@@ -134,9 +134,6 @@ class Config:
             values["knob_scope"] = tuple((str(n), int(c)) for n, c in values["knob_scope"])
         return cls(**values)
 
-    def knob_values(self) -> dict[str, Any]:
-        return {knob.name: getattr(self, knob.name) for knob in KNOBS}
-
 
 class Decisions:
     """Answers a stage's questions about its knobs and counts each application.

@@ -62,7 +62,7 @@ class KernelCost:
     psum_us: float  # partial sums over the ring for K splits
     relayout_us: float  # restickify / transpose traffic
     total_us: float
-    bound: str  # "compute" or "memory"
+    bound: Literal["compute", "memory"]
     flops: int
     bytes: int  # DRAM bytes moved, re-reads included
     reread_bytes: int = 0  # matmul operand bytes streamed again (output chunks beyond LX)

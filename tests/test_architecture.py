@@ -1,28 +1,38 @@
-"""The shape of the code: imports point down the layers, and modules stay small.
+"""The shape of the code: imports point down the layers, roles keep to their rooms, the metric
+table decides, and modules stay small.
 
 Layers, bottom to top: spyre_sim <- benchmarks <- regressions <- reports <- spyre_regress. A
 module may import its own package and the packages below it; `reports` renders and takes
 from `regressions` only the types it renders (and the errors); only `spyre_regress`, the
-orchestration, calls both. Each rule is checked on the real tree and shown to catch a
-violation written for the purpose.
+orchestration, calls both. Inside `regressions`, the ground truth (synthetic data, planted
+scenarios, scratch histories, the month simulation) is imported by tests, scripts and the
+demo only; the night imports no command; nothing below the orchestration imports the
+executor or Dask. Each rule is checked on the real tree and shown to catch a violation
+written for the purpose.
 """
 
 from __future__ import annotations
 
 import ast
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-import size_budget  # noqa: E402
+from regressions import metrics
 
+ROOT = Path(__file__).resolve().parents[1]
 LAYERS = ("spyre_sim", "benchmarks", "regressions", "reports", "spyre_regress")
 # What `reports` may take from `regressions`: the investigation's types and their codec.
 REPORTS_MAY_IMPORT = {"regressions.investigation.model", "regressions.metrics",
                       "regressions.errors", "regressions.codec", "regressions.bisection.stages"}
+GROUND_TRUTH = "regressions.groundtruth"
+# The demo runs the nightly on a history with planted regressions: ground truth by design.
+MAY_IMPORT_GROUND_TRUTH = {"spyre_regress.demo", "spyre_regress.cli.demo"}
+EXECUTOR = ("spyre_regress.executor", "dask", "distributed")
+# Where a metric's kind may be compared as a string: the table and the codec that reads it.
+KIND_STRINGS_ALLOWED = {"regressions/metrics.py", "regressions/codec.py"}
 
 
 def imported_modules(source: str) -> list[str]:
@@ -36,66 +46,128 @@ def imported_modules(source: str) -> list[str]:
     return found
 
 
-def violations(package: str, source: str) -> list[str]:
-    """The imports of one module of `package` that point up or sideways."""
+def _within(name: str, module: str) -> bool:
+    return name == module or name.startswith(module + ".")
+
+
+def violations(package: str, source: str, module: str = "") -> list[str]:
+    """The imports of one module (`module`, dotted) of `package` that break a rule."""
     allowed = set(LAYERS[:LAYERS.index(package) + 1])
     problems = []
     for name in imported_modules(source):
         top = name.split(".")[0]
-        if top not in LAYERS:
-            continue
-        if top not in allowed:
+        if top in LAYERS and top not in allowed:
             problems.append(f"imports {name} (a layer above {package})")
         elif package == "reports" and top == "regressions" and not any(
-                name == m or name.startswith(m + ".") for m in REPORTS_MAY_IMPORT):
+                _within(name, m) for m in REPORTS_MAY_IMPORT):
             problems.append(f"imports {name} (reports takes only regressions' types)")
+        if _within(name, GROUND_TRUTH) and not _within(module, GROUND_TRUTH) \
+                and module not in MAY_IMPORT_GROUND_TRUTH:
+            problems.append(f"imports {name} (ground truth is for tests, scripts, the demo)")
+        if _within(module, "regressions.night") and _within(name, "spyre_regress.cli"):
+            problems.append(f"imports {name} (the night knows no command)")
+        if package != "spyre_regress" and any(_within(name, e) for e in EXECUTOR):
+            problems.append(f"imports {name} (only the orchestration uses the executor)")
     return problems
+
+
+def kind_comparisons(source: str) -> list[str]:
+    """Comparisons of a value with a metric's kind or probe name written as a string: a
+    per-metric decision taken outside the metric table."""
+    names = set(metrics.KINDS) | set(metrics.PROBE_METRICS)
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Compare):
+            continue
+        for operand in (node.left, *node.comparators):
+            values = operand.elts if isinstance(operand, (ast.Tuple, ast.List, ast.Set)) \
+                else [operand]
+            found += [f"line {node.lineno}: {v.value!r}" for v in values
+                      if isinstance(v, ast.Constant) and v.value in names]
+    return found
 
 
 def project_modules():
     for package in LAYERS:
         for path in sorted((ROOT / package).rglob("*.py")):
-            yield package, path
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            yield package, ".".join(p for p in parts if p != "__init__"), path
 
 
-def test_imports_point_down_the_layers():
-    problems = [f"{path.relative_to(ROOT)}: {problem}" for package, path in project_modules()
-                for problem in violations(package, path.read_text())]
+def test_imports_point_down_the_layers_and_roles_keep_to_their_rooms():
+    problems = [f"{path.relative_to(ROOT)}: {problem}" for package, module, path in
+                project_modules() for problem in violations(package, path.read_text(), module)]
     assert problems == []
 
 
-@pytest.mark.parametrize(("package", "source"), [
-    ("regressions", "from reports import write_bundle\n"),
-    ("spyre_sim", "import regressions.stats\n"),
-    ("benchmarks", "from regressions import detect\n"),
-    ("reports", "from regressions.probing import prober\n"),
-    ("reports", "from regressions.investigation.investigator import Investigator\n"),
-    ("regressions", "def f():\n    from spyre_regress import nightly\n"),
+@pytest.mark.parametrize(("package", "module", "source"), [
+    ("regressions", "regressions.detection.detect", "from reports import write_bundle\n"),
+    ("spyre_sim", "spyre_sim.ir", "import regressions.stats\n"),
+    ("benchmarks", "benchmarks.workloads", "from regressions.detection import detect\n"),
+    ("reports", "reports.bundle", "from regressions.probing import prober\n"),
+    ("reports", "reports.bundle",
+     "from regressions.investigation.investigator import Investigator\n"),
+    ("regressions", "regressions.git", "def f():\n    from spyre_regress import nightly\n"),
+    ("regressions", "regressions.night", "from regressions.groundtruth import month\n"),
+    ("spyre_regress", "spyre_regress.nightly", "from regressions.groundtruth import planted\n"),
+    ("regressions", "regressions.night", "from spyre_regress.cli import common\n"),
+    ("regressions", "regressions.detection.remeasure", "import distributed\n"),
+    ("reports", "reports.bundle", "from dask import delayed\n"),
 ])
-def test_the_layer_check_catches_an_upward_import(package, source):
-    assert violations(package, source)
+def test_the_layer_check_catches_a_violation(package, module, source):
+    assert violations(package, source, module)
 
 
-def test_the_layer_check_lets_types_through():
-    assert violations("reports",
-                      "from regressions.investigation.model import Investigation\n") == []
-    assert violations("spyre_regress", "from reports import write_bundle\n") == []
+def test_the_layer_check_lets_allowed_imports_through():
+    assert violations("reports", "from regressions.investigation.model import Investigation\n",
+                      "reports.bundle") == []
+    assert violations("spyre_regress", "from reports import write_bundle\n",
+                      "spyre_regress.reporting") == []
+    assert violations("spyre_regress", "from regressions.groundtruth import scratch\n",
+                      "spyre_regress.demo") == []
+    assert violations("regressions", "from regressions.groundtruth import month\n",
+                      "regressions.groundtruth.planted") == []
+    assert violations("spyre_regress", "import distributed\n", "spyre_regress.executor") == []
+
+
+def test_no_metric_kind_is_compared_as_a_string_outside_the_table():
+    problems = [f"{path.relative_to(ROOT)}: {found}" for _, _, path in project_modules()
+                if str(path.relative_to(ROOT)) not in KIND_STRINGS_ALLOWED
+                for found in kind_comparisons(path.read_text())]
+    assert problems == []
+
+
+@pytest.mark.parametrize("source", [
+    "if metric == 'numerics':\n    pass\n",
+    "ok = kind in ('compile_time', 'compile_work')\n",
+    "ok = 'device_time' != probe\n",
+])
+def test_the_kind_check_catches_a_comparison(source):
+    assert kind_comparisons(source)
+
+
+def test_the_kind_check_lets_table_fields_through():
+    assert kind_comparisons("if metric.errors and kind == metrics.FAILURE:\n    pass\n") == []
+
+
+def size_budget(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "scripts" / "size_budget.py"), *args],
+                          capture_output=True, text=True, timeout=120)
 
 
 def test_no_module_or_function_is_over_the_size_budget():
-    assert size_budget.over_budget(size_budget.sizes()) == []
+    done = size_budget()
+    assert done.returncode == 0, done.stderr
 
 
 def test_the_size_check_catches_a_long_function_and_a_long_module(tmp_path):
-    body = "\n".join(f"    x{i} = {i}" for i in range(size_budget.FUNCTION_BUDGET + 1))
-    long_function = tmp_path / "spyre_sim" / "long.py"
-    long_function.parent.mkdir()
-    long_function.write_text(f'def f():\n    """Docstrings do not count."""\n{body}\n')
-    long_module = tmp_path / "spyre_sim" / "big.py"
-    long_module.write_text("# comments do not count\n" * 500 + "\n".join(
-        f"y{i} = {i}" for i in range(size_budget.MODULE_BUDGET + 1)) + "\n")
-    sizes = {s.path: s for s in size_budget.sizes(tmp_path)}
-    assert sizes[str(Path("spyre_sim/long.py"))].long_functions == (
-        ("f", size_budget.FUNCTION_BUDGET + 2),)
-    assert sizes[str(Path("spyre_sim/big.py"))].code_lines == size_budget.MODULE_BUDGET + 1
-    assert len(size_budget.over_budget(list(sizes.values()))) == 2
+    body = "\n".join(f"    x{i} = {i}" for i in range(61))
+    (tmp_path / "spyre_sim").mkdir()
+    (tmp_path / "spyre_sim" / "long.py").write_text(
+        f'def f():\n    """Docstrings do not count."""\n{body}\n')
+    (tmp_path / "spyre_sim" / "big.py").write_text("# comments do not count\n" * 500 + "\n".join(
+        f"y{i} = {i}" for i in range(401)) + "\n")
+    done = size_budget("--root", str(tmp_path))
+    assert done.returncode == 1
+    assert "spyre_sim/long.py: f() has 62 code lines (budget 60)" in done.stderr
+    assert "spyre_sim/big.py: 401 code lines (budget 400)" in done.stderr

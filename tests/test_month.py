@@ -27,7 +27,7 @@ def test_branch_levels_failures_outliers_and_noise():
                             stage="kernel")[0]
     events = [month.Event("step", "step", 5, (device, numerics), 1.2),
               month.Event("glitch", "outlier", 3, (device,), 1.5),
-              month.Event("fail", "failure", 8, (device,)),
+              month.Event("fail", "breaks", 8, (device,)),
               month.Event("drift", "drift", 2, (numerics,), 1.21, length=2)]
     branch = month.Branch(1, specs, [str(i) for i in range(10)], [(0, 9)], events, 3)
     assert branch.level(device, 4) == pytest.approx(specs[device].level)

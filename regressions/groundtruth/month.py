@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 
@@ -81,17 +82,20 @@ class Spec:
         return f"{self.benchmark}{self.params}"
 
 
+EventKind = Literal["step", "drift", "breaks", "outlier"]
+
+
 @dataclass(frozen=True)
 class Event:
     """Something planted at `commit` in the series `targets` (indexes into the suite).
 
     kind: "step" (level x `factor` from `commit` on), "drift" (x `factor` spread evenly over
-    `length` commits), "failure" (the benchmark raises from `commit` on), "outlier" (the
+    `length` commits), "breaks" (the benchmark raises from `commit` on), "outlier" (the
     night's first run at `commit` measures x `factor`; any later run is normal).
     """
 
     label: str
-    kind: str
+    kind: EventKind
     commit: int
     targets: tuple[int, ...]
     factor: float = 1.0
@@ -125,7 +129,7 @@ class Branch:
         return value
 
     def fails(self, series: int, commit: int) -> bool:
-        return any(e.kind == "failure" and series in e.targets and commit >= e.commit
+        return any(e.kind == "breaks" and series in e.targets and commit >= e.commit
                    for e in self.events)
 
     def measure(self, series: int, commit: int, samples: int | None = None

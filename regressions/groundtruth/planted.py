@@ -23,6 +23,7 @@ from regressions.groundtruth.month import (
     THROUGHPUT,
     Branch,
     Event,
+    EventKind,
     Spec,
     select,
     suite,
@@ -37,7 +38,7 @@ class Plant:
     event's first benchmarked commit at the new level)."""
 
     label: str
-    kind: str
+    kind: EventKind
     symptom: str
     factor: float
     benchmarks: tuple[str, ...]
@@ -82,7 +83,7 @@ PLANTS: tuple[Plant, ...] = (
           stage=("kernel", "runtime")),
     Plant("softmax rmse +30%", "step", "numerics", 1.30, NUMERICS[:1], "softmax"),
     Plant("mlp throughput -12%", "step", "track", 0.88, (THROUGHPUT,), "mlp"),
-    Plant("embedding fails", "failure", "failure", 1.0, (DEVICE,), "embedding", (512, 1024)),
+    Plant("embedding fails", "breaks", "failure", 1.0, (DEVICE,), "embedding", (512, 1024)),
     Plant("rmsnorm -10% (improvement)", "step", "device_time", 0.90, (DEVICE,), "rmsnorm"),
     Plant("linear drift +9%", "drift", "device_time", 1.09, (DEVICE,), "linear", (1, 127, 128),
           length=30),

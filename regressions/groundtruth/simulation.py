@@ -83,7 +83,7 @@ class SyntheticBench:
                 MACHINE, ENV, spec.benchmark, spec.params,
                 tuple(self.branch.commits[c] for c, _ in points), tuple(c for c, _ in points),
                 tuple(v for _, v in points), spec.higher_is_better,
-                True if spec.family == "numerics" else None))
+                True if NOISE[spec.family].sd == 0 else None))
         return out
 
     def measure_again(self, requests: Sequence[remeasure.Request]) -> list:
@@ -283,7 +283,7 @@ def score(sim: Simulation) -> Score:
     for e in branch.events:
         higher = branch.suite[e.targets[0]].higher_is_better
         worse = (1 / e.factor - 1) if higher else (e.factor - 1)
-        if e.kind == "failure":
+        if e.kind == "breaks":
             worse = math.inf
         elif e.kind != "step" or worse <= 0:
             continue

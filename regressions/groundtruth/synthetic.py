@@ -144,9 +144,8 @@ def asv_results_documents(
             row = asv_documents.new_row(b.params, "1")
             for index, samples in enumerate(b.samples[c]):
                 if samples is None or len(samples):  # [] stays skipped (NaN)
-                    asv_documents.set_result(row, index, samples,
-                                             record_samples=b.type == "time" and
-                                             b.record_samples)
+                    asv_documents.set_result(row, index, samples, record_samples=(
+                        b.record_samples and asv_documents.has_samples(b.type)))
             document["results"][name] = row
         docs[asv_documents.result_path(Path(), machine, sha, env).as_posix()] = document
     return docs

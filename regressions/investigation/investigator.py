@@ -117,8 +117,8 @@ def target_for(benchmark: str, params: tuple[str, ...], param_names: Sequence[st
                                 f"'workload' and 'seq' parameters; this benchmark is "
                                 f"'{metric.name}' with {list(param_names)}")
     stage = values.get("stage") if metric.per_stage else None
-    width = {"numerics": numerics_widths.get(workload), "stage": stage_width,
-             "workload": stage_width if stage is not None else None}[metric.width]
+    width = {"numerics_width": numerics_widths.get(workload), "stage_width": stage_width,
+             "workload_default": stage_width if stage is not None else None}[metric.width]
     error = metrics.numerics_error(benchmark) if metric.errors else None
     return Target(benchmark, params, workload, int(seq), width, metric.name, stage, error)
 
@@ -344,9 +344,9 @@ def good_metric(report: stages.StageReport, target: Target) -> float | None:
     baseline = target.measures.knob_baseline
     if baseline == "runtime_error":
         return report.numerics.get("good", {}).get("runtime", {}).get(target.error or "")
-    if baseline == "stage_compile_time":
+    if baseline == "stage_clock":
         times = {d.stage: d.compile_s_good for d in report.stages}
         return times[target.stage] if target.stage else sum(times.values())
-    if baseline == "device_time":
+    if baseline == "device_clock":
         return report.device_time_us["good"]
     return None

@@ -23,6 +23,7 @@ ASV_RESULTS_VERSION = 2  # asv.results.Results.api_version
 RESULT_COLUMNS = ("result", "params", "version", "started_at", "duration", "stats_ci_99_a",
                   "stats_ci_99_b", "stats_q_25", "stats_q_75", "stats_number", "stats_repeat",
                   "samples", "profile")
+_TIMED_TYPES = frozenset({"time", "timeraw"})
 _STATS = ("stats_ci_99_a", "stats_ci_99_b", "stats_q_25", "stats_q_75", "stats_number",
           "stats_repeat")
 
@@ -81,6 +82,12 @@ def _stats(samples: Sequence[float]) -> tuple[float, float, float, float, float]
         return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
     return quantile(0.5), quantile(0.005), quantile(0.995), quantile(0.25), quantile(0.75)
+
+
+def has_samples(asv_type: str) -> bool:
+    """Whether asv records samples for a benchmark of this type (timing benchmarks do;
+    `track_` and memory benchmarks measure one value)."""
+    return asv_type in _TIMED_TYPES
 
 
 def result_path(results_dir: Path, machine: str, commit: str, env_name: str) -> Path:

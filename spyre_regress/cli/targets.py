@@ -52,7 +52,7 @@ def target(args: argparse.Namespace) -> Target:
 
     metric = next(m for m in metrics.METRICS if m.probe == args.metric)
     width = args.width
-    if metric.width == "numerics" and width is None:
+    if metric.width == "numerics_width" and width is None:
         width = suite.numerics_widths(args.repo).get(args.workload)
     return Target("", (), args.workload, args.shape, width, metric.name, args.stage,
                   args.error if metric.errors else None)
