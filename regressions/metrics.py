@@ -103,7 +103,8 @@ METRICS: tuple[Metric, ...] = (
            refuted_without_more_work=True, reproducer_compiles=3),
     # Numerical error against float64: deterministic under fixed seeds; asv's default 5%.
     Metric("numerics", r"^(bench_)?numerics\.", "numerical error", "", 0.05,
-           probe="numerics", display="error", sections=("correctness", "evidence", "timing"),
+           probe="numerics", deterministic=True, display="error",
+           sections=("correctness", "evidence", "timing"),
            width="numerics_width", with_numerics=True, errors=True, knob_baseline="runtime_error",
            minimizable=True),
     # Generic families of any asv suite (the kinds asv itself distinguishes).

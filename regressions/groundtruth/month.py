@@ -202,7 +202,7 @@ def suite() -> list[Spec]:
         specs += [Spec(b, f"('{w}', {s}, '{st}')", "numerics", 1e-3 * (2 + len(st) % 3), w, s,
                        st)
                   for b in NUMERICS for s in (127, 128) for st in NUMERIC_STAGES]
-        specs.append(Spec(THROUGHPUT, f"('{w}',)", "throughput", 1000.0, w,
+        specs.append(Spec(THROUGHPUT, f"('{w}')", "throughput", 1000.0, w,
                           higher_is_better=True))
     return specs
 

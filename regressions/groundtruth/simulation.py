@@ -82,8 +82,7 @@ class SyntheticBench:
             out.append(detect.Series(
                 MACHINE, ENV, spec.benchmark, spec.params,
                 tuple(self.branch.commits[c] for c, _ in points), tuple(c for c, _ in points),
-                tuple(v for _, v in points), spec.higher_is_better,
-                True if NOISE[spec.family].sd == 0 else None))
+                tuple(v for _, v in points), spec.higher_is_better))
         return out
 
     def measure_again(self, requests: Sequence[remeasure.Request]) -> list:

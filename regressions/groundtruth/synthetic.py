@@ -109,6 +109,7 @@ class BenchmarkHistory:
     unit: str = "seconds"
     type: str = "time"
     record_samples: bool = True
+    higher_is_better: bool = False  # as a benchmark declares it (asv copies the attribute)
 
 
 def asv_results_documents(
@@ -132,7 +133,8 @@ def asv_results_documents(
             **{
                 name: {"name": name, "type": b.type, "unit": b.unit, "version": "1",
                        "params": [list(p) for p in b.params],
-                       "param_names": [f"p{i}" for i in range(len(b.params))]}
+                       "param_names": [f"p{i}" for i in range(len(b.params))],
+                       **({"higher_is_better": True} if b.higher_is_better else {})}
                 for name, b in benchmarks.items()
             },
         },
@@ -144,8 +146,9 @@ def asv_results_documents(
             row = asv_documents.new_row(b.params, "1")
             for index, samples in enumerate(b.samples[c]):
                 if samples is None or len(samples):  # [] stays skipped (NaN)
-                    asv_documents.set_result(row, index, samples, record_samples=(
-                        b.record_samples and asv_documents.has_samples(b.type)))
+                    asv_documents.set_result(row, index, samples,
+                                             timed=asv_documents.has_samples(b.type),
+                                             record_samples=b.record_samples)
             document["results"][name] = row
         docs[asv_documents.result_path(Path(), machine, sha, env).as_posix()] = document
     return docs

@@ -50,11 +50,12 @@ def new_row(params: Sequence[Sequence[str]], version: str | None) -> list:
     return [cells[column] for column in RESULT_COLUMNS]
 
 
-def set_result(row: list, index: int, samples: Sequence[float] | None,
+def set_result(row: list, index: int, samples: Sequence[float] | None, timed: bool = True,
                record_samples: bool = True, started_at: int | None = None) -> None:
-    """Combination `index` of `row` measured `samples`: the median and asv's statistics,
-    and the samples themselves when `record_samples` (asv --record-samples; appended to any
-    already there, as --append-samples does). None: the benchmark failed there."""
+    """Combination `index` of `row` measured `samples`: the median, and for a timing
+    benchmark (`timed`) asv's statistics and the samples themselves when `record_samples`
+    (asv --record-samples; appended to any already there, as --append-samples does). asv
+    keeps only the value of a `track_` benchmark. None: the benchmark failed there."""
     column = RESULT_COLUMNS.index
     if samples is None:
         row[column("result")][index] = None
@@ -63,6 +64,8 @@ def set_result(row: list, index: int, samples: Sequence[float] | None,
     row[column("result")][index] = median
     if started_at is not None:
         row[column("started_at")] = started_at
+    if not timed:
+        return
     for name, value in zip(_STATS, (low, high, q25, q75, 1, len(samples)), strict=True):
         row[column(name)][index] = value
     if record_samples:
@@ -110,7 +113,7 @@ def record_measurement(results_dir: Path, machine: str, env_name: str, commit: s
     if len(row[0]) != combos:
         raise ValueError(f"{benchmark}: {combos} parameter combinations, but its params "
                          f"{[list(p) for p in params]} give {len(row[0])}")
-    set_result(row, param_index, samples, record_samples=not deterministic,
+    set_result(row, param_index, samples, timed=not deterministic,
                started_at=int(time.time() * 1000))
     document["results"][benchmark] = row
     write_text(path, json.dumps(document, allow_nan=True) + "\n")
