@@ -32,7 +32,10 @@ class Series:
 
     `samples[i]` holds the values measured at `commits[i]` (one value when asv recorded no
     samples) or None when the benchmark failed there. Skipped points are left out.
-    `deterministic` is None when unknown; `detect_changes` then infers it.
+    `deterministic` is None when unknown; `detect_changes` then infers it. `keeps_samples`
+    is False for a benchmark whose store keeps one value per commit (asv's `track_` and
+    memory benchmarks): measuring it again at a commit replaces that value, so only a commit
+    without a point gains from a re-measurement.
     """
 
     machine: str
@@ -44,6 +47,7 @@ class Series:
     samples: tuple[tuple[float, ...] | None, ...]
     higher_is_better: bool = False
     deterministic: bool | None = None
+    keeps_samples: bool = True
 
     @property
     def name(self) -> str:

@@ -91,11 +91,14 @@ def plan(candidates: Sequence[Candidate], history: Sequence[str], budget: int, *
             continue
         requests = _requests(candidate, _commits(candidate, reason, order), reason)
         if requests:
-            items.append((REASONS.index(reason), _urgency(candidate), requests))
+            # the series and commits break ties, so the plan does not depend on the order
+            # the store lists its series in
+            items.append((REASONS.index(reason), _urgency(candidate), candidate.series.name,
+                          candidate.bad_commit, requests))
     chosen: list[Request] = []
     seen: set[tuple[str, str, str, str, str]] = set()
     spent = 0
-    for _, _, requests in sorted(items, key=lambda item: item[:2]):
+    for *_, requests in sorted(items, key=lambda item: item[:4]):
         fresh = [r for r in requests if _key(r) not in seen]
         cost = sum(r.samples for r in fresh)
         if fresh and spent + cost <= budget:
@@ -167,13 +170,15 @@ def _commits(candidate: Candidate, reason: str, history: _History) -> list[str]:
 
 
 def _requests(candidate: Candidate, commits: Sequence[str], reason: str) -> list[Request]:
-    """One run per commit, the series' usual samples per run, skipping full commits."""
+    """One run per commit, the series' usual samples per run, skipping full commits (and,
+    for a series whose store keeps one value per commit, every commit it has a point at)."""
     s = candidate.series
     counts = {c: len(v) for c, v in zip(s.commits, s.samples, strict=True) if v is not None}
     usual = sorted(counts.values())[len(counts) // 2] if counts else 1
+    most = MAX_RUNS * usual if s.keeps_samples else usual
     wanted = dict.fromkeys(commits)
     return [Request(s.machine, s.env, s.benchmark, s.params, commit, usual, reason)
-            for commit in wanted if counts.get(commit, 0) + usual <= MAX_RUNS * usual]
+            for commit in wanted if counts.get(commit, 0) + usual <= most]
 
 
 def _urgency(candidate: Candidate) -> float:

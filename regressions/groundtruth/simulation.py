@@ -23,7 +23,8 @@ from regressions.groundtruth.month import NOISE, Branch
 from regressions.investigation import model
 from regressions.investigation.investigator import Investigator, parse_params
 from regressions.investigation.model import Target
-from regressions.records import evidence, lifecycle
+from regressions.records import asv_documents, evidence, lifecycle
+from regressions.records.results import asv_type_of
 
 MACHINE, ENV = "month", "virtualenv-py3.11"
 
@@ -82,7 +83,8 @@ class SyntheticBench:
             out.append(detect.Series(
                 MACHINE, ENV, spec.benchmark, spec.params,
                 tuple(self.branch.commits[c] for c, _ in points), tuple(c for c, _ in points),
-                tuple(v for _, v in points), spec.higher_is_better))
+                tuple(v for _, v in points), spec.higher_is_better,
+                keeps_samples=asv_documents.has_samples(asv_type_of(spec.benchmark))))
         return out
 
     def measure_again(self, requests: Sequence[remeasure.Request]) -> list:
@@ -92,11 +94,14 @@ class SyntheticBench:
             s, commit = self.index[r.benchmark, r.params], self.place[r.commit]
             samples = self.branch.measure(s, commit)
             old = self.data[s].get(commit)
+            appends = asv_documents.has_samples(asv_type_of(r.benchmark))
             if samples is not None:
-                self.data[s][commit] = (*(old or ()), *samples)
+                # asv --append-samples: a timing benchmark's samples are added, a track_
+                # value is replaced (asv/results.py, Results.add_result)
+                self.data[s][commit] = (*(old or ()), *samples) if appends else samples
             elif commit not in self.data[s]:
                 self.data[s][commit] = None
-            out.append(samples)
+            out.append(samples if appends or old is None else ())
         return out
 
 

@@ -28,7 +28,7 @@ import pandas as pd
 from regressions import git
 from regressions.detection.detect import Series
 from regressions.errors import SpyreRegressError
-from regressions.records.asv_documents import ASV_RESULTS_VERSION
+from regressions.records.asv_documents import ASV_RESULTS_VERSION, has_samples
 
 log = logging.getLogger(__name__)
 
@@ -129,7 +129,7 @@ def series_from_frame(frame: pd.DataFrame, *, higher_is_better: Sequence[str] = 
         out.append(Series(
             machine, env, benchmark, params, tuple(group["commit"]), tuple(group["position"]),
             samples, bool(group["higher_is_better"].any()) or any(p.search(name) for p in patterns),
-            deterministic,
+            deterministic, has_samples(group["type"].iloc[0]),
         ))
     return out
 
@@ -187,6 +187,14 @@ def _read_file(path: Path, machine: str, meta: dict[str, dict]) -> list[dict]:
     return rows
 
 
+def asv_type_of(name: str) -> str:
+    """asv's type of a benchmark, from the prefix of its function's name, as asv decides
+    it when benchmarks.json says nothing."""
+    method = name.rsplit(".", 1)[-1]
+    prefix = next((k for k in _ASV_TYPES if method.startswith(k)), None)
+    return _ASV_TYPES[prefix] if prefix else "unknown"
+
+
 def _points(name: str, cells: dict, meta: dict) -> list[dict]:
     """The result points of one benchmark row, one per parameter combination."""
     params = cells.get("params") or []
@@ -197,8 +205,7 @@ def _points(name: str, cells: dict, meta: dict) -> list[dict]:
     if not isinstance(results, list) or len(results) != len(combos):
         raise ValueError(f"{len(results) if isinstance(results, list) else 'no'} results "
                          f"for {len(combos)} parameter combinations")
-    asv_type = meta.get("type") or next(
-        (k for k in _ASV_TYPES if name.rsplit(".", 1)[-1].startswith(k)), "unknown")
+    asv_type = meta.get("type") or asv_type_of(name)
     asv_type = _ASV_TYPES.get(asv_type, asv_type)
     unit = meta.get("unit") or _DEFAULT_UNITS.get(asv_type, "unit")
     points = []

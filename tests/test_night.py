@@ -1,0 +1,154 @@
+"""The night, written once: the nightly's seams and the month simulation's take the same
+transitions on the same branch.
+
+The month simulation supplies a generator, memory and a clock to `night.run_night`; the
+nightly command supplies asv's results store on disk (`nightly.AsvBench`, which reads back
+what `asv run` wrote) and SQLite. Here both run every night of one planted branch, with asv
+itself replaced by a stand-in that writes the generator's measurements in asv's results
+format, so everything else of the nightly's side runs as it does for real: the results
+loader ordering commits by git history, the re-measurement read back from the files,
+records through SQLite and their codec.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from regressions import night
+from regressions.groundtruth import planted, simulation
+from regressions.groundtruth.month import Branch
+from regressions.records import alert_store, asv_documents, files, lifecycle
+from regressions.records.results import asv_type_of
+from spyre_regress import nightly
+
+SHORT = planted.MonthConfig("short", {
+    "decode x2": "newest", "softmax +3%": "interior", "attention compile +20%": "newest",
+    "fp16 accumulate x2": "interior", "embedding fails": "interior",
+    "mlp throughput -12%": "interior",
+    "attention compile glitch x1.5": "outlier:attention compile +20%:1",
+}, nights=9, initial_commits=12, commits_per_night=8.0)
+
+
+def git_history(repo: Path, count: int) -> list[str]:
+    """A repository of `count` empty commits; their shas, oldest first."""
+    subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
+    for i in range(count):
+        subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t",
+                        "commit", "-q", "--allow-empty", "-m", f"commit {i}"], check=True)
+    out = subprocess.run(["git", "-C", str(repo), "rev-list", "--reverse", "HEAD"],
+                         check=True, capture_output=True, text=True).stdout
+    return out.split()
+
+
+def branch_on(shas: list[str], seed: int) -> Branch:
+    branch = planted.build_branch(SHORT, seed)
+    assert len(branch.commits) == len(shas)
+    branch.commits[:] = shas
+    return branch
+
+
+class GeneratorAsv:
+    """asv for the nightly's `AsvBench`: `run` on a hash file writes each new commit's
+    results, `run --append-samples` measures the named benchmarks once more at one commit,
+    as asv records them (samples appended for timing benchmarks, a value replaced for
+    `track_` ones), every measurement drawn from the branch's generator."""
+
+    def __init__(self, branch: Branch, results: Path) -> None:
+        self.branch, self.results = branch, results
+        self.names = {}  # benchmark -> its param lists, in asv's order
+        for spec in branch.suite:
+            value = ast.literal_eval(spec.params)
+            values = value if isinstance(value, tuple) else (value,)
+            lists = self.names.setdefault(spec.benchmark, [[] for _ in values])
+            for column, v in zip(lists, values, strict=True):
+                if repr(v) not in column:
+                    column.append(repr(v))
+        self.index = {}
+        for benchmark, lists in self.names.items():
+            for i, combo in enumerate(itertools.product(*lists)):
+                self.index[benchmark, f"({', '.join(combo)})"] = i
+        files.write_json(results / "benchmarks.json", {"version": 2, **{
+            name: {"name": name, "type": asv_type_of(name), "version": "1", "params": lists,
+                   "param_names": [f"p{i}" for i in range(len(lists))],
+                   "unit": "seconds" if asv_type_of(name) == "time" else "unit",
+                   **({"higher_is_better": True} if any(
+                       s.higher_is_better for s in branch.suite if s.benchmark == name) else {})}
+            for name, lists in self.names.items()}})
+
+    def __call__(self, arguments, cwd, env=None, stream=None):
+        if arguments[0] == "run" and arguments[-1].startswith("HASHFILE:"):
+            for sha in Path(arguments[-1].split(":", 1)[1]).read_text().split():
+                if not self.path(sha).exists():
+                    self.write(sha, range(len(self.branch.suite)))
+        elif arguments[0] == "run":
+            wanted = [re.compile(a.split("=", 1)[1]) for a in arguments
+                      if a.startswith("--bench=")]
+            self.write(arguments[-1].removesuffix("^!"), [
+                i for i, s in enumerate(self.branch.suite)
+                if any(w.search(s.name) for w in wanted)])
+        return subprocess.CompletedProcess(arguments, 0, "", "")
+
+    def path(self, sha: str) -> Path:
+        return asv_documents.result_path(self.results, simulation.MACHINE, sha, simulation.ENV)
+
+    def write(self, sha: str, series) -> None:
+        path = self.path(sha)
+        document = json.loads(path.read_text()) if path.exists() else \
+            asv_documents.new_document(sha, simulation.ENV, 0, simulation.MACHINE)
+        commit = self.branch.commits.index(sha)
+        for s in series:
+            spec = self.branch.suite[s]
+            row = document["results"].setdefault(
+                spec.benchmark, asv_documents.new_row(self.names[spec.benchmark], "1"))
+            timed = asv_documents.has_samples(asv_type_of(spec.benchmark))
+            index = self.index[spec.benchmark, spec.params]
+            if not timed:
+                row[asv_documents.RESULT_COLUMNS.index("samples")][index] = None
+            asv_documents.set_result(row, index, self.branch.measure(s, commit), timed=timed)
+        files.write_text(path, json.dumps(document) + "\n")
+
+
+def transitions(result: night.NightResult) -> list[tuple]:
+    return [(e.alert_id, e.before, e.after, e.note) for e in result.events]
+
+
+@pytest.mark.slow
+def test_the_nightlys_seams_take_the_simulations_transitions(tmp_path, monkeypatch):
+    repo = tmp_path / "repo"
+    shas = git_history(repo, len(planted.build_branch(SHORT, 3).commits))
+    (repo / "asv.conf.json").write_text("{}\n")
+    memory_branch, disk_branch = branch_on(shas, 3), branch_on(shas, 3)
+    options = nightly.NightlyOptions(repo, tmp_path / "state", tmp_path / "reports",
+                                     machine=simulation.MACHINE)
+    options.state_dir.mkdir()
+    monkeypatch.setattr(nightly.processes, "run_asv",
+                        GeneratorAsv(disk_branch, options.results_dir))
+    memory = (simulation.SyntheticBench(memory_branch), simulation.MemoryRecords(),
+              simulation.BranchInvestigations(memory_branch))
+    database = alert_store.AlertStore(tmp_path / "alerts.sqlite")
+    disk = (nightly.AsvBench(options, lambda _: None), database,
+            simulation.BranchInvestigations(disk_branch))
+    reported = 0
+    for number in range(len(memory_branch.nights)):
+        marks = [shas[c] for c in memory_branch.benchmarked(number)]
+        history = shas[:memory_branch.nights[number][1] + 1]
+        tonight = {}
+        for side, (bench, store, investigations) in (("memory", memory), ("disk", disk)):
+            investigations.night = number
+            tonight[side] = night.run_night(marks, history, bench, store, investigations,
+                                            lambda n=number: f"night {n + 1}")
+        assert transitions(tonight["disk"]) == transitions(tonight["memory"]), number
+        assert tonight["disk"].remeasured.spent == tonight["memory"].remeasured.spent
+        reported += len(tonight["memory"].published)
+    records = [lifecycle.to_dict(r) for r in memory[1].records()]
+    assert [lifecycle.to_dict(r) for r in database.records()] == records
+    database.close()
+    # the branch's planted regressions were found: the comparison is not of two empty nights
+    assert reported >= 4 and any(r["status"] == "reported" for r in records)
