@@ -157,7 +157,7 @@ SPYRE_FP32_OPS = frozenset({
 
 # What spyre_sim claims to run on the device, as ATen op names (torch-spyre's eager list,
 # torch_spyre/ops/eager.py, as far as spyre_sim implements it, plus rms_norm): the OpInfo
-# conformance suite (tests/test_opinfo.py) covers each of these and of FALLBACK_OPS.
+# conformance suite (tests/e2e/test_opinfo.py) covers each of these and of FALLBACK_OPS.
 DEVICE_ATEN_OPS = (
     "mm", "bmm", "addmm", "add", "sub", "mul", "div", "exp", "log", "sqrt", "rsqrt",
     "reciprocal", "neg", "abs", "relu", "gelu", "silu", "sigmoid", "tanh", "pow", "softmax",

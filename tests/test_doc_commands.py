@@ -1,6 +1,6 @@
 """The docs' commands, read by tests/doc_commands.py: the reader itself, and every documented
 command and option accepted by the command line (in process, fast). Running them is
-tests/test_cli_documented.py's job (slow)."""
+tests/e2e/test_documented_commands.py's job (slow)."""
 
 from __future__ import annotations
 

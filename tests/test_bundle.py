@@ -2,7 +2,7 @@
 
 The investigations here are built from the typed model with seeded lognormal timings and a
 hand-written trace, so every test runs in well under a second of its own;
-tests/test_reports_bundles.py runs the real investigation on emulated builds and runs the
+tests/e2e/test_bundles.py runs the real investigation on emulated builds and runs the
 reproducers.
 """
 

@@ -30,7 +30,7 @@ from reports.markdown import inline
 from spyre_regress import example
 
 pytestmark = pytest.mark.slow
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _layernorm(x, weight, bias):

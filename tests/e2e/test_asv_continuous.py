@@ -20,7 +20,7 @@ import pytest
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 MACHINE = "asv-suite-test"  # an entry in ~/.asv-machine.json; asv has no other place for it
 SLOWER = "bench_execute.ExecuteDeviceTime.time_device('embedding', 128)"
 UNCHANGED = "bench_execute.ExecuteDeviceTime.time_device('softmax', 1)"

@@ -35,7 +35,7 @@ larger than the output, as in cancellation or a layer norm's centring). Flush to
 Non-finite reference values must be non-finite on the device too (DLFloat16 has one NaN/inf
 code, which reads back as NaN); integer and bool outputs must equal f(x) or f(x̂) exactly.
 
-Run as a script for the summary table: `python tests/test_opinfo.py`.
+Run as a script for the summary table: `python tests/e2e/test_opinfo.py`.
 """
 
 from __future__ import annotations
