@@ -1,6 +1,6 @@
 """The one module that starts processes other than git: probes in commit checkouts, and asv.
 
-A probe runs `regressions/probe.py` with `python -P` (the script's own directory stays off
+A probe runs `regressions/probing/probe.py` with `python -P` (the script's own directory stays off
 sys.path) and PYTHONPATH pointing at one commit's checkout, so that commit's spyre_sim is the
 one imported. Checkouts are exported trees (`git archive`), cached per commit.
 """

@@ -1,8 +1,9 @@
 """Statistics for detecting and bisecting regressions: pure functions on plain sequences.
 
 Nothing here reads files, runs git or knows about pandas: every function takes sequences of
-floats and returns a named result, so detection (`regressions.detect`) and bisection share one
-tested implementation of each test. The method is described in docs/detection.md.
+floats and returns a named result, so detection (`regressions.detection.detect`) and
+bisection share one tested implementation of each test. The method is described in
+docs/detection.md.
 """
 
 from __future__ import annotations

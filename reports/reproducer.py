@@ -2,7 +2,7 @@
 
 Assembled from three parts: a usage docstring (commands, what to expect), the program under
 test (the investigation's `source`, the minimized program when there is one, pasted verbatim
-so it can be read), and the harness (`regressions/harness.py`, read through the installed
+so it can be read), and the harness (`regressions/probing/harness.py`, read through the installed
 package and copied between its markers). Text from the investigation enters the file
 only through `docstring_text` (inside the docstring) or `python_literal` (as data), and the
 assembled source is compiled before it is written, so no name or subject can break out into
@@ -100,7 +100,8 @@ def program_section(source: str) -> str:
     missing = {"program", "make_inputs"} - names
     if missing:
         raise SpyreRegressError(f"investigation field `source` must define "
-                                f"{sorted(missing)} (regressions.minimize.to_source does)")
+                                f"{sorted(missing)} (regressions.bisection.minimize.to_source "
+                                "does)")
     harness_names = _top_level_names(harness_source()) | {"SETTINGS"}
     if (names & harness_names) - {"torch"} or "from __future__" in source:
         return ("# The program under test (embedded as text: its names would clash with the "

@@ -1,10 +1,10 @@
-"""Detection quality on the step panel (regressions.synthetic), through `run_detection`.
+"""Detection quality on the step panel (regressions.groundtruth.synthetic), through `run_detection`.
 
 One detection run over N step series (+4% at commit 37, +1.5% at 50) and N no-change series,
 with the FDR control spanning all 2N series as `spyre-regress detect` applies it to a run;
-then the same run with re-measurement (regressions.remeasure) within a budget, served by the
-panel's own generator. Then the A/A check, with and without re-measurement: M no-change
-series in one run must give no alert.
+then the same run with re-measurement (regressions.detection.remeasure) within a budget,
+served by the panel's own generator. Then the A/A check, with and without re-measurement: M
+no-change series in one run must give no alert.
 
     python scripts/detection_quality.py            # the documented figures (N=50, M=200)
     python scripts/detection_quality.py --series 500 --seed 10000 --aa 1000   # held out

@@ -1,7 +1,8 @@
 """A month of nightlies on a synthetic busy branch, scored against what was planted.
 
-Each seed builds a branch (regressions.planted), runs every night through the nightly's
-detection, re-measurement, lifecycle and bisection code (regressions.nightsim) and scores the
+Each seed builds a branch (regressions.groundtruth.planted) and runs every night through
+the nightly's own night, `regressions.night.run_night` (regressions.groundtruth.simulation
+supplies the generator, memory and the bisection on the generator), then scores the
 reports: recall and latency per planted regression, false reports per month, alerts that
 blame an outlier's commit, and re-measurement spent against its budget.
 

@@ -1,10 +1,10 @@
 """`spyre-regress demo`: the whole system on a history with known regressions.
 
 A scratch repository is built from the installed sources: 18 commits, three of which inject
-a regression of a different kind in a different stage (`regressions.scenarios`). The real
-nightly then benchmarks every third commit with asv, detects, bisects commit, stage and knob,
-minimizes and writes a report bundle per alert; `summary.json` sets what it found beside
-`ground_truth.json`.
+a regression of a different kind in a different stage (`regressions.groundtruth.scenarios`).
+The real nightly then benchmarks every third commit with asv, detects, bisects commit, stage
+and knob, minimizes and writes a report bundle per alert; `summary.json` sets what it found
+beside `ground_truth.json`.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """Example investigations without git: the real Investigator on builds emulated in-process.
 
 Tests, scripts/screenshot_report.py and the docs need realistic investigations of a known
-change. Here the commits are `regressions.emulate.EmulatedBuild`s (a changed Config default,
-or a patch that slows a stage down) and the measurements are the probe commands run in this
-process, so the investigation, from bisection to timing, is the one the nightly runs.
+change. Here the commits are `regressions.probing.emulated.EmulatedBuild`s (a changed Config
+default, or a patch that slows a stage down) and the measurements are the probe commands run
+in this process, so the investigation, from bisection to timing, is the one the nightly
+runs.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from regressions.probing.emulated import EmulatedBuild, InProcessProber, ListHis
 
 
 def captured_source(fn: Callable, inputs: Sequence[Any], header: str) -> str:
-    """`fn`'s captured ATen graph as a standalone module (regressions.minimize.to_source)."""
+    """`fn`'s captured ATen graph as a standalone module
+    (regressions.bisection.minimize.to_source)."""
     graph = spyre_sim.capture(fn, inputs).graphs[0]
     return minimize.to_source(minimize.from_graph(graph.graph_module, graph.example_inputs),
                               header)

@@ -177,7 +177,7 @@ def apply_edit(root: Path, edit: Edit) -> None:
     if count != 1:
         raise SpyreRegressError(
             f"scenario edit for {edit.path} matches {count} times (expected exactly once); "
-            "the scenario no longer fits the sources — update regressions/scenarios.py")
+            "the scenario no longer fits the sources — update regressions/groundtruth/scenarios.py")
     path.write_text(text.replace(edit.old, edit.new))
 
 

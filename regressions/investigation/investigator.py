@@ -3,7 +3,7 @@
 The `Investigator` is the one producer of `Investigation`s. It decides what to measure and
 what the measurements mean; a `History` names the commits and a `Prober` measures inside one
 build, so the same investigation runs on a git repository with a probe subprocess per commit
-(`regressions.probing`) and on builds emulated in this process (`regressions.emulate`).
+(`regressions.probing`) and on builds emulated in this process (`regressions.probing.emulated`).
 """
 
 from __future__ import annotations

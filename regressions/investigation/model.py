@@ -1,10 +1,10 @@
 """The investigation of one alert, as typed data: what `reports` renders, and nothing else.
 
-One producer builds it (`regressions.investigate.Investigator`); every figure a report quotes
-is computed here, once, with what it was measured on (`Program`) beside it, so a title, a
-table and a causal statement cannot quote two different numbers for one thing. The JSON form
-is `to_json(investigation)`, read back and validated field by field by `load` (docs/formats.md
-lists the fields).
+One producer builds it (`regressions.investigation.investigator.Investigator`); every figure
+a report quotes is computed here, once, with what it was measured on (`Program`) beside it,
+so a title, a table and a causal statement cannot quote two different numbers for one thing.
+The JSON form is `to_json(investigation)`, read back and validated field by field by `load`
+(docs/formats.md lists the fields).
 """
 
 from __future__ import annotations

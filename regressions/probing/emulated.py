@@ -5,7 +5,7 @@ quickly. Here a commit is a change of the compiler's defaults (as the scenario c
 a default in spyre_sim/config.py) plus an optional patch (a context manager that, e.g., slows
 a stage down); the build at a commit applies every change up to it, in order, to the one
 spyre_sim this process imported. `InProcessProber` answers
-the `Prober` protocol by running the probe commands of regressions/probe.py in this process
+the `Prober` protocol by running the probe commands of regressions/probing/probe.py in this process
 while a build is active, so the `Investigator` runs exactly as it does on a repository.
 """
 

@@ -1,6 +1,6 @@
 """The measurement every probe and every reproducer.py runs, kept as a module so it is linted.
 
-Probes load this file by path (`regressions.suite.harness_path`) inside the commit under
+Probes load this file by path (`regressions.probing.suite.harness_path`) inside the commit under
 test, and `reports.reproducer` copies the code between the two marker comments into each
 reproducer, after the program and its SETTINGS. So the code imports only the standard library,
 torch and spyre_sim, takes everything it needs as arguments, and must run against old builds

@@ -46,7 +46,7 @@ def _load(path: str, name: str):
 
 
 def _harness(request: dict):
-    """regressions/harness.py: the reproducers' measurement, so probes and reports agree."""
+    """regressions/probing/harness.py: the reproducers' measurement, so probes and reports agree."""
     return _load(request["harness"], "spyre_regress_harness")
 
 

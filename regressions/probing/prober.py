@@ -1,10 +1,11 @@
 """The investigation on a git repository: commits from git, measurements in probe subprocesses.
 
 `GitHistory` names commits with git. `SubprocessProber` measures each commit in a subprocess
-of its own (`regressions/probe.py`) with that commit's exported tree on PYTHONPATH and a copy
-of today's benchmark suite, so historical compilers are measured with current benchmarks, as
-asv measures them. Bisection measurements are recorded in asv's results format in a store of
-their own (`results_dir`), so they never change what `detect` reports on the asv results.
+of its own (`regressions/probing/probe.py`) with that commit's exported tree on PYTHONPATH
+and a copy of today's benchmark suite, so historical compilers are measured with current
+benchmarks, as asv measures them. Bisection measurements are recorded in asv's results
+format in a store of their own (`results_dir`), so they never change what `detect` reports
+on the asv results.
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ class GitHistory:
 
 
 class SubprocessProber:
-    """Probe commands run in exported checkouts of each commit (regressions/probe.py)."""
+    """Probe commands run in exported checkouts of each commit (regressions/probing/probe.py)."""
 
     def __init__(self, repo: Path, work_dir: Path, results_dir: Path | None = None,
                  machine: str = "bisect", progress: Progress = lambda _: None,

@@ -26,7 +26,7 @@ CATALOGUE = "workloads.py"
 
 
 def harness_path() -> Path:
-    """The installed `regressions/harness.py` (probes load it by path)."""
+    """The installed `regressions/probing/harness.py` (probes load it by path)."""
     return Path(str(importlib.resources.files("regressions.probing").joinpath("harness.py")))
 
 

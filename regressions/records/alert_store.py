@@ -13,7 +13,7 @@ from regressions.detection.alerts import alert_from_json
 from regressions.errors import SpyreRegressError
 from regressions.records import lifecycle
 
-ALERT_STORE_VERSION = 3  # 3: one lifecycle record (regressions.lifecycle) per row
+ALERT_STORE_VERSION = 3  # 3: one lifecycle record (regressions.records.lifecycle) per row
 
 
 class AlertStore:

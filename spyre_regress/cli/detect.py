@@ -40,8 +40,8 @@ def add(sub: argparse._SubParsersAction) -> None:
                    metavar="REGEX", help="series whose name REGEX matches are better when "
                    "higher (besides benchmarks declaring `higher_is_better = True`)")
     p.add_argument("--fdr", type=common.rate, metavar="Q",
-                   help="false discovery rate across all series (default: regressions.detect."
-                        "FDR, 0.05)")
+                   help="false discovery rate across all series (default: "
+                        "regressions.detection.detect.FDR, 0.05)")
     p.set_defaults(handler=run)
 
 

@@ -1,8 +1,9 @@
 """End to end on scratch git repositories built from the project's own sources.
 
-Each history holds one injected regression among harmless commits (regressions/scenarios.py).
-Commit bisection must name the injected commit and stage bisection its stage; the probes run
-the real asv benchmarks in subprocesses at each commit, on the demo's small grid.
+Each history holds one injected regression among harmless commits
+(regressions/groundtruth/scenarios.py). Commit bisection must name the injected commit and
+stage bisection its stage; the probes run the real asv benchmarks in subprocesses at each
+commit, on the demo's small grid.
 """
 
 import json
