@@ -34,7 +34,7 @@ from reports.narrative import Report, build_report
 
 BUNDLE_VERSION = 2
 ENVIRONMENT_VERSION = 1
-SUMMARY_VERSION = 2
+SUMMARY_VERSION = 3  # 3: `basis` names the evidence (instructions, compile_clock)
 MARKER = "summary.json"  # a folder holding this is a bundle we may replace
 NAME_LIMIT = 100
 

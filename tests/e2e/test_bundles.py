@@ -215,7 +215,7 @@ def test_compile_time_bundle(compile_bundle):
     found, folder = compile_bundle
     md, html, summary = check_common_parts(found, folder)
     assert summary["first_divergent_stage"] == "decompose"
-    assert summary["basis"] == "compile_time"
+    assert summary["basis"] == "compile_clock"
     assert not list(folder.glob("*.diff"))  # no artifact differs, so there is no diff to ship
     assert "The decompose stage produces the same artifact, only more slowly" in \
         summary["causal_statement"]

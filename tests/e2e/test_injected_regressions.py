@@ -68,7 +68,7 @@ def test_culprit_and_first_divergent_stage(tmp_path, name):
         # ceil(log2(N + 1)) for N commits after it (N = 3 here: 3 builds, ceil(log2 N) + 1)
         assert result.deterministic and result.commits_measured <= math.ceil(
             math.log2(result.commits_in_range + 1)) + 1
-        assert report.basis == "compile_work"
+        assert report.basis == "instructions"
         lower = next(d for d in report.stages if d.stage == "lower")
         assert 0.02 <= lower.work_growth <= 0.06, lower
 
