@@ -3,18 +3,21 @@
 Nothing here reads files, runs git or knows about pandas: every function takes sequences of
 floats and returns a named result, so detection (`regressions.detection.detect`) and
 bisection share one tested implementation of each test. The method is described in
-docs/detection.md.
+docs/detection.md. Distributions come from `scipy.special`, the functions scipy.stats' own
+distributions evaluate (`stdtrit` for t.ppf, `ndtr`/`ndtri` for the normal): importing
+scipy.stats costs detection 47 MB and a second, and tests/test_stats.py checks the results
+against scipy.stats.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import Literal, NamedTuple
 
 import numpy as np
 from scipy import special
-from scipy import stats as sps
 
 # Pinpoint's low threshold: p at or below it means DIFFERENT (catapult
 # dashboard/pinpoint/models/compare/thresholds.py, LowThreshold()).
@@ -84,12 +87,37 @@ def mann_whitney(
     """
     if len(before) == 0 or len(after) == 0:
         raise ValueError("mann_whitney: `before` and `after` must both be non-empty")
-    if len(before) > 8 and len(after) > 8:  # scipy's "auto" is asymptotic here: same formula
-        return _mann_whitney_normal(np.asarray(after, dtype=float),
-                                    np.asarray(before, dtype=float), alternative)
-    result = sps.mannwhitneyu(after, before, alternative=alternative)
-    pvalue = float(result.pvalue)
-    return RankTest(float(result.statistic), 1.0 if math.isnan(pvalue) else min(pvalue, 1.0))
+    x, y = np.asarray(after, dtype=float), np.asarray(before, dtype=float)
+    if (len(before) > 8 and len(after) > 8) or np.unique(np.concatenate([x, y])).size < \
+            x.size + y.size:  # scipy's "auto" is asymptotic here: the same formula
+        return _mann_whitney_normal(x, y, alternative)
+    return _mann_whitney_exact(x, y, alternative)
+
+
+def _mann_whitney_exact(x: np.ndarray, y: np.ndarray, alternative: Alternative) -> RankTest:
+    """scipy.stats.mannwhitneyu(x, y, alternative, method="exact") for samples without ties,
+    its null distribution kept per pair of sizes (`_u_survival`): detection tests thousands
+    of splits with a few commits on one side, and scipy builds it anew for each."""
+    n1, n2 = x.size, y.size
+    u1 = int(np.sum(np.searchsorted(np.sort(y), x)))  # pairs with x above y: no ties
+    u2 = n1 * n2 - u1
+    u = {"greater": u1, "less": u2}.get(alternative, max(u1, u2))
+    pvalue = _u_survival(min(n1, n2), max(n1, n2))[u] * (2 if alternative == "two-sided" else 1)
+    return RankTest(float(u1), min(max(float(pvalue), 0.0), 1.0))
+
+
+@functools.lru_cache(maxsize=1024)
+def _u_survival(m: int, n: int) -> np.ndarray:
+    """P(U >= u) for u = 0..m*n under the null, for samples of m <= n values: the counts are
+    the coefficients of the Gaussian binomial [m+n choose m]_q (Mann & Whitney 1947), built as
+    prod_k (1 - q^(n+k)) / (1 - q^k), each step an exact polynomial division."""
+    counts = np.zeros(m * n + 1)
+    counts[0] = 1.0
+    for k in range(1, m + 1):
+        counts[n + k:] -= counts[:m * n + 1 - n - k].copy()  # times (1 - q^(n+k))
+        for r in range(k):  # divided by (1 - q^k): running sums with stride k
+            counts[r::k] = np.cumsum(counts[r::k])
+    return np.cumsum(counts[::-1])[::-1] / counts.sum()
 
 
 def _mann_whitney_normal(x: np.ndarray, y: np.ndarray, alternative: Alternative) -> RankTest:
@@ -141,7 +169,7 @@ def ratio_interval(
         # Welch-Satterthwaite degrees of freedom; a side with one value adds no term.
         terms = [v * v / (n - 1) for v, n in ((va, a.size), (vb, b.size)) if n > 1 and v > 0]
         dof = (va + vb) ** 2 / sum(terms)
-        half = float(sps.t.ppf(0.5 + confidence / 2, dof)) * se
+        half = float(special.stdtrit(dof, 0.5 + confidence / 2)) * se
     else:
         half = 0.0
     if positive:
@@ -221,7 +249,7 @@ def samples_cap(
         raise ValueError(f"samples_cap: `delta` must be > 0, got {delta}")
     if sigma <= 0:
         return 1
-    z_sum = float(sps.norm.isf(alpha / 2) + sps.norm.ppf(power))
+    z_sum = float(-special.ndtri(alpha / 2) + special.ndtri(power))
     return max(2, math.ceil(2 * z_sum**2 * (sigma / delta) ** 2))
 
 
@@ -242,7 +270,7 @@ def high_threshold(
     if n_before < 1 or n_after < 1:
         return 1.0
     mean_z = effect / math.sqrt(1 / n_before + 1 / n_after)
-    threshold = 2 * float(sps.norm.sf(mean_z - sps.norm.isf(miss_rate)))
+    threshold = 2 * float(special.ndtr(-(mean_z + special.ndtri(miss_rate))))
     return float(min(1.0, max(low_threshold, threshold)))
 
 

@@ -20,6 +20,21 @@ def test_mann_whitney_matches_scipy(alternative):
     assert ours.statistic == ref.statistic
 
 
+@pytest.mark.parametrize("alternative", ["two-sided", "greater", "less"])
+def test_mann_whitney_with_a_small_side_matches_scipys_exact_test(alternative):
+    # a split with two commits of one value each against many: the exact null distribution,
+    # which detection keeps per pair of sizes instead of building it per test as scipy does
+    rng = np.random.default_rng(5)
+    for n_small, n_large in ((2, 40), (8, 300), (5, 5), (1, 9)):
+        small, large = rng.normal(0.3, 1, n_small).tolist(), rng.normal(0, 1, n_large).tolist()
+        for before, after in ((small, large), (large, small)):
+            ours = stats.mann_whitney(before, after, alternative)
+            ref = scipy.stats.mannwhitneyu(after, before, alternative=alternative,
+                                           method="exact")
+            assert ours.pvalue == pytest.approx(ref.pvalue, rel=1e-9, abs=1e-15)
+            assert ours.statistic == ref.statistic
+
+
 def test_mann_whitney_exact_small_case():
     # All three "after" values beat all three "before": 1 of C(6,3) = 20 orderings.
     assert stats.mann_whitney([1, 2, 3], [4, 5, 6], "greater").pvalue == pytest.approx(0.05)

@@ -18,6 +18,7 @@ docs/detection.md gives the method and its measured quality.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -154,18 +155,29 @@ def analyse_series(
             when the series is a window cut from a longer history.
         near_alpha: ceiling on a near miss's p-value.
     """
-    values = [np.asarray(p, dtype=float) for p in points]
-    if any(v.size == 0 or np.isnan(v).any() for v in values):
+    counts = np.fromiter(map(len, points), dtype=np.intp, count=len(points))
+    flat = np.fromiter(itertools.chain.from_iterable(points), dtype=float,
+                       count=int(counts.sum()))
+    if not counts.size:
+        return SeriesChanges(())
+    if (counts == 0).any() or np.isnan(flat).any():
         raise ValueError("detect_changes: every point needs at least one value, none NaN")
     if deterministic is None:
         deterministic = looks_deterministic(points, epsilon)
     if deterministic:
-        return _exact_analysis([float(np.median(v)) for v in values], epsilon)
-    if not all(np.isfinite(v).all() for v in values):
+        return _exact_analysis(_medians(flat, counts), epsilon)
+    if not np.isfinite(flat).all():
         raise ValueError("detect_changes: a noisy series needs finite values")
-    if len(values) < 2 * min_size:
+    if counts.size < 2 * min_size:
         return SeriesChanges(())
-    return _NoisyAnalysis(values, min_size).run(alpha, near_alpha, tuple(edges))
+    return _NoisyAnalysis(flat, counts, min_size).run(alpha, near_alpha, tuple(edges))
+
+
+def _medians(flat: np.ndarray, counts: np.ndarray) -> list[float]:
+    """Each commit's median; one reshape when every commit has as many samples."""
+    if (counts == counts[0]).all():
+        return np.median(flat.reshape(counts.size, int(counts[0])), axis=1).tolist()
+    return [float(np.median(v)) for v in np.split(flat, np.cumsum(counts)[:-1])]
 
 
 def _exact_analysis(levels: Sequence[float], epsilon: float) -> SeriesChanges:
@@ -187,36 +199,51 @@ def _exact_ratio(before: float, after: float) -> float:
 
 
 class _NoisyAnalysis:
-    """Transients out, end commits screened, interior segmented, edges tested."""
+    """Transients out, end commits screened, interior segmented, edges tested. The samples
+    are one array, commit after commit (`counts` per commit): a series of 1,700 commits is
+    read with a few array operations, not 1,700 small ones."""
 
-    def __init__(self, values: list[np.ndarray], min_size: int):
-        self.positive = all(bool((v > 0).all()) for v in values)
-        values = outliers.trim_bursts(values, self.positive)
-        self.values = values
-        self.min_size = min_size
-        counts = np.array([v.size for v in values])
-        flat = np.concatenate(values)
-        if self.positive:
-            flat = np.log(flat)
-        self.scaled = np.split(flat, np.cumsum(counts)[:-1])
-        self.means = np.add.reduceat(flat, np.concatenate([[0], np.cumsum(counts)[:-1]])) \
-            / counts
+    def __init__(self, flat: np.ndarray, counts: np.ndarray, min_size: int):
+        self.positive = bool((flat > 0).all())
+        if counts.max() >= outliers.TRIM_MIN_SAMPLES and counts.max() > np.median(counts):
+            trimmed = outliers.trim_bursts(np.split(flat, np.cumsum(counts)[:-1]),
+                                           self.positive)
+            flat = np.concatenate(trimmed)
+            counts = np.array([v.size for v in trimmed])
+        self.flat, self.counts, self.min_size = flat, counts, min_size
+        self.starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        self.logs = np.log(flat) if self.positive else flat
+        self.means = np.add.reduceat(self.logs, self.starts) / counts
         dof = int(np.sum(counts - 1))
-        within = float(np.sum((flat - np.repeat(self.means, counts)) ** 2)) / dof if dof \
-            else None
+        within = float(np.sum((self.logs - np.repeat(self.means, counts)) ** 2)) / dof \
+            if dof else None
         error = math.sqrt(within / float(np.median(counts))) if within else None
         self.scale = outliers.commit_scale(self.means, error)
 
+    def values(self, i: int) -> np.ndarray:
+        """Commit i's samples."""
+        return self.flat[self.starts[i]:self.starts[i] + self.counts[i]]
+
+    def scaled(self, i: int) -> np.ndarray:
+        """Commit i's samples as the tests read them (logs for positive data)."""
+        return self.logs[self.starts[i]:self.starts[i] + self.counts[i]]
+
+    def subset(self, commits: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        """The samples of `commits` (in order) as one array, and their counts."""
+        chosen = np.zeros(self.counts.size, dtype=bool)
+        chosen[list(commits)] = True
+        return self.flat[np.repeat(chosen, self.counts)], self.counts[chosen]
+
     def run(self, alpha: float, near_alpha: float, edges: tuple[str, ...]) -> SeriesChanges:
         blips = outliers.transients(self.means, self.scale)
-        kept = outliers.positions_kept(len(self.values), blips)
+        kept = outliers.positions_kept(self.counts.size, blips)
         tested = edges if len(kept) >= EDGE_MIN_COMMITS else ()
         screened = {w for w in tested
                     if outliers.edge_excursion(self.means[kept], self.scale, w)}
         lo = 1 if "oldest" in screened else 0
         hi = len(kept) - (1 if "newest" in screened else 0)
         interior = kept[lo:hi]
-        segmenter = Segmenter([self.values[i] for i in interior], self.min_size)
+        segmenter = Segmenter(*self.subset(interior), self.min_size, self.positive)
         found, near = segmenter.changes(alpha, near_alpha)
         changes = [self._interior(s, interior) for s in found]
         misses = [self._interior(s, interior) for s in near]
@@ -233,8 +260,8 @@ class _NoisyAnalysis:
                              tuple(sorted(misses, key=lambda c: c.index)), transients, tested)
 
     def _interior(self, split: Split, interior: list[int]) -> Change:
-        before = np.concatenate([self.values[i] for i in interior[split.lo:split.index]])
-        after = np.concatenate([self.values[i] for i in interior[split.index:split.hi]])
+        before = self.subset(interior[split.lo:split.index])[0]
+        after = self.subset(interior[split.index:split.hi])[0]
         interval = stats.ratio_interval(before, after)
         levels = _levels(before, after, self.positive)
         return Change(interior[split.index], interval.ratio, (interval.low, interval.high),
@@ -252,13 +279,14 @@ class _NoisyAnalysis:
             reference = kept[max(lo, 1):min([hi, *splits])]
         if not reference:
             return None
-        tested = edge_test([self.scaled[kept[end]]], [self.scaled[i] for i in reference],
-                           noise, raw=([self.values[kept[end]]],
-                                       [self.values[i] for i in reference]))
+        raw, counts = self.subset(reference)
+        scaled = np.log(raw) if self.positive else raw
+        tested = _edge_stats(self.scaled(kept[end]), scaled, counts, noise,
+                             self.values(kept[end]), raw)
         if tested is None:
             return None
         pvalue, difference, half = tested
-        base = float(np.mean(np.concatenate([self.scaled[i] for i in reference])))
+        base = float(np.mean(scaled))
         if which == "newest":
             before, after, previous, index = base, base + difference, kept[-2], kept[-1]
         else:  # the old level is the end commit's: the change is into the reference
@@ -297,8 +325,18 @@ def edge_test(end: list[np.ndarray], reference: list[np.ndarray], noise: NoiseMo
     has several samples, is the one-sided Mann-Whitney test of the raw samples (`raw`, else
     the arrays given); the p-value is the larger of the two.
     """
-    ends, refs = np.concatenate(end), np.concatenate(reference)
-    counts = np.array([r.size for r in reference], dtype=float)
+    raw_end, raw_reference = raw if raw is not None else (end, reference)
+    return _edge_stats(np.concatenate(end), np.concatenate(reference),
+                       np.array([r.size for r in reference]), noise,
+                       np.concatenate(raw_end), np.concatenate(raw_reference), confidence)
+
+
+def _edge_stats(ends: np.ndarray, refs: np.ndarray, counts: np.ndarray, noise: NoiseModel,
+                raw_end: np.ndarray, raw_reference: np.ndarray,
+                confidence: float = CI_CONFIDENCE) -> tuple[float, float, float] | None:
+    """`edge_test` on the end commit's samples and the reference commits' samples, each as
+    one array (`counts`: samples per reference commit)."""
+    counts = counts.astype(float)
     total = float(counts.sum())
     difference = float(ends.mean() - refs.mean())
     within = noise.within or 0.0
@@ -312,11 +350,8 @@ def edge_test(end: list[np.ndarray], reference: list[np.ndarray], noise: NoiseMo
     t = abs(difference) / math.sqrt(variance)
     pvalue = float(special.stdtr(dof, -t))  # the t distribution's survival function
     side = "greater" if difference > 0 else "less"
-    raw_end, raw_reference = raw if raw is not None else (end, reference)
     if ends.size > 1:
-        confirm = stats.mann_whitney(np.concatenate(raw_reference), np.concatenate(raw_end),
-                                     side).pvalue
-        pvalue = max(pvalue, confirm)
+        pvalue = max(pvalue, stats.mann_whitney(raw_reference, raw_end, side).pvalue)
     half = float(special.stdtrit(dof, 0.5 + confidence / 2)) * math.sqrt(variance)
     return pvalue, difference, half
 

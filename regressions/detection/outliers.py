@@ -16,7 +16,6 @@ data) and a robust scale; pure functions on arrays.
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
 from typing import Literal
 
@@ -106,17 +105,29 @@ def transients(means: np.ndarray, scale: float, *, z: float = TRANSIENT_Z,
     """
     if means.size < MIN_COMMITS or not scale > 0:
         return []
-    values = means.tolist()  # medians of three values: plain Python is faster than numpy
-    flagged = []
-    for i in range(1, len(values) - 1):
-        left = statistics.median(values[max(0, i - window):i])
-        right = statistics.median(values[i + 1:i + 1 + window])
-        low, high = min(left, right), max(left, right)
-        excess = max(values[i] - high, low - values[i])
-        if excess >= z * scale and excess > OVERSHOOT * (high - low):
-            flagged.append(i)
+    left, right = _local_medians(means, window)
+    inner = slice(1, means.size - 1)
+    low, high = np.minimum(left[inner], right[inner]), np.maximum(left[inner], right[inner])
+    excess = np.maximum(means[inner] - high, low - means[inner])
+    flagged = (np.flatnonzero((excess >= z * scale) & (excess > OVERSHOOT * (high - low)))
+               + 1).tolist()
     chosen = set(flagged)
     return [i for i in flagged if i - 1 not in chosen and i + 1 not in chosen]
+
+
+def _local_medians(values: np.ndarray, window: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per index i, the median of up to `window` values just before i and just after it
+    (NaN where there are none): running medians of a whole series at once."""
+    n = values.size
+    left, right = np.full(n, np.nan), np.full(n, np.nan)
+    for k in range(1, min(window, n)):  # the first and last indexes see fewer neighbours
+        left[k] = np.median(values[:k])
+        right[n - 1 - k] = np.median(values[n - k:])
+    if n > window:
+        full = np.median(np.lib.stride_tricks.sliding_window_view(values, window), axis=1)
+        left[window:] = full[:n - window]
+        right[:n - window] = full[1:]
+    return left, right
 
 
 def edge_excursion(means: np.ndarray, scale: float, which: Edge, *, z: float = EDGE_SCREEN_Z,

@@ -21,7 +21,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import special
-from scipy import stats as sps
 
 from regressions import stats
 
@@ -65,27 +64,28 @@ class NoiseModel:
 
 
 class Segmenter:
-    """Binary segmentation of a list of per-commit sample arrays (no transients, no screened
-    end commits: `changepoints` removes those first)."""
+    """Binary segmentation of per-commit samples (no transients, no screened end commits:
+    `changepoints` removes those first), given as one array, commit after commit, and the
+    number of samples of each commit."""
 
-    def __init__(self, values: list[np.ndarray], min_size: int):
-        self.values = values
+    def __init__(self, flat: np.ndarray, counts: np.ndarray, min_size: int,
+                 positive: bool | None = None):
+        self.n = int(counts.size)
         self.min_size = min_size
-        self.positive = all(bool((v > 0).all()) for v in values)
-        self.flat = np.concatenate(values)  # the raw samples, commit after commit
-        flat = np.log(self.flat) if self.positive else self.flat
-        center = float(flat.mean())  # for precise sums of squares
-        flat = flat - center
-        counts = np.array([v.size for v in values])
+        self.positive = bool((flat > 0).all()) if positive is None else positive
+        self.flat = flat  # the raw samples, commit after commit
+        logs = np.log(flat) if self.positive else flat
+        centred = logs - float(logs.mean())  # for precise sums of squares
         starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-        sums = np.add.reduceat(flat, starts)
+        sums = np.add.reduceat(centred, starts)
         self.count, self.total, self.squares = (
             np.concatenate([[0.0], np.cumsum(column)])
-            for column in (counts.astype(float), sums, np.add.reduceat(flat * flat, starts)))
+            for column in (counts.astype(float), sums,
+                           np.add.reduceat(centred * centred, starts)))
         self.means = sums / counts
         # Pooled within-commit variance of one sample: immune to level shifts.
         self.within_dof = int(np.sum(counts - 1))
-        residual = flat - np.repeat(self.means, counts)
+        residual = centred - np.repeat(self.means, counts)
         self.within = float(np.sum(residual**2)) / self.within_dof if self.within_dof else None
         self.noise = self.within
         self.splits: list[int] = []
@@ -100,7 +100,7 @@ class Segmenter:
                 break
             self.noise = between
             splits = self._segment(alpha)
-        n = len(self.values)
+        n = self.n
         bounds = [0, *splits, n]
         anchors = [s for i, s in enumerate(splits) if self._anchor(bounds[i], bounds[i + 2])]
         pvalues = {}
@@ -127,7 +127,7 @@ class Segmenter:
         minus the within mean square, per sample of a commit), kept even when it is not
         significant: one commit alone is exactly what a commit-level offset moves.
         """
-        bounds = [0, *self.splits, len(self.values)]
+        bounds = [0, *self.splits, self.n]
         counts = np.diff(self.count)
         squares, dof = 0.0, 0
         for lo, hi in zip(bounds, bounds[1:], strict=False):
@@ -141,7 +141,7 @@ class Segmenter:
         return NoiseModel(self.within, self.within_dof, per_commit, dof)
 
     def _segment(self, alpha: float) -> list[int]:
-        n = len(self.values)
+        n = self.n
         splits: list[int] = []
         pending = [(0, n)]
         while pending:
@@ -173,7 +173,7 @@ class Segmenter:
         if self.noise is None:
             return None
         counts = np.diff(self.count)
-        bounds = [0, *splits, len(self.values)]
+        bounds = [0, *splits, self.n]
         squares, dof = 0.0, 0
         for lo, hi in zip(bounds, bounds[1:], strict=False):
             squares += float(np.sum(counts[lo:hi] * (self.means[lo:hi] - self._level(lo, hi)) ** 2))
@@ -182,7 +182,7 @@ class Segmenter:
             return None
         between = squares / dof
         excess = between / self.noise if self.noise > 0 else math.inf
-        if sps.f.sf(excess, dof, self.within_dof) >= BETWEEN_COMMIT_PVALUE:
+        if special.fdtrc(dof, self.within_dof, excess) >= BETWEEN_COMMIT_PVALUE:  # F's sf
             return None
         # Segments fitted with too small a noise absorb part of the scatter; the robust scale
         # of successive differences (1.4826 MAD, halved: a difference of two means) does not.
@@ -263,14 +263,14 @@ class Segmenter:
             return Split(split, lo, hi, pvalue, ())
         loglik = -(sse - best) / (2 * noise)
         order = np.argsort(-loglik, kind="stable")
-        plausible = tuple(int(k[i]) for i in order
-                          if k[i] != split and loglik[i] >= math.log(PLAUSIBLE_LIKELIHOOD))
+        likely = order[(loglik[order] >= math.log(PLAUSIBLE_LIKELIHOOD)) & (k[order] != split)]
+        plausible = tuple(k[likely].tolist())
         mass = np.exp(loglik - loglik.max())
         mass /= mass.sum()
         new_level = np.cumsum(mass)  # P(split <= k): commit k is at the new level
         doubt = new_level * (1 - new_level)
         ranked = np.argsort(-doubt, kind="stable")
-        uncertain = tuple(int(k[i]) for i in ranked if doubt[i] >= UNCERTAIN_LEVEL)
+        uncertain = tuple(k[ranked[doubt[ranked] >= UNCERTAIN_LEVEL]].tolist())
         return Split(split, lo, hi, pvalue, plausible, uncertain)
 
     def _level(self, lo: int, hi: int) -> float:
