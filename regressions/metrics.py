@@ -71,6 +71,10 @@ class Metric:
     refuted_without_more_work: bool = False  # a rise with no stage doing more work is load
     reproducer_compiles: int = 1  # cold compiles the reproducer times per run
     timing_row: Literal["device", "host"] | None = None  # the timing row that is the symptom
+    # The values come from the benchmarking machine itself (its wall or CPU clock, its
+    # memory): a change of runner moves them. False for a simulated clock; a deterministic
+    # metric (counts, seeded errors) cannot move with the runner either (`moves_with_runner`).
+    runner_bound: bool = True
 
 
 METRICS: tuple[Metric, ...] = (
@@ -89,7 +93,8 @@ METRICS: tuple[Metric, ...] = (
     Metric("device_time", r"\.ExecuteDeviceTime\.", "simulated device time", "s", 0.01,
            probe="device_time", probe_unit="us", clock="the simulator's device clock",
            display="us", sections=("timing", "correctness", "evidence"),
-           knob_baseline="device_clock", minimizable=True, timing_row="device"),
+           knob_baseline="device_clock", minimizable=True, timing_row="device",
+           runner_bound=False),
     # Host wall time of a warm call on a shared machine: 10%, the asv suite's own
     # publish threshold for it (asv.conf.json regressions_thresholds).
     Metric("host_time", r"HostTime\.", "host wall time", "s", 0.10, probe="host_time",
@@ -162,6 +167,13 @@ def floor_for(benchmark: str, floors: tuple[tuple[str, float], ...] = ()) -> flo
         if re.search(pattern, benchmark):
             return floor
     return metric_for(benchmark).floor
+
+
+def moves_with_runner(benchmark: str) -> bool:
+    """Whether a change of the machine that runs the benchmark can move its values: not for
+    a simulated clock nor for a deterministic metric (environment alerts count on it)."""
+    metric = metric_for(benchmark)
+    return metric.runner_bound and metric.deterministic is not True
 
 
 def numerics_error(benchmark: str) -> str:

@@ -21,7 +21,7 @@ def test_real_asv_run_gives_exactly_the_injected_alerts(tmp_path, outside):
     done = detect("--results", str(FIXTURE), "--json", str(out), cwd=outside)
     assert done.returncode == EXIT_REGRESSED, done.stderr
     doc = json.loads(out.read_text())
-    assert doc["version"] == detection.ALERTS_VERSION == 2
+    assert doc["version"] == detection.ALERTS_VERSION == 3
     summary = [(a["kind"], a["good_commit"], a["bad_commit"],
                 sorted(m["benchmark"] + m["params"] for m in a["members"]),
                 a["probe"]["benchmark"] + a["probe"]["params"]) for a in doc["alerts"]]
@@ -68,7 +68,7 @@ def test_no_regression_exits_zero(tmp_path, outside):
     out = tmp_path / "alerts.json"
     done = detect("--results", str(root), "--json", str(out), cwd=outside)
     assert done.returncode == EXIT_OK
-    assert json.loads(out.read_text()) == {"version": 2, "alerts": []}
+    assert json.loads(out.read_text()) == {"version": 3, "alerts": [], "environment": []}
     assert "0 alert(s)" in done.stdout
 
 

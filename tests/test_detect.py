@@ -267,7 +267,7 @@ def test_param_size():
 def test_alerts_to_json_and_back():
     (alert,) = cluster_alerts([regression("a.time_x", "(2)", 0, 1)])
     doc = alerts_to_json([alert])
-    assert doc["version"] == ALERTS_VERSION == 2
+    assert doc["version"] == ALERTS_VERSION == 3
     (entry,) = doc["alerts"]
     assert set(entry) == {"good_commit", "bad_commit", "kind", "members", "probe"}
     (member,) = entry["members"]
@@ -317,3 +317,35 @@ def test_precision_recall():
     assert synthetic.precision_recall([10, 11], [10], margin=1) == (1.0, 0.5)
     assert synthetic.precision_recall([], [], margin=1) == (1.0, 1.0)
     assert synthetic.precision_recall([], [5], margin=1) == (0.0, 1.0)
+
+
+def excursion_series(name, params, factors, seed, noise):
+    rng = np.random.default_rng(seed)
+    commits = tuple(f"{i:040x}" for i in range(len(factors)))
+    return detect.Series("m", "env", name, params, commits, tuple(range(len(factors))),
+                         tuple(tuple(float(f * np.exp(x)) for x in rng.normal(0, noise, 20))
+                               for f in factors))
+
+
+def test_what_stays_of_an_excursion_most_series_returned_from_is_part_of_it():
+    # The commit before the newest derated a model and the next commit reverted it: most
+    # series jump x1.2 for that one commit; on one the excursion was +2% and the newest
+    # commit sits 0.5% above the old level, so that series alone reads as a +1.25% step.
+    name = "bench_execute.ExecuteDeviceTime.time_device"
+    faint = excursion_series(name, "('rmsnorm', 1)", [1.0] * 28 + [1.02, 1.005], 3, 0.015)
+    alone = detect.run_detection([faint])
+    (step,) = alone.regressions
+    assert step.bad_position == 28 and step.ratio == pytest.approx(1.0125, abs=0.003)
+    assert step.ci[0] > 1  # confirmed on its own: only the run as a whole tells
+    spikes = [excursion_series(name, f"('mlp', {s})", [1.0] * 28 + [1.2, 1.0], s, 0.015)
+              for s in range(1, 10)]
+    found = detect.run_detection([faint, *spikes])
+    assert found.regressions == []
+    assert sorted((t.params, t.position) for t in found.transients)[0] == ("('mlp', 1)", 28)
+    (kept,) = [t for t in found.transients if t.params == "('rmsnorm', 1)"]
+    assert kept.position == 28 and kept.ratio == pytest.approx(1.02, abs=0.008)
+    assert not any(c.reported for c in found.candidates)
+    # a step that holds beyond its floor after the excursion is a step of its own
+    held = excursion_series(name, "('rmsnorm', 1)", [1.0] * 28 + [1.03, 1.02], 3, 0.015)
+    assert [r.params for r in detect.run_detection([held, *spikes]).regressions] == \
+        ["('rmsnorm', 1)"]

@@ -3,7 +3,8 @@
 `cluster_alerts` groups a detection run's regressions, as Perfherder groups alerts by push
 and Chromium by revision range; the alert's probe is its narrowest member, which the
 investigation measures. The JSON document `spyre-regress detect --json` writes is read back
-here too, older versions migrated on the way in (docs/formats.md).
+here too, older versions migrated on the way in (docs/formats.md); since version 3 it lists
+the run's environment alerts beside the regression alerts.
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ from dataclasses import dataclass
 
 from regressions import metrics
 from regressions.detection.detect import Regression
+from regressions.detection.environment import EnvironmentAlert
 from regressions.errors import SpyreRegressError
 from regressions.metrics import FAILURE, Kind
 
-ALERTS_VERSION = 2
+ALERTS_VERSION = 3  # 3: the environment alerts beside the alerts
 
 
 @dataclass(frozen=True)
@@ -102,20 +104,24 @@ def _numbers(value: object):
             yield from _numbers(item)
 
 
-def alerts_to_json(alerts: Sequence[Alert]) -> dict:
-    """The versioned JSON document `spyre-regress detect --json` writes (docs/formats.md)."""
-    return {"version": ALERTS_VERSION, "alerts": [a.to_dict() for a in alerts]}
+def alerts_to_json(alerts: Sequence[Alert], environment: Sequence[EnvironmentAlert] = ()
+                   ) -> dict:
+    """The versioned JSON document `spyre-regress detect --json` writes (docs/formats.md):
+    the alerts to investigate, and the environment alerts that are never investigated."""
+    return {"version": ALERTS_VERSION, "alerts": [a.to_dict() for a in alerts],
+            "environment": [e.to_dict() for e in environment]}
 
 
 def alerts_from_json(document: object, source: str) -> list[Alert]:
-    """The alerts of a `detect --json` document, checked; `source` names it in errors."""
+    """The alerts of a `detect --json` document, checked; `source` names it in errors
+    (version 2 is version 3 without the environment alerts, which no reader needs)."""
     if not isinstance(document, dict) or not isinstance(document.get("alerts"), list):
         raise SpyreRegressError(f"{source} is not an alerts file (no \"alerts\" list); pass "
                                 "the file `spyre-regress detect --json` wrote")
     version = document.get("version")
-    if version not in (1, ALERTS_VERSION):
+    if version not in (1, 2, ALERTS_VERSION):
         raise SpyreRegressError(f"{source} has alerts format version {version!r}; this "
-                                f"spyre-regress reads versions 1 and {ALERTS_VERSION}")
+                                f"spyre-regress reads versions 1 to {ALERTS_VERSION}")
     try:
         return [alert_from_json(a, version) for a in document["alerts"]]
     except (KeyError, TypeError, ValueError) as error:
@@ -130,7 +136,7 @@ def alert_from_json(alert: dict, version: int | None = None) -> Alert:
     when their members lack the positions version 2 added."""
     if version is None:
         version = 2 if "good_position" in (alert.get("members") or [{}])[0] else 1
-    return Alert.from_dict(_update_to_2(alert) if version == 1 else alert)
+    return Alert.from_dict(_update_to_2(alert) if version == 1 else alert)  # 2 -> 3: as is
 
 
 def _update_to_2(alert: dict) -> dict:

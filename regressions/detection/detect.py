@@ -2,20 +2,27 @@
 
 Per series, `changepoints.detect_changes` finds level shifts. Worsenings at least the
 benchmark family's magnitude floor are candidates; the candidates of all noisy series in the
-run form one Benjamini-Hochberg family, so the false discovery rate holds across the run. A
-series that stops running is a "failure". Regressions of one kind whose commit ranges overlap
-become one alert with a probe, its narrowest member. docs/detection.md has the method, the
-measured quality and the JSON format.
+run form one Benjamini-Hochberg family, so the false discovery rate holds across the run, and
+a candidate is reported only when its own interval excludes no change. A series that stops
+running is a "failure". Then the run is read as a whole: a series whose "step" is what is
+left of a one-commit excursion most of its kind returned from is part of that excursion, and
+changes a machine shares across its runner-bound series are one environment alert
+(`environment`), not regressions. Regressions of one kind whose commit ranges overlap become
+one alert with a probe, its narrowest member. docs/detection.md has the method, the measured
+quality and the JSON format.
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields, replace
+
+import numpy as np
 
 from regressions import metrics, stats
-from regressions.detection import changepoints
+from regressions.detection import changepoints, environment
 from regressions.detection.changepoints import ALPHA, MIN_SIZE, Change, looks_deterministic
 from regressions.detection.outliers import Edge
 
@@ -35,7 +42,9 @@ class Series:
     `deterministic` is None when unknown; `detect_changes` then infers it. `keeps_samples`
     is False for a benchmark whose store keeps one value per commit (asv's `track_` and
     memory benchmarks): measuring it again at a commit replaces that value, so only a commit
-    without a point gains from a re-measurement.
+    without a point gains from a re-measurement. `settings[i]` is the machine parameters the
+    result file of `commits[i]` recorded (`environment.describe_settings`; "" or no tuple:
+    unknown).
     """
 
     machine: str
@@ -48,6 +57,7 @@ class Series:
     higher_is_better: bool = False
     deterministic: bool | None = None
     keeps_samples: bool = True
+    settings: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -114,7 +124,9 @@ class Candidate:
     (`remeasure.plan`) reads. `q` is None when the worsening is below the floor (kept because
     its estimate may grow with samples); `plausible` lists other possible bad commits, and
     `uncertain` the commits whose level the fit cannot tell, most uncertain first. An
-    exact change of a deterministic series is a reported candidate with `p` and `q` None."""
+    exact change of a deterministic series is a reported candidate with `p` and `q` None.
+    `environment` marks one an environment alert explains: more samples of it on tonight's
+    machine would mix two machines' levels."""
 
     series: Series
     good_commit: str
@@ -130,16 +142,18 @@ class Candidate:
     plausible: tuple[str, ...]
     reported: bool
     uncertain: tuple[str, ...] = ()
+    environment: bool = False
 
 
 @dataclass(frozen=True)
 class Detection:
-    """One run: `regressions` (confirmed and provisional), every tested `candidates`, and the
-    `transients` reported apart."""
+    """One run: `regressions` (confirmed and provisional), every tested `candidates`, the
+    `transients` and the `environment` alerts reported apart."""
 
     regressions: list[Regression]
     candidates: list[Candidate]
     transients: list[Transient]
+    environment: list[environment.EnvironmentAlert] = field(default_factory=list)
 
 
 def _number(x: float | None) -> float | None:
@@ -197,9 +211,11 @@ def run_detection(
     tested: list[tuple[_Analysed, changepoints.Change, int | None, bool]] = []
     transients: list[Transient] = []
     candidates: list[Candidate] = []
+    runs: list[_Analysed] = []
     for s in series:
         found += _failures(s)
         analysed = _analyse(s, options, memo)
+        runs.append(analysed)
         floor = metrics.floor_for(s.name, tuple(floors))
         transients += [_transient(s, analysed.measured, t) for t in analysed.changes.transients
                        if _worse(t.level, t.level * t.ratio, s.higher_is_better) >= floor]
@@ -211,15 +227,151 @@ def run_detection(
                     candidates.append(_candidate(s, analysed.measured, c, None, True))
             continue
         tested += _tests(analysed, floor, family)
-    qvalues = stats.bh_qvalues(family)
-    for analysed, c, j, significant in tested:
-        q = None if j is None else qvalues[j]
-        reported = significant and q is not None and q <= fdr
+    alerts = environment.find(_moves(runs), _presence(runs), _settings(runs))
+    explained = _explained(tested, alerts, floors)
+    qvalues = _qvalues(family, {j for (_, _, j, _), alert in zip(tested, explained,
+                                                                strict=True) if alert})
+    noisy: list[tuple[Regression, _Analysed, changepoints.Change]] = []
+    members: dict[int, list[Regression]] = {}
+    for (analysed, c, j, significant), alert in zip(tested, explained, strict=True):
+        q = None if j is None or alert is not None else qvalues[j]
+        confirmed = significant and excludes_no_change(c)
+        if alert is not None and confirmed:  # what would have been a regression
+            members.setdefault(id(alert), []).append(
+                _regression(analysed.series, analysed.measured, c, None))
+        reported = confirmed and alert is None and q is not None and q <= fdr
         if reported:
-            found.append(_regression(analysed.series, analysed.measured, c, q))
-        candidates.append(_candidate(analysed.series, analysed.measured, c, q, reported))
+            noisy.append((_regression(analysed.series, analysed.measured, c, q), analysed, c))
+        candidates.append(_candidate(analysed.series, analysed.measured, c, q, reported,
+                                     environment=alert is not None))
+    kept, returned = _apart_from_excursions(noisy, transients, floors)
+    dropped = {_key(r) for r, _ in returned}
+    candidates = [replace(c, reported=False) if _key(c) in dropped else c for c in candidates]
+    found += kept
     found.sort(key=lambda r: (r.bad_position, r.kind, r.benchmark, r.params))
-    return Detection(found, candidates, transients)
+    return Detection(found, candidates, transients + [t for _, t in returned],
+                     [replace(a, members=tuple(members.get(id(a), ()))) for a in alerts])
+
+
+def _explained(tested: Sequence[tuple[_Analysed, changepoints.Change, int | None, bool]],
+               alerts: Sequence[environment.EnvironmentAlert],
+               floors: Sequence[tuple[str, float]]) -> list[environment.EnvironmentAlert | None]:
+    """Per tested candidate, the environment alert that explains it (None: none does).
+    Only a runner-bound series' change can be the machine's."""
+    at = {(a.machine, a.bad_position): a for a in alerts}
+    out: list[environment.EnvironmentAlert | None] = []
+    for analysed, c, _, _ in tested:
+        s = analysed.series
+        alert = at.get((s.machine, s.positions[analysed.measured[c.index]]))
+        out.append(alert if alert is not None and _runner(analysed) and environment.explained(
+            _regression(s, analysed.measured, c, None), alert, floors) else None)
+    return out
+
+
+def _qvalues(family: Sequence[float], apart: set[int | None]) -> list[float]:
+    """Benjamini-Hochberg q-values of the family without the tests an environment alert
+    answers (a machine's change is no hypothesis about the code: left in, its hundreds of
+    discoveries would let more false ones through); NaN for those left out."""
+    kept = [j for j in range(len(family)) if j not in apart]
+    q = stats.bh_qvalues([family[j] for j in kept])
+    out = [math.nan] * len(family)
+    for j, value in zip(kept, q, strict=True):
+        out[j] = value
+    return out
+
+
+def excludes_no_change(c: changepoints.Change) -> bool:
+    """Whether the change's own interval leaves no change out: both ends on the side of 1
+    its estimate lies on (a member whose interval holds 1 is not confirmed on its own)."""
+    return all((bound - 1) * (c.ratio - 1) > 0 for bound in c.ci)
+
+
+def _key(item: Regression | Candidate) -> tuple[str, str, str, str]:
+    s = item.series if isinstance(item, Candidate) else item
+    return s.machine, s.env, s.name, item.bad_commit
+
+
+def _apart_from_excursions(noisy: list[tuple[Regression, _Analysed, changepoints.Change]],
+                           transients: Sequence[Transient], floors: Sequence[tuple[str, float]]
+                           ) -> tuple[list[Regression], list[tuple[Regression, Transient]]]:
+    """The regressions that are steps of their own, and those that are what is left of a
+    one-commit excursion, each with the transient it is part of.
+
+    When most series of one kind that moved at a commit are transients there (the commit was
+    reverted before the next one benchmarked), a series of that kind whose level after the
+    commit stays within its floor of the level before it took part in the same excursion:
+    its "step" is the excursion averaged with noise, not a change of its own.
+    """
+    spikes = Counter((t.machine, t.kind, t.commit) for t in transients)
+    steps = Counter((r.machine, r.kind, r.bad_commit) for r, _, _ in noisy)
+    kept, returned = [], []
+    for r, analysed, c in noisy:
+        place = (r.machine, r.kind, r.bad_commit)
+        lasting = _lasting(analysed, c)
+        floor = metrics.floor_for(r.name, tuple(floors))
+        if spikes[place] > steps[place] and lasting is not None and \
+                _worse(c.before, lasting, analysed.series.higher_is_better) < floor:
+            at = analysed.measured[c.index]
+            level = float(np.exp(np.mean(np.log(analysed.series.samples[at])))) \
+                if c.before > 0 else float(np.mean(analysed.series.samples[at]))
+            returned.append((r, Transient(r.machine, r.env, r.benchmark, r.params, r.kind,
+                                          r.bad_commit, r.bad_position, level / c.before
+                                          if c.before else math.inf, c.before)))
+        else:
+            kept.append(r)
+    return kept, returned
+
+
+def _lasting(analysed: _Analysed, c: changepoints.Change) -> float | None:
+    """The series' level after the change's first commit, up to its next change (a change
+    right after that commit is the return, not the end); None when no commit follows: what
+    stays of the change once its first commit is left out."""
+    following = [d.index for d in analysed.changes.changes if d.index > c.index + 1]
+    after = analysed.measured[c.index + 1:min(following, default=len(analysed.measured))]
+    if not after:
+        return None
+    values = np.concatenate([analysed.series.samples[i] for i in after])
+    return float(np.exp(np.mean(np.log(values)))) if c.before > 0 and (values > 0).all() \
+        else float(values.mean())
+
+
+def _runner(analysed: _Analysed) -> bool:
+    return not analysed.exact and metrics.moves_with_runner(analysed.series.name)
+
+
+def _moves(runs: Sequence[_Analysed]) -> list[environment.Move]:
+    """Every change of every series, either direction and any size: what an environment
+    alert counts."""
+    out = []
+    for a in runs:
+        s, runner = a.series, _runner(a)
+        for c in a.changes.changes:
+            good, bad = a.measured[c.good_index], a.measured[c.index]
+            out.append(environment.Move(s.machine, s.benchmark, s.name, s.commits[good],
+                                        s.commits[bad], s.positions[good], s.positions[bad],
+                                        c.ratio, runner))
+    return out
+
+
+def _presence(runs: Sequence[_Analysed]) -> environment.Presence:
+    return environment.presence_counts([(a.series.machine, _runner(a),
+                                         [a.series.positions[i] for i in a.measured])
+                                        for a in runs])
+
+
+def _settings(runs: Sequence[_Analysed]) -> dict[tuple[str, str], dict[int, tuple[str, str]]]:
+    """(machine, env) -> position -> (commit, recorded machine parameters), from every series
+    that knows them."""
+    out: dict[tuple[str, str], dict[int, tuple[str, str]]] = {}
+    for a in runs:
+        s = a.series
+        if not s.settings:
+            continue
+        known = out.setdefault((s.machine, s.env), {})
+        for position, commit, text in zip(s.positions, s.commits, s.settings, strict=True):
+            if text and position not in known:
+                known[position] = (commit, text)
+    return out
 
 
 @dataclass(frozen=True)
@@ -303,12 +455,12 @@ def _regression(s: Series, measured: list[int], c: changepoints.Change,
 
 
 def _candidate(s: Series, measured: list[int], c: changepoints.Change, q: float | None,
-               reported: bool) -> Candidate:
+               reported: bool, environment: bool = False) -> Candidate:
     good, bad = measured[c.good_index], measured[c.index]
     return Candidate(s, s.commits[good], s.commits[bad], s.positions[good], s.positions[bad],
                      c.ratio, c.ci, c.pvalue, q, worsening(c, s.higher_is_better), c.edge,
                      tuple(s.commits[measured[j]] for j in c.plausible), reported,
-                     tuple(s.commits[measured[j]] for j in c.uncertain))
+                     tuple(s.commits[measured[j]] for j in c.uncertain), environment)
 
 
 def _transient(s: Series, measured: list[int], t: changepoints.Transient) -> Transient:

@@ -20,8 +20,9 @@ if TYPE_CHECKING:  # scipy and pandas: imported once the command runs
 def add(sub: argparse._SubParsersAction) -> None:
     p = common.add_parser(
         sub, "detect", "find regressions in asv results",
-        "Find confirmed regressions in asv results and group them into alerts (method and "
-        "JSON format: docs/detection.md). Exit 0: none; 1: alerts; 2: usage or input error.",
+        "Find confirmed regressions in asv results and group them into alerts; changes a "
+        "machine shares across its series are environment alerts instead (method and JSON "
+        "format: docs/detection.md). Exit 0: none; 1: alerts; 2: usage or input error.",
         "spyre-regress detect --results .asv/results --repo . --json alerts.json")
     p.add_argument("--results", required=True, type=Path, metavar="DIR",
                    help="asv results directory (`results_dir` in asv.conf.json)")
@@ -52,11 +53,17 @@ def run(args: argparse.Namespace) -> int:
     common.show_warnings()
     frame = results.load_results(args.results, repo=args.repo, machine=args.machine)
     series = results.series_from_frame(frame, higher_is_better=args.higher_is_better)
-    found = detect.find_regressions(series, floors=args.threshold,
-                                   fdr=detect.FDR if args.fdr is None else args.fdr)
-    alerts = cluster_alerts(found)
-    print(f"{len(series)} series over {frame['commit'].nunique()} commits on "
-          f"{frame['machine'].nunique()} machine(s): {len(alerts)} alert(s)")
+    commits, machines = frame["commit"].nunique(), frame["machine"].nunique()
+    del frame  # the series hold what detection reads: a large store's table goes now
+    found = detect.run_detection(series, floors=args.threshold,
+                                 fdr=detect.FDR if args.fdr is None else args.fdr)
+    alerts = cluster_alerts(found.regressions)
+    print(f"{len(series)} series over {commits} commits on {machines} machine(s): "
+          f"{len(alerts)} alert(s), "
+          f"{len(found.environment)} environment alert(s)")
+    for number, change in enumerate(found.environment, 1):
+        print(f"\nenvironment alert {number} ({change.cause}), good "
+              f"{change.good_commit[:8]} -> bad {change.bad_commit[:8]}: {change.describe()}")
     for number, alert in enumerate(alerts, 1):
         commits = f"good {alert.good_commit[:8]} -> bad {alert.bad_commit[:8]}"
         if args.repo is not None:
@@ -66,11 +73,12 @@ def run(args: argparse.Namespace) -> int:
         print(members_table(alert).to_string(index=False))
     if args.json is not None:
         try:
-            args.json.write_text(json.dumps(alerts_to_json(alerts), indent=2) + "\n")
+            args.json.write_text(json.dumps(alerts_to_json(alerts, found.environment),
+                                            indent=2) + "\n")
         except OSError as exc:
             raise SpyreRegressError(f"cannot write {args.json}: {exc.strerror}; pass a "
                                     "writable --json path") from None
-    return common.EXIT_REGRESSED if alerts else common.EXIT_OK
+    return common.EXIT_REGRESSED if alerts or found.environment else common.EXIT_OK
 
 
 def members_table(alert: Alert) -> pd.DataFrame:

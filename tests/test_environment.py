@@ -1,0 +1,147 @@
+"""Environment alerts (regressions/detection/environment.py): a runner change is one alert
+for the machine, not a regression per series; a real step at the same commit stays one; the
+series the runner cannot move decide against it; recorded machine parameters name it."""
+
+import math
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from regressions.detection import detect, environment
+from regressions.detection.alerts import cluster_alerts
+from regressions.detection.environment import describe_settings
+
+COMMITS = 30
+SHIFT_AT = 20
+# Five clock benchmarks (compile and host wall time: runner-bound) x six params each.
+CLOCKS = ("bench_compile.CompileStage.time_stage", "bench_compile.CompileTotal.time_compile",
+          "bench_execute.ExecuteHostTime.time_run", "bench_other.Load.time_load",
+          "bench_other.Save.time_save")
+DEVICE = "bench_execute.ExecuteDeviceTime.time_device"  # the simulator's clock
+
+
+def samples(rng, factors, noise=0.02, n=10):
+    """Per commit, `n` lognormal samples around the level `factors[commit]`."""
+    return tuple(tuple(float(f * math.exp(x)) for x in rng.normal(0, noise, n))
+                 for f in factors)
+
+
+def make(benchmark, params, factors, rng, settings=()):
+    commits = tuple(f"{i:040x}" for i in range(COMMITS))
+    return detect.Series("runner", "env", benchmark, params, commits, tuple(range(COMMITS)),
+                         samples(rng, factors), settings=settings)
+
+
+def levels(at=SHIFT_AT, factor=1.0):
+    return [1.0 if i < at else factor for i in range(COMMITS)]
+
+
+def suite(seed=0, shift=1.25, moved=0.8, device_factor=1.0, step=None, settings=()):
+    """30 clock series, `moved` of them x`shift` (+-1% per series) from SHIFT_AT on; 10
+    device-time series, x`device_factor` there; `step`: (series index, factor) of a real
+    step at the same commit on top of the shift."""
+    rng = np.random.default_rng(seed)
+    out = []
+    clocks = [(b, f"({p})") for b in CLOCKS for p in range(6)]
+    shifted = set(rng.permutation(len(clocks))[:round(moved * len(clocks))].tolist())
+    for i, (benchmark, params) in enumerate(clocks):
+        factor = shift * math.exp(rng.normal(0, 0.01)) if i in shifted else 1.0
+        if step is not None and step[0] == i:
+            factor *= step[1]
+        out.append(make(benchmark, params, levels(factor=factor), rng, settings))
+    out += [make(DEVICE, f"({p})", levels(factor=device_factor), rng, settings)
+            for p in range(10)]
+    return out, sorted(shifted)
+
+
+def test_a_runner_change_moving_most_clock_series_is_one_environment_alert():
+    series, shifted = suite()
+    found = detect.run_detection(series)
+    assert found.regressions == [] and cluster_alerts(found.regressions) == []
+    (alert,) = found.environment
+    assert (alert.cause, alert.direction, alert.bad_position) == ("shared", "higher", SHIFT_AT)
+    assert alert.moved == len(shifted) == 24 and alert.measured == 30
+    assert alert.share == pytest.approx(0.8)
+    assert alert.median_ratio == pytest.approx(1.25, rel=0.02)
+    assert (alert.still_moved, alert.still_measured) == (0, 10)  # device time did not move
+    assert len(alert.members) == 24  # the regressions it stands for
+    assert not any(c.reported for c in found.candidates)
+    assert all(c.environment for c in found.candidates if c.bad_position == SHIFT_AT)
+    assert "pin the runner" in alert.describe() and "nothing recorded" in alert.describe()
+
+
+def test_a_real_step_at_the_runner_change_stays_a_regression():
+    series, shifted = suite(step=(3, 1.5))
+    assert 3 in shifted
+    found = detect.run_detection(series)
+    (alert,) = found.environment
+    assert [r.name for r in found.regressions] == [series[3].name]
+    assert found.regressions[0].ratio == pytest.approx(1.25 * 1.5, rel=0.03)
+    assert len(alert.members) == 23
+    # one unshifted series stepping by the shift's own size alone is the machine's too: the
+    # residual test asks for more than the shift
+    unshifted = next(i for i in range(30) if i not in shifted)
+    found = detect.run_detection(suite(step=(unshifted, 1.25))[0])
+    assert found.regressions == [] and len(found.environment[0].members) == 25
+
+
+def test_when_the_series_the_runner_cannot_move_move_too_the_code_did_it():
+    series, _ = suite(device_factor=1.25)
+    found = detect.run_detection(series)
+    assert found.environment == []
+    assert len({r.name for r in found.regressions}) == 34  # 24 clocks and the 10 devices
+
+
+def test_a_few_series_or_one_benchmark_moving_is_not_the_machine():
+    found = detect.run_detection(suite(moved=0.2)[0])  # 6 of 30
+    assert found.environment == [] and len(found.regressions) == 6
+    rng = np.random.default_rng(5)
+    one = [make(CLOCKS[0], f"({p})", levels(factor=1.25), rng) for p in range(12)]
+    found = detect.run_detection(one)
+    assert found.environment == [] and len(found.regressions) == 12
+
+
+def test_a_faster_runner_is_an_environment_alert_with_no_regression_to_explain():
+    found = detect.run_detection(suite(shift=0.8)[0])
+    (alert,) = found.environment
+    assert alert.direction == "lower" and alert.members == () and found.regressions == []
+    mirrored = detect.run_detection([replace(s, higher_is_better=True)
+                                     for s in suite(shift=0.8)[0]])
+    assert len(mirrored.environment[0].members) == 24
+    assert not [r for r in mirrored.regressions if r.benchmark in CLOCKS]
+
+
+def test_recorded_machine_parameters_that_change_name_the_change():
+    old = describe_settings({"machine": "runner", "cpu": "Xeon 8272CL", "ram": "7GB"})
+    new = describe_settings({"machine": "runner", "cpu": "EPYC 7763", "ram": "7GB"})
+    settings = tuple(old if i < SHIFT_AT else new for i in range(COMMITS))
+    # only a fifth of the series move: too few to be shared, but the files say what changed
+    series, shifted = suite(moved=0.2, settings=settings)
+    found = detect.run_detection(series)
+    (alert,) = found.environment
+    assert alert.cause == "recorded" and alert.changed == (("cpu", "Xeon 8272CL",
+                                                            "EPYC 7763"),)
+    assert found.regressions == [] and len(alert.members) == len(shifted) == 6
+    assert "cpu 'Xeon 8272CL' -> 'EPYC 7763'" in alert.describe()
+
+
+def test_recorded_changes_compare_each_environment_with_itself():
+    a = {"env-a": {0: ("c0", "python=3.8"), 1: ("c1", "python=3.8\ncpu=x")},
+         "env-b": {0: ("c0", "python=3.12"), 1: ("c1", "python=3.12\ncpu=x")}}
+    changes = environment.recorded_changes({("m", env): v for env, v in a.items()})
+    assert changes == {("m", 1): (("cpu", "", "x"),)}
+
+
+def test_every_reported_member_excludes_no_change_on_its_own():
+    c = detect.Change(5, 1.018, (0.988, 1.049), 0.01, 1.0, 1.018)
+    assert not detect.excludes_no_change(c)
+    assert detect.excludes_no_change(detect.Change(5, 1.018, (1.006, 1.030), 0.01, 1.0, 1.018))
+    assert detect.excludes_no_change(detect.Change(5, 0.9, (0.85, 0.95), 0.01, 1.0, 0.9))
+    rng = np.random.default_rng(11)
+    # 5% noise, 3 samples a commit, a 2% step: every member that is reported excludes 1
+    series = [detect.Series("m", "e", "b.B.time_x", f"({i})", tuple(f"{c:040x}" for c in
+                            range(40)), tuple(range(40)), samples(rng, levels(25, 1.02)
+                            + [1.02] * 10, noise=0.05, n=3)) for i in range(40)]
+    for r in detect.run_detection(series).regressions:
+        assert r.ci[0] > 1
