@@ -1,10 +1,11 @@
 """Load asv results (format version 2) into one DataFrame, and cut it into detector series.
 
-Reads the raw JSON asv documents in docs/source/dev.rst, not asv's internal classes:
-`results/<machine>/<sha[:8]>-<env>.json` rows zip with `result_columns`; a row's lists align
-with the cartesian product of its `params`; a `null` result failed, `NaN` was skipped;
-`samples` exist only with `--record-samples`. A file that is unreadable, partial or of another
-format version is skipped with a warning naming it; one bad file never stops the run.
+Reads the raw JSON asv documents in docs/source/dev.rst, not asv's internal classes
+(`result_columns`: the files read into columns): `results/<machine>/<sha[:8]>-<env>.json`
+rows zip with `result_columns`; a row's lists align with the cartesian product of its
+`params`; a `null` result failed, `NaN` was skipped; `samples` exist only with
+`--record-samples`. A file that is unreadable, partial or of another format version is
+skipped with a warning naming it; one bad file never stops the run.
 
 Direction: lower is better unless the benchmark function carries `higher_is_better = True`
 (e.g. `track_throughput.higher_is_better = True`). asv_runner 0.3 copies such user attributes
@@ -15,30 +16,23 @@ patterns for suites that cannot be edited.
 
 from __future__ import annotations
 
-import itertools
 import json
 import logging
-import math
 import re
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from regressions import git
 from regressions.detection.detect import Series
 from regressions.errors import SpyreRegressError
 from regressions.records.asv_documents import ASV_RESULTS_VERSION, has_samples
+from regressions.records.result_columns import COLUMNS, Columns, asv_type_of, read_file
 
+__all__ = ["COLUMNS", "asv_type_of", "load_results", "samples_at", "series_from_frame"]
 log = logging.getLogger(__name__)
-
-COLUMNS = ("machine", "env", "benchmark", "params", "commit", "position", "date", "status",
-           "value", "samples", "ci_99_a", "ci_99_b", "q_25", "q_75", "unit", "type",
-           "version", "higher_is_better")
-# asv's benchmark types, by the prefix of the benchmark's name, and what each is read as.
-_ASV_TYPES = {"timeraw": "time", "time": "time", "track": "track", "peakmem": "peakmem",
-              "mem": "mem"}
-_DEFAULT_UNITS = {"time": "seconds"}
 
 
 def load_results(
@@ -75,13 +69,17 @@ def load_results(
     if not files:
         raise no_results
     meta = _benchmarks_meta(root / "benchmarks.json")
-    rows = [row for path, name in files for row in _read_file(path, name, meta)]
-    frame = pd.DataFrame(rows, columns=list(COLUMNS))
+    columns = Columns()
+    for path, name in files:
+        read_file(path, name, meta, columns)
+    frame = columns.frame()
+    del columns
     if frame.empty:
         raise no_results
     frame["date"] = pd.to_datetime(frame["date"], unit="ms", utc=True)
     if repo is None:
-        order = frame.groupby("commit")["date"].min().reset_index().sort_values(["date", "commit"])
+        order = frame.groupby("commit", observed=True)["date"].min().reset_index() \
+            .sort_values(["date", "commit"])
         positions = {sha: i for i, sha in enumerate(order["commit"])}
     else:
         positions = {sha: i for i, sha in enumerate(git.first_parent_history(repo))}
@@ -89,13 +87,35 @@ def load_results(
         if stray:
             log.warning("ignoring results of %d commit(s) not on the first-parent history of "
                         "HEAD in %s: %s", len(stray), repo, ", ".join(s[:8] for s in stray))
-            frame = frame[~frame["commit"].isin(stray)]
+            frame = frame[~frame["commit"].isin(stray)].reset_index(drop=True)
+            frame["commit"] = frame["commit"].cat.remove_unused_categories()
         if frame.empty:
             raise SpyreRegressError(f"none of the results under {root} are for commits on "
                                     f"the first-parent history of HEAD in {repo}; check --repo")
-    frame["position"] = frame["commit"].map(positions).astype(int)
-    return frame.sort_values(["machine", "env", "benchmark", "params", "position"],
-                             ignore_index=True)
+    commits = frame["commit"].cat
+    place = np.array([positions[c] for c in commits.categories], dtype=np.int64)
+    frame["position"] = place[commits.codes.to_numpy()]
+    return frame.iloc[_order(frame, ["machine", "env", "benchmark", "params", "position"])
+                      ].reset_index(drop=True)
+
+
+def _order(frame: pd.DataFrame, keys: Sequence[str], rows: np.ndarray | None = None
+           ) -> np.ndarray:
+    """The `rows` (default all) sorted by `keys`, the first the most significant, through
+    integer codes (sorting a million rows by their strings is what took the time)."""
+    codes = [_codes(frame[k]) for k in keys]
+    if rows is not None:
+        codes = [c[rows] for c in codes]
+    order = np.lexsort(codes[::-1])
+    return order if rows is None else rows[order]
+
+
+def _codes(column: pd.Series) -> np.ndarray:
+    """Integer codes that sort as the column's values do."""
+    if isinstance(column.dtype, pd.CategoricalDtype) and \
+            column.cat.categories.is_monotonic_increasing:
+        return column.cat.codes.to_numpy()
+    return pd.factorize(column, sort=True, use_na_sentinel=False)[0]
 
 
 def series_from_frame(frame: pd.DataFrame, *, higher_is_better: Sequence[str] = ()) -> list[Series]:
@@ -111,27 +131,94 @@ def series_from_frame(frame: pd.DataFrame, *, higher_is_better: Sequence[str] = 
             series, besides those whose benchmark declares it.
     """
     patterns = [re.compile(p) for p in higher_is_better]
-    kept = frame[frame["status"] != "skipped"].sort_values("position", kind="stable")
-    keys = ["machine", "env", "benchmark", "params", "version"]
+    keys = ["machine", "env", "benchmark", "params", "version", "position"]
+    rows = _order(frame, keys, np.flatnonzero((frame["status"] != "skipped").to_numpy()))
+    codes = np.stack([_codes(frame[k])[rows] for k in keys[:-1]])
+    bounds = np.flatnonzero(np.any(np.diff(codes, axis=1) != 0, axis=0)) + 1
+    points = _Points(frame, rows)
     out = []
-    for (machine, env, benchmark, params, _), group in kept.groupby(keys, sort=True, dropna=False):
-        ok = group[group["status"] == "ok"]
-        samples = tuple(
-            None if status == "failed" else tuple(s) if isinstance(s, list) else (value,)
-            for status, s, value in zip(group["status"], group["samples"], group["value"],
-                                        strict=True)
-        )
-        widths = (pd.to_numeric(ok["ci_99_b"]) - pd.to_numeric(ok["ci_99_a"])).dropna()
-        deterministic = None
-        if ok["samples"].isna().all() and len(widths):
-            deterministic = bool((widths.abs() == 0).all())
+    for lo, hi in zip([0, *bounds.tolist()], [*bounds.tolist(), len(rows)], strict=True):
+        if lo == hi:
+            continue
+        machine, env, benchmark, params, asv_type = points.first(lo)
         name = f"{benchmark}{params}"
         out.append(Series(
-            machine, env, benchmark, params, tuple(group["commit"]), tuple(group["position"]),
-            samples, bool(group["higher_is_better"].any()) or any(p.search(name) for p in patterns),
-            deterministic, has_samples(group["type"].iloc[0]),
-        ))
+            machine, env, benchmark, params, points.commits(lo, hi), points.positions(lo, hi),
+            points.samples(lo, hi), points.higher_is_better(lo, hi) or any(
+                p.search(name) for p in patterns), points.deterministic(lo, hi),
+            has_samples(asv_type), points.settings(lo, hi)))
     return out
+
+
+class _Points:
+    """The table's rows in series order, handed out one series at a time: a store of a
+    million points never holds a second copy of itself as Python objects."""
+
+    def __init__(self, frame: pd.DataFrame, rows: np.ndarray) -> None:
+        self.rows = rows
+        self.strings = {c: (list(frame[c].cat.categories), frame[c].cat.codes.to_numpy()[rows])
+                        for c in ("machine", "env", "benchmark", "params", "type", "commit",
+                                  "settings") if isinstance(frame[c].dtype, pd.CategoricalDtype)}
+        self.frame = frame
+        position = frame["position"].to_numpy()[rows]
+        self.position = position
+        self.numbers = list(range(int(position.max()) + 1)) if position.size else []
+        status = frame["status"].to_numpy()[rows]
+        self.ok, self.failed = status == "ok", status == "failed"
+        del status
+        self.value = frame["value"].to_numpy()[rows]
+        self.recorded = frame["samples"].to_numpy()[rows] if frame["samples"].notna().any() \
+            else None  # a store without samples: one value per point
+        self.better = frame["higher_is_better"].to_numpy()[rows]
+        self.widths = (frame["ci_99_b"] - frame["ci_99_a"]).abs().to_numpy()[rows]
+
+    def _strings(self, column: str, lo: int, hi: int) -> list:
+        if column not in self.strings:  # a table built by hand, without categories
+            return self.frame[column].to_numpy()[self.rows[lo:hi]].tolist()
+        categories, codes = self.strings[column]
+        return [categories[k] if k >= 0 else "" for k in codes[lo:hi].tolist()]
+
+    def first(self, lo: int) -> tuple:
+        return tuple(self._strings(c, lo, lo + 1)[0]
+                     for c in ("machine", "env", "benchmark", "params", "type"))
+
+    def commits(self, lo: int, hi: int) -> tuple[str, ...]:
+        return tuple(self._strings("commit", lo, hi))
+
+    def positions(self, lo: int, hi: int) -> tuple[int, ...]:
+        return tuple(self.numbers[k] for k in self.position[lo:hi].tolist())  # shared ints
+
+    def settings(self, lo: int, hi: int) -> tuple[str, ...]:
+        """The recorded machine parameters per point; () when they never change (nothing
+        for detection to compare)."""
+        if "settings" in self.strings:
+            codes = self.strings["settings"][1][lo:hi]
+            if codes.size and (codes == codes[0]).all():
+                return ()
+        return tuple(x if isinstance(x, str) else "" for x in self._strings("settings", lo, hi))
+
+    def samples(self, lo: int, hi: int) -> tuple[tuple[float, ...] | None, ...]:
+        """Per point its samples, or its one value when asv kept none; None where it
+        failed."""
+        recorded = self.recorded[lo:hi].tolist() if self.recorded is not None \
+            else [None] * (hi - lo)
+        return tuple(None if failed else tuple(samples) if samples is not None else (value,)
+                     for failed, samples, value in zip(self.failed[lo:hi].tolist(), recorded,
+                                                       self.value[lo:hi].tolist(), strict=True))
+
+    def higher_is_better(self, lo: int, hi: int) -> bool:
+        return bool(self.better[lo:hi].any())
+
+    def deterministic(self, lo: int, hi: int) -> bool | None:
+        """Without samples, asv's 99% CIs decide: all of zero width is deterministic; None
+        when the series has samples or no CI."""
+        ok = self.ok[lo:hi]
+        if self.recorded is not None and any(
+                r is not None for r in self.recorded[lo:hi][ok].tolist()):
+            return None
+        widths = self.widths[lo:hi][ok]
+        known = widths[~np.isnan(widths)]
+        return bool((known == 0).all()) if known.size else None
 
 
 def _benchmarks_meta(path: Path) -> dict[str, dict]:
@@ -151,93 +238,6 @@ def _benchmarks_meta(path: Path) -> dict[str, dict]:
     return {k: v for k, v in doc.items() if isinstance(v, dict)}
 
 
-def _read_file(path: Path, machine: str, meta: dict[str, dict]) -> list[dict]:
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        log.warning("skipping %s: not readable JSON (%s)", path, exc)
-        return []
-    if not isinstance(doc, dict) or doc.get("version") != ASV_RESULTS_VERSION:
-        version = doc.get("version") if isinstance(doc, dict) else None
-        log.warning("skipping %s: asv results format version %r, expected %d (`asv update` "
-                    "migrates older files)", path, version, ASV_RESULTS_VERSION)
-        return []
-    header = {key: doc.get(key) for key in ("commit_hash", "env_name", "date",
-                                            "result_columns", "results")}
-    problem = next((k for k, ok in (
-        ("commit_hash", isinstance(header["commit_hash"], str) and header["commit_hash"]),
-        ("env_name", isinstance(header["env_name"], str)),
-        ("date", isinstance(header["date"], int | float)),
-        ("result_columns", isinstance(header["result_columns"], list)),
-        ("results", isinstance(header["results"], dict)),
-    ) if not ok), None)
-    if problem:
-        log.warning("skipping %s: missing or malformed %r", path, problem)
-        return []
-    rows = []
-    for name, row in header["results"].items():
-        try:
-            rows += _points(name, dict(zip(header["result_columns"], row, strict=False)),
-                            meta.get(name, {}))
-        except (TypeError, ValueError, IndexError) as exc:
-            log.warning("skipping benchmark %s in %s: malformed row (%s)", name, path, exc)
-    for point in rows:
-        point.update(machine=machine, env=header["env_name"], commit=header["commit_hash"],
-                     date=header["date"])
-    return rows
-
-
-def asv_type_of(name: str) -> str:
-    """asv's type of a benchmark, from the prefix of its function's name, as asv decides
-    it when benchmarks.json says nothing."""
-    method = name.rsplit(".", 1)[-1]
-    prefix = next((k for k in _ASV_TYPES if method.startswith(k)), None)
-    return _ASV_TYPES[prefix] if prefix else "unknown"
-
-
-def _points(name: str, cells: dict, meta: dict) -> list[dict]:
-    """The result points of one benchmark row, one per parameter combination."""
-    params = cells.get("params") or []
-    combos = list(itertools.product(*params))
-    results = cells.get("result")
-    if results is None:  # every combination failed, e.g. the build broke
-        results = [None] * len(combos)
-    if not isinstance(results, list) or len(results) != len(combos):
-        raise ValueError(f"{len(results) if isinstance(results, list) else 'no'} results "
-                         f"for {len(combos)} parameter combinations")
-    asv_type = meta.get("type") or asv_type_of(name)
-    asv_type = _ASV_TYPES.get(asv_type, asv_type)
-    unit = meta.get("unit") or _DEFAULT_UNITS.get(asv_type, "unit")
-    points = []
-    for i, (combo, value) in enumerate(zip(combos, results, strict=True)):
-        samples = _cell(cells, "samples", i)
-        if value is None:
-            status = "failed"
-        elif not isinstance(value, int | float):
-            raise ValueError(f"result {value!r} is not a number")
-        else:
-            status = "skipped" if math.isnan(value) else "ok"
-        if samples is not None and not (isinstance(samples, list) and samples
-                                        and all(isinstance(x, int | float) and math.isfinite(x)
-                                                for x in samples)):
-            raise ValueError(f"samples of combination {i} are not a list of finite numbers")
-        points.append({
-            "benchmark": name, "params": f"({', '.join(combo)})" if combo else "",
-            "status": status, "value": float(value) if status == "ok" else math.nan,
-            "samples": samples if status == "ok" else None,
-            **{column: _cell(cells, f"stats_{column}", i)
-               for column in ("ci_99_a", "ci_99_b", "q_25", "q_75")},
-            "unit": unit, "type": asv_type, "version": cells.get("version"),
-            "higher_is_better": meta.get("higher_is_better") is True,
-        })
-    return points
-
-
-def _cell(cells: dict, key: str, i: int):
-    column = cells.get(key)
-    return column[i] if isinstance(column, list) and i < len(column) else None
-
-
 def samples_at(results_dir: Path | str, machine: str, commit: str
                ) -> dict[tuple[str, str], tuple[float, ...] | None]:
     """What the results hold for one commit: (benchmark, params) -> its samples (or its one
@@ -249,10 +249,14 @@ def samples_at(results_dir: Path | str, machine: str, commit: str
         else {}
     found: dict[tuple[str, str], tuple[float, ...] | None] = {}
     for path in sorted((root / machine).glob(f"{commit[:8]}-*.json")):
-        for point in _read_file(path, machine, meta):
-            if point["commit"] != commit or point["status"] == "skipped":
+        columns = Columns()
+        read_file(path, machine, meta, columns)
+        points = columns.frame()
+        for benchmark, params, status, samples, value in zip(
+                points["benchmark"], points["params"], points["status"], points["samples"],
+                points["value"], strict=True):
+            if points["commit"].iloc[0] != commit or status == "skipped":
                 continue
-            samples = point["samples"]
-            found[point["benchmark"], point["params"]] = None if point["status"] == "failed" \
-                else tuple(samples) if samples else (point["value"],)
+            found[benchmark, params] = None if status == "failed" \
+                else tuple(samples) if samples else (value,)
     return found
