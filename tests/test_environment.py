@@ -61,8 +61,9 @@ def test_a_runner_change_moving_most_clock_series_is_one_environment_alert():
     assert found.regressions == [] and cluster_alerts(found.regressions) == []
     (alert,) = found.environment
     assert (alert.cause, alert.direction, alert.bad_position) == ("shared", "higher", SHIFT_AT)
-    assert alert.moved == len(shifted) == 24 and alert.measured == 30
-    assert alert.share == pytest.approx(0.8)
+    assert alert.detected == len(shifted) == 24 and alert.measured == 30
+    # the level of every shifted series moved up, and by chance some of the other six
+    assert 24 <= alert.moved <= 30 and alert.share >= 0.8
     assert alert.median_ratio == pytest.approx(1.25, rel=0.02)
     assert (alert.still_moved, alert.still_measured) == (0, 10)  # device time did not move
     assert len(alert.members) == 24  # the regressions it stands for
@@ -130,7 +131,8 @@ def test_recorded_changes_compare_each_environment_with_itself():
     a = {"env-a": {0: ("c0", "python=3.8"), 1: ("c1", "python=3.8\ncpu=x")},
          "env-b": {0: ("c0", "python=3.12"), 1: ("c1", "python=3.12\ncpu=x")}}
     changes = environment.recorded_changes({("m", env): v for env, v in a.items()})
-    assert changes == {("m", 1): (("cpu", "", "x"),)}
+    assert changes == {("m", "env-a", 1): (("cpu", "", "x"),),
+                       ("m", "env-b", 1): (("cpu", "", "x"),)}
 
 
 def test_every_reported_member_excludes_no_change_on_its_own():

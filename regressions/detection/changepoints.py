@@ -21,7 +21,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from scipy import special
@@ -93,12 +93,16 @@ class Transient:
 @dataclass(frozen=True)
 class SeriesChanges:
     """Everything one series says: changes (p <= alpha, or exact), near misses (alpha < p
-    <= near_alpha), transients, and which edges were tested (each one hypothesis more)."""
+    <= near_alpha), transients, which edges were tested (each one hypothesis more), and
+    each point's level (the mean of its log samples; of its samples when `positive` is
+    False), which environment alerts compare across series."""
 
     changes: tuple[Change, ...]
     near: tuple[Change, ...] = ()
     transients: tuple[Transient, ...] = ()
     edge_tests: tuple[str, ...] = ()
+    levels: np.ndarray | None = field(default=None, compare=False, repr=False)
+    positive: bool = True
 
 
 def looks_deterministic(points: Sequence[Sequence[float]], epsilon: float = stats.EPSILON) -> bool:
@@ -165,7 +169,10 @@ def analyse_series(
     if deterministic is None:
         deterministic = looks_deterministic(points, epsilon)
     if deterministic:
-        return _exact_analysis(_medians(flat, counts), epsilon)
+        medians = _medians(flat, counts)
+        positive = bool((flat > 0).all())
+        return replace(_exact_analysis(medians, epsilon), positive=positive,
+                       levels=np.log(medians) if positive else np.asarray(medians))
     if not np.isfinite(flat).all():
         raise ValueError("detect_changes: a noisy series needs finite values")
     if counts.size < 2 * min_size:
@@ -257,7 +264,8 @@ class _NoisyAnalysis:
                 misses.append(change)
         transients = tuple(self._transient(i) for i in blips)
         return SeriesChanges(tuple(sorted(changes, key=lambda c: c.index)),
-                             tuple(sorted(misses, key=lambda c: c.index)), transients, tested)
+                             tuple(sorted(misses, key=lambda c: c.index)), transients, tested,
+                             self.means, self.positive)
 
     def _interior(self, split: Split, interior: list[int]) -> Change:
         before = self.subset(interior[split.lo:split.index])[0]

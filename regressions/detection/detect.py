@@ -227,7 +227,7 @@ def run_detection(
                     candidates.append(_candidate(s, analysed.measured, c, None, True))
             continue
         tested += _tests(analysed, floor, family)
-    alerts = environment.find(_moves(runs), _presence(runs), _settings(runs))
+    alerts = environment.find(_moves(runs), _levels(runs), _settings(runs))
     explained = _explained(tested, alerts, floors)
     qvalues = _qvalues(family, {j for (_, _, j, _), alert in zip(tested, explained,
                                                                 strict=True) if alert})
@@ -258,11 +258,11 @@ def _explained(tested: Sequence[tuple[_Analysed, changepoints.Change, int | None
                floors: Sequence[tuple[str, float]]) -> list[environment.EnvironmentAlert | None]:
     """Per tested candidate, the environment alert that explains it (None: none does).
     Only a runner-bound series' change can be the machine's."""
-    at = {(a.machine, a.bad_position): a for a in alerts}
+    at = {(a.machine, a.env, a.bad_position): a for a in alerts}
     out: list[environment.EnvironmentAlert | None] = []
     for analysed, c, _, _ in tested:
         s = analysed.series
-        alert = at.get((s.machine, s.positions[analysed.measured[c.index]]))
+        alert = at.get((s.machine, s.env, s.positions[analysed.measured[c.index]]))
         out.append(alert if alert is not None and _runner(analysed) and environment.explained(
             _regression(s, analysed.measured, c, None), alert, floors) else None)
     return out
@@ -347,16 +347,20 @@ def _moves(runs: Sequence[_Analysed]) -> list[environment.Move]:
         s, runner = a.series, _runner(a)
         for c in a.changes.changes:
             good, bad = a.measured[c.good_index], a.measured[c.index]
-            out.append(environment.Move(s.machine, s.benchmark, s.name, s.commits[good],
+            out.append(environment.Move(s.machine, s.env, s.benchmark, s.name, s.commits[good],
                                         s.commits[bad], s.positions[good], s.positions[bad],
                                         c.ratio, runner))
     return out
 
 
-def _presence(runs: Sequence[_Analysed]) -> environment.Presence:
-    return environment.presence_counts([(a.series.machine, _runner(a),
-                                         [a.series.positions[i] for i in a.measured])
-                                        for a in runs])
+def _levels(runs: Sequence[_Analysed]) -> list[environment.Levels]:
+    """Every series' level per measured commit, for the shares an environment alert counts
+    (short series without levels left out)."""
+    return [environment.Levels(a.series.machine, a.series.env, _runner(a),
+                               np.array([a.series.positions[i] for i in a.measured]),
+                               a.changes.levels, a.changes.positive)
+            for a in runs if a.changes.levels is not None
+            and a.changes.levels.size == len(a.measured)]
 
 
 def _settings(runs: Sequence[_Analysed]) -> dict[tuple[str, str], dict[int, tuple[str, str]]]:

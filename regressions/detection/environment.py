@@ -5,11 +5,13 @@ machine moves at once: dozens of unrelated benchmarks "regress" (or improve) tog
 commit. Perfherder files such infrastructure changes apart from regressions; here one
 *environment alert* for the commit replaces the regressions it explains. Two signs name one:
 
-- *shared*: at one commit at least `ENV_SHARE` of the machine's series that can move with the
+- *shared*: at one commit at least `ENV_MIN_SERIES` changes of series that can move with the
   runner (`metrics.moves_with_runner`: wall and CPU clocks, not a simulated clock, counts or
-  seeded errors) move the same way, across at least `ENV_MIN_BENCHMARKS` benchmarks, while at
-  most `ENV_QUIET` of the series that cannot move with the runner move at all (when they move,
-  the code did it);
+  seeded errors) go the same way, from at least `ENV_MIN_BENCHMARKS` benchmarks - a wide
+  cluster - and the levels of at least `ENV_SHARE` of all the machine's runner-bound series
+  measured there moved that way too (the sign of each one's local ratio, significant or not:
+  noise moves half of them either way), while at most `ENV_QUIET` of the series that cannot
+  move with the runner changed at all (when they change, the code did it);
 - *recorded*: the machine parameters asv records in every result file (`params`: cpu, ram,
   os, ...) differ from those of the commit before: every change of a runner-bound series at
   that commit is the machine's.
@@ -25,22 +27,27 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
+
+import numpy as np
 
 from regressions import metrics
 
 if TYPE_CHECKING:  # detect imports this module
     from regressions.detection.detect import Regression
 
-# At least half of a machine's runner-bound series measured at a commit move the same way.
-ENV_SHARE = 0.5
-# ... and at least this many of them, from at least this many benchmarks (asv functions): one
-# benchmark's parameters moving together share their code, not only the machine.
+# A wide cluster: this many detected changes one way at one commit, from this many benchmarks
+# (asv functions): one benchmark's parameters moving together share their code too.
 ENV_MIN_SERIES = 8
 ENV_MIN_BENCHMARKS = 3
+# ... and the levels of three quarters of the machine's runner-bound series measured there
+# moved that way (by chance half do: with 30 series, 3/4 is 2.7 standard deviations out).
+ENV_SHARE = 0.75
+# A series' local level: the mean of up to this many commits' levels on each side.
+LOCAL_COMMITS = 3
 # At most this share of the series that cannot move with the runner move at that commit.
 ENV_QUIET = 0.2
 # A member departs from the shift when its log ratio lies this many robust standard
@@ -60,6 +67,7 @@ class Move:
     """One series' level change at one commit, either direction, any size."""
 
     machine: str
+    env: str
     benchmark: str
     name: str
     good_commit: str
@@ -71,23 +79,34 @@ class Move:
 
 
 @dataclass(frozen=True)
-class Presence:
-    """How many series of a machine were measured at a commit and at an earlier one: the
-    denominators of the shares, for runner-bound series and for the others."""
+class Levels:
+    """One series as an environment alert reads it: its machine and environment, whether the
+    runner can move it, and per measured position (sorted) its level (mean log sample; raw
+    for series with values <= 0, which `local_ratio` leaves out)."""
 
-    runner: Mapping[str, Counter]  # machine -> position -> series
-    other: Mapping[str, Counter]
+    machine: str
+    env: str
+    runner: bool
+    positions: np.ndarray
+    levels: np.ndarray
+    positive: bool = True
 
 
 @dataclass(frozen=True)
 class EnvironmentAlert:
-    """The machine changed between `good_commit` and `bad_commit`: `moved` of the `measured`
-    runner-bound series moved `direction` (values higher or lower), median ratio
-    `median_ratio`; `still_moved` of `still_measured` series that cannot move with the runner
-    moved. `changed` lists the recorded parameters that differ (name, before, after);
-    `members` the regressions it explains. Never bisected."""
+    """The machine changed between `good_commit` and `bad_commit`: the levels of `moved` of
+    the `measured` runner-bound series moved `direction` (values higher or lower), `detected`
+    of them with a change detected there, whose ratios have the median `median_ratio` and
+    the robust spread `spread` (log units); `still_moved` of `still_measured` series that
+    cannot move with the runner changed; `against` counts the changes the other way when they
+    form a wide cluster too (hardware that speeds most benchmarks up and slows a family down:
+    the machine's as well). `changed` lists the recorded parameters that differ
+    (name, before, after); `members` the regressions it explains. Never bisected. Each
+    environment of a machine (asv's `env_name`) is read apart: they benchmark different
+    commits, so one change of the machine shows at each one's first commit after it."""
 
     machine: str
+    env: str
     good_commit: str
     bad_commit: str
     good_position: int
@@ -96,10 +115,12 @@ class EnvironmentAlert:
     direction: Direction
     moved: int
     measured: int
+    detected: int
     median_ratio: float
     spread: float
     still_moved: int = 0
     still_measured: int = 0
+    against: int = 0
     changed: tuple[tuple[str, str, str], ...] = ()
     members: tuple[Regression, ...] = ()
 
@@ -114,118 +135,143 @@ class EnvironmentAlert:
             "; nothing recorded in the result files changed"
         still = (f"; {self.still_moved} of {self.still_measured} series that cannot move with "
                  "the runner moved") if self.still_measured else ""
-        return (f"{self.machine}: {self.moved} of {self.measured} runner-bound series "
-                f"({self.share:.0%}) measure {self.direction} at {self.bad_commit[:8]}, median "
-                f"x{self.median_ratio:.3f}{still}{recorded}; {len(self.members)} regression(s) "
-                f"explained; {ADVICE}")
+        return (f"{self.machine}/{self.env}: {self.moved} of {self.measured} runner-bound "
+                f"series "
+                f"({self.share:.0%}) measure {self.direction} at {self.bad_commit[:8]} "
+                f"({self.detected} with a detected change, median x{self.median_ratio:.3f})"
+                f"{still}{recorded}; {len(self.members)} regression(s) explained; {ADVICE}")
 
     def to_dict(self) -> dict:
-        return {"machine": self.machine, "good_commit": self.good_commit,
+        return {"machine": self.machine, "env": self.env, "good_commit": self.good_commit,
                 "bad_commit": self.bad_commit, "good_position": self.good_position,
                 "bad_position": self.bad_position, "cause": self.cause,
                 "direction": self.direction, "moved": self.moved, "measured": self.measured,
-                "share": self.share, "median_ratio": self.median_ratio, "spread": self.spread,
+                "detected": self.detected, "share": self.share,
+                "median_ratio": self.median_ratio, "spread": self.spread,
                 "still_moved": self.still_moved, "still_measured": self.still_measured,
+                "against": self.against,
                 "changed": [list(c) for c in self.changed],
                 "members": [m.to_dict() for m in self.members]}
 
 
-def presence_counts(rows: Sequence[tuple[str, bool, Sequence[int]]]) -> Presence:
-    """Per machine and position, the series measured there and before: `rows` holds each
-    series' machine, whether it can move with the runner, and its measured positions."""
-    runner: dict[str, Counter] = defaultdict(Counter)
-    other: dict[str, Counter] = defaultdict(Counter)
-    for machine, moves, positions in rows:
-        (runner if moves else other)[machine].update(positions[1:])
-    return Presence(runner, other)
-
-
-def find(moves: Sequence[Move], presence: Presence,
+def find(moves: Sequence[Move], levels: Sequence[Levels],
          settings: Mapping[tuple[str, str], Mapping[int, tuple[str, str]]] | None = None
          ) -> list[EnvironmentAlert]:
     """The environment alerts of one run: shared moves, and recorded parameter changes that
-    coincide with a move. `settings`: (machine, env) -> position -> (commit, the recorded
-    machine parameters as `describe_settings` writes them), for the commits whose files
-    recorded any."""
-    by_place: dict[tuple[str, int], list[Move]] = defaultdict(list)
+    coincide with a move. `levels`: every series of the run; `settings`: (machine, env) ->
+    position -> (commit, the recorded machine parameters as `describe_settings` writes
+    them), for the commits whose files recorded any."""
+    by_place: dict[tuple[str, str, int], list[Move]] = defaultdict(list)
     for move in moves:
-        by_place[move.machine, move.bad_position].append(move)
+        by_place[move.machine, move.env, move.bad_position].append(move)
+    by_env: dict[tuple[str, str], list[Levels]] = defaultdict(list)
+    for series in levels:
+        by_env[series.machine, series.env].append(series)
     changes = recorded_changes(settings or {})
     alerts = []
-    for (machine, position), here in sorted(by_place.items()):
+    for (machine, env, position), here in sorted(by_place.items()):
         runner = [m for m in here if m.runner]
-        if not runner:
+        changed = changes.get((machine, env, position), ())
+        if not runner or not (changed or _wide(runner)):
             continue
-        changed = changes.get((machine, position), ())
-        alert = _shared(machine, runner, here, presence, changed) or (
-            _recorded(machine, runner, here, presence, changed) if changed else None)
+        local = [r for r in (local_ratio(s, position) for s in by_env[machine, env] if s.runner)
+                 if r is not None]
+        still = sum(_measured_at(s, position) for s in by_env[machine, env] if not s.runner)
+        alert = _shared(runner, here, local, still, changed) or (
+            _alert(runner, "recorded", _majority(runner), local,
+                   sum(not m.runner for m in here), still, changed) if changed else None)
         if alert is not None:
             alerts.append(alert)
     return alerts
 
 
-def _shared(machine: str, runner: list[Move], here: list[Move], presence: Presence,
-            changed: tuple[tuple[str, str, str], ...]) -> EnvironmentAlert | None:
-    """A shift that most runner-bound series share and the others do not."""
-    position = runner[0].bad_position
-    measured = presence.runner.get(machine, Counter())[position]
-    for direction in ("higher", "lower"):
-        moved = [m for m in runner if (m.ratio > 1) == (direction == "higher")]
-        benchmarks = {m.benchmark for m in moved}
-        if len(moved) < ENV_MIN_SERIES or len(benchmarks) < ENV_MIN_BENCHMARKS or \
-                not measured or len(moved) < ENV_SHARE * measured:
+def _wide(runner: Sequence[Move]) -> bool:
+    """Whether the changes at one commit are a wide cluster in either direction."""
+    return any(len(moved) >= ENV_MIN_SERIES and len({m.benchmark for m in moved})
+               >= ENV_MIN_BENCHMARKS for moved in _by_direction(runner).values())
+
+
+def _by_direction(moves: Sequence[Move]) -> dict[Direction, list[Move]]:
+    return {"higher": [m for m in moves if m.ratio > 1],
+            "lower": [m for m in moves if m.ratio < 1]}
+
+
+def _majority(moves: Sequence[Move]) -> Direction:
+    return "higher" if 2 * sum(m.ratio > 1 for m in moves) >= len(moves) else "lower"
+
+
+def _measured_at(s: Levels, position: int) -> bool:
+    """Whether the series has a point at `position` and one before it."""
+    i = int(np.searchsorted(s.positions, position))
+    return 0 < i < s.positions.size and bool(s.positions[i] == position)
+
+
+def local_ratio(s: Levels, position: int) -> float | None:
+    """The series' level from `position` on over its level before it (up to LOCAL_COMMITS
+    measured commits a side); None when it has no point there or none before, or has
+    values <= 0."""
+    if not s.positive or not _measured_at(s, position):
+        return None
+    i = int(np.searchsorted(s.positions, position))
+    before = s.levels[max(0, i - LOCAL_COMMITS):i]
+    after = s.levels[i:i + LOCAL_COMMITS]
+    return math.exp(float(after.mean()) - float(before.mean()))
+
+
+def _agree(local: Sequence[float], direction: Direction) -> int:
+    return sum(r > 1 if direction == "higher" else r < 1 for r in local)
+
+
+def _shared(runner: list[Move], here: list[Move], local: list[float],
+            still_measured: int, changed: tuple[tuple[str, str, str], ...]
+            ) -> EnvironmentAlert | None:
+    """A wide cluster whose direction most runner-bound series share and the others do
+    not."""
+    for direction, moved in _by_direction(runner).items():
+        if len(moved) < ENV_MIN_SERIES or len({m.benchmark for m in moved}) < \
+                ENV_MIN_BENCHMARKS or not local or _agree(local, direction) < \
+                ENV_SHARE * len(local):
             continue
-        still_measured = presence.other.get(machine, Counter())[position]
         still_moved = sum(not m.runner for m in here)
         if still_measured and still_moved > ENV_QUIET * still_measured:
             return None  # the series the runner cannot move moved too: the code did it
-        return _alert(machine, moved, "shared", direction, measured, still_moved,
-                      still_measured, changed)
+        other = _by_direction(runner)["lower" if direction == "higher" else "higher"]
+        return replace(_alert(moved, "shared", direction, local, still_moved, still_measured,
+                              changed), against=len(other) if _wide(other) else 0)
     return None
 
 
-def _recorded(machine: str, runner: list[Move], here: list[Move], presence: Presence,
-              changed: tuple[tuple[str, str, str], ...]) -> EnvironmentAlert:
-    """A recorded change of the machine: every runner-bound move at it is the machine's."""
-    position = runner[0].bad_position
-    higher = sum(m.ratio > 1 for m in runner)
-    direction: Direction = "higher" if 2 * higher >= len(runner) else "lower"
-    return _alert(machine, runner, "recorded", direction,
-                  presence.runner.get(machine, Counter())[position],
-                  sum(not m.runner for m in here),
-                  presence.other.get(machine, Counter())[position], changed)
-
-
-def _alert(machine: str, moved: list[Move], cause: Cause, direction: Direction, measured: int,
-           still_moved: int, still_measured: int, changed: tuple[tuple[str, str, str], ...]
-           ) -> EnvironmentAlert:
+def _alert(moved: list[Move], cause: Cause, direction: Direction,
+           local: list[float], still_moved: int, still_measured: int,
+           changed: tuple[tuple[str, str, str], ...]) -> EnvironmentAlert:
     logs = [math.log(m.ratio) for m in moved if m.ratio > 0 and math.isfinite(m.ratio)]
     centre = statistics.median(logs) if logs else 0.0
     spread = MAD_TO_SD * statistics.median(abs(x - centre) for x in logs) if logs else 0.0
     latest = max(moved, key=lambda m: m.good_position)
-    return EnvironmentAlert(machine, latest.good_commit, moved[0].bad_commit,
+    return EnvironmentAlert(moved[0].machine, moved[0].env, latest.good_commit,
+                            moved[0].bad_commit,
                             latest.good_position, moved[0].bad_position, cause, direction,
-                            len(moved), max(measured, len(moved)), math.exp(centre), spread,
-                            still_moved, still_measured, changed)
+                            _agree(local, direction), len(local), len(moved),
+                            math.exp(centre), spread, still_moved, still_measured, changed=changed)
 
 
 def recorded_changes(settings: Mapping[tuple[str, str], Mapping[int, tuple[str, str]]]
-                     ) -> dict[tuple[str, int], tuple[tuple[str, str, str], ...]]:
-    """(machine, position) -> the parameters that differ from those of the commit before,
-    in any environment of the machine (each environment's files compared among themselves:
-    they record different pythons)."""
-    out: dict[tuple[str, int], dict[tuple[str, str, str], None]] = defaultdict(dict)
-    for (machine, _), by_position in settings.items():
+                     ) -> dict[tuple[str, str, int], tuple[tuple[str, str, str], ...]]:
+    """(machine, env, position) -> the parameters that differ from those of the commit
+    before, each environment's files compared among themselves (they record different
+    pythons)."""
+    out = {}
+    for (machine, env), by_position in settings.items():
         previous: dict[str, str] | None = None
         for position in sorted(by_position):
             current = parse_settings(by_position[position][1])
             if previous is not None and current != previous:
-                out[machine, position].update(dict.fromkeys(
+                out[machine, env, position] = tuple(
                     (key, previous.get(key, ""), current.get(key, ""))
                     for key in sorted(previous.keys() | current.keys())
-                    if previous.get(key) != current.get(key)))
+                    if previous.get(key) != current.get(key))
             previous = current
-    return {place: tuple(changes) for place, changes in out.items()}
+    return out
 
 
 def describe_settings(params: Mapping[str, object]) -> str:
@@ -241,9 +287,12 @@ def parse_settings(text: str) -> dict[str, str]:
 def explained(r: Regression, alert: EnvironmentAlert,
               floors: Sequence[tuple[str, float]] = ()) -> bool:
     """Whether the machine's change accounts for the regression: always for a recorded
-    change; for a shared one unless, divided by the shift, the regression still reaches its
-    floor with an interval excluding no change, beyond the moved series' spread."""
+    change, and for one of a wide cluster against the shift; for a shared one otherwise
+    unless, divided by the shift, the regression still reaches its floor with an interval
+    excluding no change, beyond the moved series' spread."""
     if alert.cause == "recorded" or r.ratio is None or r.ci is None or not r.ratio > 0:
+        return True
+    if alert.against and (r.ratio > 1) != (alert.direction == "higher"):
         return True
     shift = alert.median_ratio
     residual = math.log(r.ratio / shift)
