@@ -13,20 +13,25 @@ and SQLite (`spyre_regress.nightly`) and on a synthetic branch with an in-memory
 
 Each record is saved as soon as it changes, so an interruption loses at most the step under
 way; a record turns `reported` before its report is written, so a culprit whose report is
-missing is published again on the next night (`unpublished`).
+missing is published again on the next night (`unpublished`). Before a report is written the
+probe is measured at tonight's newest commit too (`_still_regressed_at_head`): a regression
+already reverted there is `fixed`, not published. Environment alerts (the machine changed)
+are kept apart (`environment_records`) and never investigated.
 """
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from regressions.detection import remeasure
 from regressions.detection.alerts import Alert, cluster_alerts
-from regressions.detection.detect import FDR, Series, Transient
+from regressions.detection.detect import FDR, Regression, Series, Transient
+from regressions.detection.environment import EnvironmentAlert
 from regressions.errors import SpyreRegressError
-from regressions.records import lifecycle
+from regressions.records import environment_records, lifecycle
 
 Progress = Callable[[str], None]
 
@@ -48,6 +53,9 @@ class AlertRecords(Protocol):
     def extras(self) -> dict[int, dict[str, str | None]]: ...  # id -> stage, report
     def save(self, records: Sequence[lifecycle.AlertRecord],
              extras: dict[int, dict] | None = None) -> None: ...
+    def environment(self) -> list[environment_records.EnvironmentRecord]: ...
+    def save_environment(self, records: Sequence[environment_records.EnvironmentRecord]
+                         ) -> None: ...
 
 
 class Publication(Protocol):
@@ -64,6 +72,8 @@ class Investigations(Protocol):
     """Investigating one alert, and publishing one culprit's report."""
 
     def investigate(self, alert_id: int, alert: Alert) -> lifecycle.Outcome: ...
+    # the probe of an alert investigated tonight at `head`, beside its good and bad builds
+    def at_head(self, alert_id: int, head: str) -> lifecycle.HeadCheck | None: ...
     def publish(self, group: lifecycle.CulpritReport) -> Publication: ...
 
 
@@ -91,6 +101,8 @@ class NightResult:
     investigated: list[int]  # record ids investigated tonight
     published: list[Publication]
     failures: list[str] = field(default_factory=list)
+    environment: list[EnvironmentAlert] = field(default_factory=list)  # tonight's
+    environment_events: list[lifecycle.Event] = field(default_factory=list)
 
     @property
     def transients(self) -> list[Transient]:
@@ -117,18 +129,27 @@ def run_night(commits: Sequence[str], history: Sequence[str], bench: Bench,
         contradicted={c for r in records if r.status == "not-reproduced"
                       for c in (r.good_commit, r.bad_commit)})
     alerts = cluster_alerts(found.detection.regressions)
-    progress(f"detect: {len(found.series)} series, {len(alerts)} alert(s), "
-             f"{len(found.detection.transients)} transient(s); re-measured "
-             f"{found.spent} of {found.budget} extra samples")
-    state = lifecycle.advance(records, alerts, {c: i for i, c in enumerate(history)}, clock())
+    machine = found.detection.environment
+    progress(f"detect: {len(found.series)} series, {len(alerts)} alert(s), {len(machine)} "
+             f"environment alert(s), {len(found.detection.transients)} transient(s); "
+             f"re-measured {found.spent} of {found.budget} extra samples")
+    place = {c: i for i, c in enumerate(history)}
+    state = lifecycle.advance(records, alerts, place, clock())
     store.save(state.records)
+    kept, machine_events = environment_records.advance(store.environment(), machine, place,
+                                                       clock())
+    store.save_environment(kept)
     records = list(state.records)
     todo = [i for i in state.investigate if i in state.alert_ids]
     failures = _investigate(todo, alerts, state.alert_ids, records, store, investigations,
                             clock, progress)
+    fixed = _still_regressed_at_head(todo, alerts, state.alert_ids, records,
+                                     commits[-1] if commits else history[-1], found.series,
+                                     store, investigations, clock, progress)
     published = _publish(records, set(todo), store, investigations, failures)
-    return NightResult(list(commits), base, found, alerts, store.records(), list(state.events),
-                       todo, published, failures)
+    return NightResult(list(commits), base, found, alerts, store.records(),
+                       [*state.events, *fixed], todo, published, failures, machine,
+                       machine_events)
 
 
 def _investigate(todo: Sequence[int], alerts: Sequence[Alert], alert_ids: Sequence[int],
@@ -150,6 +171,50 @@ def _investigate(todo: Sequence[int], alerts: Sequence[Alert], alert_ids: Sequen
         if outcome.error:
             failures.append(f"alert {alert_id}: {outcome.error}")
     return failures
+
+
+def _still_regressed_at_head(todo: Sequence[int], alerts: Sequence[Alert],
+                             alert_ids: Sequence[int], records: list[lifecycle.AlertRecord],
+                             head: str, series: Sequence[Series], store: AlertRecords,
+                             investigations: Investigations, clock: Callable[[], str],
+                             progress: Progress) -> list[lifecycle.Event]:
+    """Tonight's reported alerts whose probe is back at the good level at the head become
+    `fixed` (with the range the series shows the fix in) before any report is written."""
+    events = []
+    for alert_id in todo:
+        i = next(k for k, r in enumerate(records) if r.id == alert_id)
+        if records[i].status != "reported" or records[i].culprit == head:
+            continue
+        check = investigations.at_head(alert_id, head)
+        if check is None or not check.fixed:
+            continue
+        probe = alerts[list(alert_ids).index(alert_id)].probe
+        records[i] = lifecycle.fixed_at_head(records[i], check, fixed_range(series, probe, head),
+                                             clock())
+        store.save([records[i]])
+        progress(f"alert {alert_id}: fixed: {records[i].note}")
+        events.append(lifecycle.Event(alert_id, "reported", "fixed", records[i].note))
+    return events
+
+
+def fixed_range(series: Sequence[Series], probe: Regression, head: str) -> tuple[str, str]:
+    """Where the probe's series shows the fix: its last commit after the regression whose
+    level is nearer the bad level than the good one, and the next commit it measured (the
+    regression's bad commit and the head when the series says no more)."""
+    s = next((s for s in series if (s.machine, s.env, s.benchmark, s.params) ==
+              (probe.machine, probe.env, probe.benchmark, probe.params)), None)
+    if s is None or probe.bad_commit not in s.commits or probe.good_commit not in s.commits:
+        return probe.bad_commit, head
+    points = [(c, v) for c, v in zip(s.commits, s.samples, strict=True) if v is not None]
+    commits = [c for c, _ in points]
+    good, bad = (statistics.median(points[commits.index(c)][1])
+                 for c in (probe.good_commit, probe.bad_commit))
+    last = commits.index(probe.bad_commit)
+    for k in range(last + 1, len(points)):
+        if abs(statistics.median(points[k][1]) - good) < abs(statistics.median(points[k][1])
+                                                              - bad):
+            return commits[k - 1], commits[k]
+    return commits[-1], head
 
 
 def unpublished(records: Sequence[lifecycle.AlertRecord], extras: dict[int, dict],

@@ -64,6 +64,7 @@ class NightlyRun:
     remeasured: tuple[int, int]  # (samples spent, budget)
     html: Path | None
     failures: list[str]
+    environment_events: list[lifecycle.Event] = field(default_factory=list)  # new ones
 
     @property
     def new_reports(self) -> bool:
@@ -138,7 +139,8 @@ def run(options: NightlyOptions, progress: Progress) -> NightlyRun:
         return NightlyRun(commits, tonight.records, tonight.events, tonight.published,
                           tonight.transients, (tonight.remeasured.spent,
                                                tonight.remeasured.budget),
-                          publish(options, progress), tonight.failures)
+                          publish(options, progress), tonight.failures,
+                          tonight.environment_events)
 
 
 def utc_now() -> str:

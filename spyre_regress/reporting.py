@@ -60,6 +60,7 @@ class Reporter:
                                   machine, progress, env)
         self.history = GitHistory(repo)
         self.investigator = Investigator(self.history, prober, progress)
+        self.located: dict[int, tuple[Alert, model.Target, Located]] = {}  # tonight's
 
     def investigate(self, alert_id: int, alert: Alert) -> lifecycle.Outcome:
         """One alert's investigation, as the lifecycle's outcome; a reproduced one is kept."""
@@ -72,10 +73,22 @@ class Reporter:
                                                   self.floors)
             files.write_json(self.saved / f"alert-{alert_id:03d}.json",
                              scrub_investigation(found))
-            return Located(found.bisect, found.commits.good.sha, found.commits.culprit.sha,
-                           found.confirmation)
+            located = Located(found.bisect, found.commits.good.sha, found.commits.culprit.sha,
+                              found.confirmation)
+            self.located[alert_id] = (alert, target, located)
+            return located
 
         return evidence.outcome_of(alert, attempt, self.history.parent, self.floors)
+
+    def at_head(self, alert_id: int, head: str) -> lifecycle.HeadCheck | None:
+        """The probe of an alert investigated tonight, built and measured once more at the
+        head (the investigation has the good and bad builds' samples already)."""
+        if alert_id not in self.located:
+            return None
+        alert, target, located = self.located[alert_id]
+        self.progress(f"alert {alert_id}: measuring the probe at the head {head[:12]}")
+        return evidence.at_head(alert, located, lambda commit, n: self.investigator.prober.bench(
+            commit, target, n), head, self.floors)
 
     def publish(self, group: lifecycle.CulpritReport) -> Published:
         """The culprit's bundle: its first investigated alert, the others as related."""

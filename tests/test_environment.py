@@ -60,7 +60,7 @@ def test_a_runner_change_moving_most_clock_series_is_one_environment_alert():
     found = detect.run_detection(series)
     assert found.regressions == [] and cluster_alerts(found.regressions) == []
     (alert,) = found.environment
-    assert (alert.cause, alert.direction, alert.bad_position) == ("shared", "higher", SHIFT_AT)
+    assert (alert.cause, alert.direction, alert.bad_position) == ("shared", "worse", SHIFT_AT)
     assert alert.detected == len(shifted) == 24 and alert.measured == 30
     # the level of every shifted series moved up, and by chance some of the other six
     assert 24 <= alert.moved <= 30 and alert.share >= 0.8
@@ -106,7 +106,7 @@ def test_a_few_series_or_one_benchmark_moving_is_not_the_machine():
 def test_a_faster_runner_is_an_environment_alert_with_no_regression_to_explain():
     found = detect.run_detection(suite(shift=0.8)[0])
     (alert,) = found.environment
-    assert alert.direction == "lower" and alert.members == () and found.regressions == []
+    assert alert.direction == "better" and alert.members == () and found.regressions == []
     mirrored = detect.run_detection([replace(s, higher_is_better=True)
                                      for s in suite(shift=0.8)[0]])
     assert len(mirrored.environment[0].members) == 24

@@ -255,3 +255,33 @@ def test_records_round_trip_through_json():
     assert lifecycle.from_dict(data) == record
     with pytest.raises(SpyreRegressError, match="version 99"):
         lifecycle.from_dict({**data, "version": 99})
+
+
+def head(fixed, ratio=1.0):
+    return lifecycle.HeadCheck(COMMITS[9], ratio, (ratio - 0.01, ratio + 0.01), ratio / 1.2,
+                               (ratio / 1.2 - 0.01, ratio / 1.2 + 0.01), 100, fixed)
+
+
+def test_a_regression_back_at_the_good_level_at_the_head_is_fixed_and_never_published():
+    records = night([], [alert(regression(3, 4)), alert(regression(6, 7, params="(1)"))],
+                    "n1").records
+    reported = [lifecycle.investigated(r, lifecycle.Outcome(r.bad_commit, evidence(
+        1.2, (1.1, 1.3))), "n1") for r in records]
+    fixed = lifecycle.fixed_at_head(reported[0], head(True), (COMMITS[4], COMMITS[8]), "n1")
+    assert fixed.status == "fixed" and fixed.fixed_in == (COMMITS[4], COMMITS[8])
+    assert f"fixed in {COMMITS[4][:12]}..{COMMITS[8][:12]}" in fixed.note
+    assert "x1.000" in fixed.note  # what the head measured, against the good build
+    # a culprit report lists only what is still regressed
+    (group,) = lifecycle.group_by_culprit([fixed, reported[1]])
+    assert group.alert_ids == (reported[1].id,)
+    with pytest.raises(SpyreRegressError, match="fixed at the head"):
+        lifecycle.fixed_at_head(reported[1], head(False, 1.2), (COMMITS[7], COMMITS[9]), "n1")
+    with pytest.raises(SpyreRegressError, match="fixed at the head"):
+        lifecycle.fixed_at_head(records[1], head(True), (COMMITS[7], COMMITS[9]), "n1")
+
+
+def test_a_version_1_record_reads_without_a_fixed_range():
+    record = night([], [alert(regression(3, 4))], "n1").records[0]
+    data = {**json.loads(json.dumps(lifecycle.to_dict(record))), "version": 1}
+    del data["fixed_in"]
+    assert lifecycle.from_dict(data) == record and record.fixed_in is None

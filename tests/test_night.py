@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from regressions import night
-from regressions.groundtruth import planted, simulation
+from regressions import metrics, night
+from regressions.groundtruth import month, planted, simulation
 from regressions.groundtruth.month import Branch
 from regressions.records import alert_store, asv_documents, files, lifecycle
 from regressions.records.results import asv_type_of
@@ -33,7 +33,7 @@ SHORT = planted.MonthConfig("short", {
     "fp16 accumulate x2": "interior", "embedding fails": "interior",
     "mlp throughput -12%": "interior",
     "attention compile glitch x1.5": "outlier:attention compile +20%:1",
-}, nights=9, initial_commits=12, commits_per_night=8.0)
+}, nights=9, initial_commits=12, commits_per_night=8.0, runner_changes=1)
 
 
 def git_history(repo: Path, count: int) -> list[str]:
@@ -135,7 +135,7 @@ def test_the_nightlys_seams_take_the_simulations_transitions(tmp_path, monkeypat
     database = alert_store.AlertStore(tmp_path / "alerts.sqlite")
     disk = (nightly.AsvBench(options, lambda _: None), database,
             simulation.BranchInvestigations(disk_branch))
-    reported = 0
+    reported = environment = 0
     for number in range(len(memory_branch.nights)):
         marks = [shas[c] for c in memory_branch.benchmarked(number)]
         history = shas[:memory_branch.nights[number][1] + 1]
@@ -145,10 +145,71 @@ def test_the_nightlys_seams_take_the_simulations_transitions(tmp_path, monkeypat
             tonight[side] = night.run_night(marks, history, bench, store, investigations,
                                             lambda n=number: f"night {n + 1}")
         assert transitions(tonight["disk"]) == transitions(tonight["memory"]), number
+        assert [(e.alert_id, e.note) for e in tonight["disk"].environment_events] == \
+            [(e.alert_id, e.note) for e in tonight["memory"].environment_events], number
         assert tonight["disk"].remeasured.spent == tonight["memory"].remeasured.spent
         reported += len(tonight["memory"].published)
+        environment += len(tonight["memory"].environment_events)
     records = [lifecycle.to_dict(r) for r in memory[1].records()]
     assert [lifecycle.to_dict(r) for r in database.records()] == records
+    assert database.environment() == memory[1].environment()
     database.close()
-    # the branch's planted regressions were found: the comparison is not of two empty nights
+    # the branch's planted regressions and its runner change were found: the comparison is
+    # not of two empty nights
     assert reported >= 4 and any(r["status"] == "reported" for r in records)
+    assert environment >= 1
+
+
+def two_nights(events, runner_changes=()):
+    """A branch of 30 commits over two nights (stride 3: night 2 benchmarks 18, 21, 24, 27
+    and 29), with `events` planted; both nights run through the simulation's seams."""
+    suite = month.suite()
+    branch = Branch(0, suite, [f"{i:040x}" for i in range(30)], [(0, 17), (18, 29)],
+                    list(events), 3, runner_changes=list(runner_changes))
+    seams = (simulation.SyntheticBench(branch), simulation.MemoryRecords(),
+             simulation.BranchInvestigations(branch))
+    nights = []
+    for number in range(2):
+        seams[2].night = number
+        nights.append(night.run_night([branch.commits[c] for c in branch.benchmarked(number)],
+                                      branch.commits[:branch.nights[number][1] + 1], *seams,
+                                      lambda n=number: f"night {n + 1}"))
+    return branch, nights
+
+
+def derate(at, revert):
+    targets = month.select(month.suite(), month.DEVICE, workload="mlp")
+    return [month.Event("derate", "step", at, targets, 1.2, symptom="device_time"),
+            month.Event("revert", "step", revert, targets, 1 / 1.2, symptom="device_time")]
+
+
+def test_a_regression_reverted_before_the_head_is_fixed_and_not_published():
+    # held by 21 and 24, reverted by 25: the head (29) is back at the good level
+    branch, (_, second) = two_nights(derate(21, 25))
+    (record,) = [r for r in second.records if r.kind == "device_time"]
+    assert record.culprit == branch.commits[21] and record.status == "fixed"
+    assert record.fixed_in == (branch.commits[24], branch.commits[27])  # the revert's range
+    assert second.published == []
+    assert ("reported" in record.history[0] and record.history[-1].startswith("fixed before"))
+    assert any(e.after == "fixed" for e in second.events)
+
+
+def test_a_regression_the_next_commit_reverted_is_reported_as_nothing():
+    # 21 regressed, 22 (not benchmarked) reverted it: a one-commit excursion on every series
+    branch, (_, second) = two_nights(derate(21, 22))
+    assert [r for r in second.records if r.kind == "device_time"] == [] and not second.published
+    spikes = {(t.params, t.commit) for t in second.transients}
+    assert {(p, branch.commits[21]) for p in ("('mlp', 1)", "('mlp', 512)")} <= spikes
+
+
+def test_a_runner_change_is_one_environment_alert_and_nothing_is_investigated():
+    branch, (first, second) = two_nights([], [month.RunnerChange(1, 1.25)])
+    assert first.environment_events == [] and first.records == []
+    (event,) = second.environment_events
+    (alert,) = second.environment
+    assert alert.bad_commit == branch.commits[18] and alert.direction == "worse"
+    assert len(alert.members) >= 50 and "pin the runner" in event.note
+    # no clock series is investigated (what noise leaves elsewhere may be) or published
+    assert not [r for r in second.records
+                if any(metrics.moves_with_runner(f"{m.benchmark}{m.params}") for m in r.symptoms)]
+    assert second.published == []

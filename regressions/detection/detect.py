@@ -349,7 +349,8 @@ def _moves(runs: Sequence[_Analysed]) -> list[environment.Move]:
             good, bad = a.measured[c.good_index], a.measured[c.index]
             out.append(environment.Move(s.machine, s.env, s.benchmark, s.name, s.commits[good],
                                         s.commits[bad], s.positions[good], s.positions[bad],
-                                        c.ratio, runner))
+                                        1 / c.ratio if s.higher_is_better and c.ratio
+                                        else c.ratio, runner))
     return out
 
 
@@ -358,7 +359,8 @@ def _levels(runs: Sequence[_Analysed]) -> list[environment.Levels]:
     (short series without levels left out)."""
     return [environment.Levels(a.series.machine, a.series.env, _runner(a),
                                np.array([a.series.positions[i] for i in a.measured]),
-                               a.changes.levels, a.changes.positive)
+                               -a.changes.levels if a.series.higher_is_better
+                               else a.changes.levels, a.changes.positive)
             for a in runs if a.changes.levels is not None
             and a.changes.levels.size == len(a.measured)]
 

@@ -9,9 +9,10 @@ commit. Perfherder files such infrastructure changes apart from regressions; her
   runner (`metrics.moves_with_runner`: wall and CPU clocks, not a simulated clock, counts or
   seeded errors) go the same way, from at least `ENV_MIN_BENCHMARKS` benchmarks - a wide
   cluster - and the levels of at least `ENV_SHARE` of all the machine's runner-bound series
-  measured there moved that way too (the sign of each one's local ratio, significant or not:
-  noise moves half of them either way), while at most `ENV_QUIET` of the series that cannot
-  move with the runner changed at all (when they change, the code did it);
+  measured there moved that way too (the sign of each one's step from the commit it measured
+  before, significant or not: noise moves half of them either way), while at most
+  `ENV_QUIET` of the series that cannot move with the runner changed at all (when they
+  change, the code did it);
 - *recorded*: the machine parameters asv records in every result file (`params`: cpu, ram,
   os, ...) differ from those of the commit before: every change of a runner-bound series at
   that commit is the machine's.
@@ -46,8 +47,6 @@ ENV_MIN_BENCHMARKS = 3
 # ... and the levels of three quarters of the machine's runner-bound series measured there
 # moved that way (by chance half do: with 30 series, 3/4 is 2.7 standard deviations out).
 ENV_SHARE = 0.75
-# A series' local level: the mean of up to this many commits' levels on each side.
-LOCAL_COMMITS = 3
 # At most this share of the series that cannot move with the runner move at that commit.
 ENV_QUIET = 0.2
 # A member departs from the shift when its log ratio lies this many robust standard
@@ -58,13 +57,17 @@ ADVICE = ("pin the runner (a self-hosted machine, or one runner image) or name e
           "(`asv machine --machine NAME`), so that results of different hardware are never "
           "compared")
 
-Direction = Literal["higher", "lower"]
+# Which way the series moved, in each one's own sense: a slower runner makes times higher and
+# throughputs lower, both worse.
+Direction = Literal["worse", "better"]
 Cause = Literal["shared", "recorded"]
 
 
 @dataclass(frozen=True)
 class Move:
-    """One series' level change at one commit, either direction, any size."""
+    """One series' level change at one commit, either direction, any size: `ratio` is
+    after / before in the worse sense (above 1 is worse; a higher-is-better series' ratio
+    inverted)."""
 
     machine: str
     env: str
@@ -81,8 +84,9 @@ class Move:
 @dataclass(frozen=True)
 class Levels:
     """One series as an environment alert reads it: its machine and environment, whether the
-    runner can move it, and per measured position (sorted) its level (mean log sample; raw
-    for series with values <= 0, which `local_ratio` leaves out)."""
+    runner can move it, and per measured position (sorted) its level (mean log sample,
+    negated for a higher-is-better series so that up is worse; raw for series with values
+    <= 0, which `local_ratio` leaves out)."""
 
     machine: str
     env: str
@@ -95,7 +99,7 @@ class Levels:
 @dataclass(frozen=True)
 class EnvironmentAlert:
     """The machine changed between `good_commit` and `bad_commit`: the levels of `moved` of
-    the `measured` runner-bound series moved `direction` (values higher or lower), `detected`
+    the `measured` runner-bound series moved `direction` (worse or better), `detected`
     of them with a change detected there, whose ratios have the median `median_ratio` and
     the robust spread `spread` (log units); `still_moved` of `still_measured` series that
     cannot move with the runner changed; `against` counts the changes the other way when they
@@ -138,7 +142,8 @@ class EnvironmentAlert:
         return (f"{self.machine}/{self.env}: {self.moved} of {self.measured} runner-bound "
                 f"series "
                 f"({self.share:.0%}) measure {self.direction} at {self.bad_commit[:8]} "
-                f"({self.detected} with a detected change, median x{self.median_ratio:.3f})"
+                f"({self.detected} with a detected change, median x{self.median_ratio:.3f} "
+                "worse)"
                 f"{still}{recorded}; {len(self.members)} regression(s) explained; {ADVICE}")
 
     def to_dict(self) -> dict:
@@ -192,12 +197,12 @@ def _wide(runner: Sequence[Move]) -> bool:
 
 
 def _by_direction(moves: Sequence[Move]) -> dict[Direction, list[Move]]:
-    return {"higher": [m for m in moves if m.ratio > 1],
-            "lower": [m for m in moves if m.ratio < 1]}
+    return {"worse": [m for m in moves if m.ratio > 1],
+            "better": [m for m in moves if m.ratio < 1]}
 
 
 def _majority(moves: Sequence[Move]) -> Direction:
-    return "higher" if 2 * sum(m.ratio > 1 for m in moves) >= len(moves) else "lower"
+    return "worse" if 2 * sum(m.ratio > 1 for m in moves) >= len(moves) else "better"
 
 
 def _measured_at(s: Levels, position: int) -> bool:
@@ -207,19 +212,17 @@ def _measured_at(s: Levels, position: int) -> bool:
 
 
 def local_ratio(s: Levels, position: int) -> float | None:
-    """The series' level from `position` on over its level before it (up to LOCAL_COMMITS
-    measured commits a side); None when it has no point there or none before, or has
-    values <= 0."""
+    """The series' level at `position` over its level at the commit it measured before; None
+    when it has no point there or none before, or has values <= 0. One commit a side: a
+    wider window would carry a step a commit or two away into the share of this one."""
     if not s.positive or not _measured_at(s, position):
         return None
     i = int(np.searchsorted(s.positions, position))
-    before = s.levels[max(0, i - LOCAL_COMMITS):i]
-    after = s.levels[i:i + LOCAL_COMMITS]
-    return math.exp(float(after.mean()) - float(before.mean()))
+    return math.exp(float(s.levels[i]) - float(s.levels[i - 1]))
 
 
 def _agree(local: Sequence[float], direction: Direction) -> int:
-    return sum(r > 1 if direction == "higher" else r < 1 for r in local)
+    return sum(r > 1 if direction == "worse" else r < 1 for r in local)
 
 
 def _shared(runner: list[Move], here: list[Move], local: list[float],
@@ -235,7 +238,7 @@ def _shared(runner: list[Move], here: list[Move], local: list[float],
         still_moved = sum(not m.runner for m in here)
         if still_measured and still_moved > ENV_QUIET * still_measured:
             return None  # the series the runner cannot move moved too: the code did it
-        other = _by_direction(runner)["lower" if direction == "higher" else "higher"]
+        other = _by_direction(runner)["better" if direction == "worse" else "worse"]
         return replace(_alert(moved, "shared", direction, local, still_moved, still_measured,
                               changed), against=len(other) if _wide(other) else 0)
     return None
@@ -292,14 +295,13 @@ def explained(r: Regression, alert: EnvironmentAlert,
     excluding no change, beyond the moved series' spread."""
     if alert.cause == "recorded" or r.ratio is None or r.ci is None or not r.ratio > 0:
         return True
-    if alert.against and (r.ratio > 1) != (alert.direction == "higher"):
-        return True
+    if alert.against and alert.direction == "better":
+        return True  # a wide cluster of worsenings against a faster machine: its own too
+    higher_is_better = r.ratio < 1  # detection reports worsenings only
+    worse = 1 / r.ratio if higher_is_better else r.ratio
+    nearest = 1 / r.ci[1] if higher_is_better else r.ci[0]  # the interval's end nearest 1
     shift = alert.median_ratio
-    residual = math.log(r.ratio / shift)
-    if abs(residual) <= ENV_SPREAD_Z * alert.spread:
+    if abs(math.log(worse / shift)) <= ENV_SPREAD_Z * alert.spread:
         return True
     floor = metrics.floor_for(r.name, tuple(floors))
-    higher_is_better = r.ratio < 1  # detection reports worsenings only
-    if higher_is_better:
-        return not (shift / r.ratio - 1 >= floor and r.ci[1] / shift < 1)
-    return not (r.ratio / shift - 1 >= floor and r.ci[0] / shift > 1)
+    return not (worse / shift - 1 >= floor and nearest / shift > 1)

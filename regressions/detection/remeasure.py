@@ -18,7 +18,9 @@ repeats while its verdict is "unknown" (catapult dashboard/pinpoint/models/job_s
 5. *ambiguous*: other splits nearly as likely as the best one: the commits between them.
 
 The nightly hands the requests to `asv run --append-samples` (the extra samples land in the
-results like any others) and runs detection again on the enlarged data. The plan stays under
+results like any others) and runs detection again on the enlarged data. A series the runner
+can move is never measured again at a commit before its machine's newest environment
+change: tonight's hardware is not the one that measured it (`same_hardware`). The plan stays under
 `budget` extra samples, whole candidates first by priority, and never grows a commit beyond
 `MAX_RUNS` runs.
 """
@@ -29,6 +31,7 @@ import math
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 
+from regressions import metrics
 from regressions.detection.detect import FDR, Candidate, Detection, Series, run_detection
 
 # Re-measurement spends at most this fraction of the samples the night measured anyway
@@ -228,10 +231,11 @@ def detect_with_remeasurement(series: Sequence[Series], history: Sequence[str],
         # after a round (the real ones, mostly) find samples in the next.
         share = (budget - spent) // (rounds - round_)
         fdr = options.get("fdr", FDR)
-        requests = plan(detection.candidates, history, share, fdr=fdr,
-                        contradicted=contradicted) or plan(
-            detection.candidates, history, budget - spent, fdr=fdr,
-            contradicted=contradicted)  # one item above a share
+        requests = same_hardware(plan(detection.candidates, history, share, fdr=fdr,
+                                      contradicted=contradicted), detection, history) or \
+            same_hardware(plan(detection.candidates, history, budget - spent, fdr=fdr,
+                               contradicted=contradicted),  # one item above a share
+                          detection, history)
         if not requests:
             break
         current = append_samples(current, requests, measure(requests), history)
@@ -239,6 +243,21 @@ def detect_with_remeasurement(series: Sequence[Series], history: Sequence[str],
         spent += sum(r.samples for r in requests)
         detection = run_detection(current, memo=memo, **options)
     return Remeasured(detection, current, served, spent, budget)
+
+
+def same_hardware(requests: Sequence[Request], detection: Detection,
+                  history: Sequence[str]) -> list[Request]:
+    """The requests that measure on the hardware that measured the commit: none of a series
+    the runner can move at a commit before its machine's newest environment change (its
+    samples there came from the machine before it)."""
+    place = {commit: i for i, commit in enumerate(history)}
+    newest: dict[tuple[str, str], int] = {}
+    for alert in detection.environment:
+        key = (alert.machine, alert.env)
+        newest[key] = max(newest.get(key, -1), alert.bad_position)
+    return [r for r in requests if not (
+        (r.machine, r.env) in newest and place.get(r.commit, -1) < newest[r.machine, r.env]
+        and metrics.moves_with_runner(f"{r.benchmark}{r.params}"))]
 
 
 def append_samples(series: Sequence[Series], requests: Sequence[Request],

@@ -7,8 +7,11 @@ time (total and per stage; heavier-tailed samples, run-to-run offsets and occasi
 spikes that slow a burst of samples in a block of benchmarks), deterministic per-stage
 numerical error, and a higher-is-better throughput track with one value per commit.
 Regressions, an improvement, a slow drift, a benchmark that starts failing and one-commit
-outliers are planted at commits chosen per seed. `Branch.measure` serves every
-measurement - the night's run, re-measurement, bisection - from the same model.
+outliers are planted at commits chosen per seed, and the runner changes on a few nights
+(`RunnerChange`: from that night on every measurement of a clock series - the night's run,
+re-measurement of old commits, bisection - reads other hardware). `Branch.measure` serves
+every measurement from the same model, on the hardware of the night it is taken
+(`Branch.night`).
 """
 
 from __future__ import annotations
@@ -61,6 +64,10 @@ NOISE = {
 SPIKE_CHANCE = 0.15
 SPIKE_BLOCK = (5, 40)  # benchmarks in the block
 SPIKE_FACTOR = (1.15, 1.8)
+# The families whose samples read the machine's own clock (metrics.moves_with_runner: host
+# wall time, compile CPU time, a throughput measured on the host); device time is the
+# simulator's clock and numerics are seeded: no runner moves them.
+RUNNER_FAMILIES = ("host", "compile", "throughput")
 
 
 @dataclass(frozen=True)
@@ -80,6 +87,18 @@ class Spec:
     @property
     def name(self) -> str:
         return f"{self.benchmark}{self.params}"
+
+
+@dataclass(frozen=True)
+class RunnerChange:
+    """From `night` on the nightly runs on other hardware: `share` of the clock series
+    measure `factor` times what they did (higher is slower; a throughput inverts it), each
+    with its own response (lognormal, `spread`), the others as before."""
+
+    night: int
+    factor: float
+    share: float = 0.9
+    spread: float = 0.02
 
 
 EventKind = Literal["step", "drift", "breaks", "outlier"]
@@ -115,6 +134,21 @@ class Branch:
     events: list[Event]
     stride: int
     runs: dict[tuple[int, int], int] = field(default_factory=dict)
+    runner_changes: list[RunnerChange] = field(default_factory=list)
+    night: int = 0  # the night measurements are taken on: its hardware measures them
+
+    def runner(self, series: int) -> float:
+        """What tonight's hardware multiplies the series' level by."""
+        spec = self.suite[series]
+        factor = 1.0
+        if spec.family not in RUNNER_FAMILIES:
+            return factor
+        for k, change in enumerate(self.runner_changes):
+            rng = np.random.default_rng([self.seed, 31337, k, series])
+            if change.night <= self.night and rng.random() < change.share:
+                response = change.factor * math.exp(change.spread * rng.standard_normal())
+                factor *= 1 / response if spec.higher_is_better else response
+        return factor
 
     def level(self, series: int, commit: int) -> float:
         value = self.suite[series].level
@@ -142,7 +176,7 @@ class Branch:
         noise = NOISE[spec.family]
         run = self.runs.get((series, commit), 0)
         self.runs[series, commit] = run + 1
-        level = self.level(series, commit)
+        level = self.level(series, commit) * self.runner(series)
         if noise.sd == 0:
             return (level,) * (samples or noise.samples)
         rng = np.random.default_rng([self.seed, series, commit, run])

@@ -4,7 +4,9 @@
 tuned on; `HELD_OUT` moves the events to other places in the nights (newest commit <->
 inside a night, other outlier distances), lands more commits per night at a wider stride,
 and is scored on other seeds. Sizes run from 1.5% to x2 over device time, compile time,
-host time, numerics and throughput, with a failure, an improvement and a slow drift.
+host time, numerics and throughput, with a failure, an improvement and a slow drift; and the
+runner changes a few times a month (GitHub-hosted runners change hardware between runs),
+on nights drawn from a stream of their own so the planted events land where they did.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from regressions.groundtruth.month import (
     Branch,
     Event,
     EventKind,
+    RunnerChange,
     Spec,
     select,
     suite,
@@ -62,6 +65,7 @@ class MonthConfig:
     commits_per_night: float = 9.0
     stride: int = 3
     first_seed: int = 0
+    runner_changes: int = 0  # nights (never the first) on which the hardware changes
 
 
 PLANTS: tuple[Plant, ...] = (
@@ -104,7 +108,7 @@ TRAINING = MonthConfig("training", {
     "mlp glitch x1.4": "outlier:mlp +10%:2",
     "attention compile glitch x1.5": "outlier:attention compile +20%:1",
     "mlp throughput glitch x0.6": "outlier:mlp throughput -12%:5",
-})
+}, runner_changes=3)
 
 HELD_OUT = MonthConfig("held-out", {
     **TRAINING.places,
@@ -114,7 +118,7 @@ HELD_OUT = MonthConfig("held-out", {
     "mlp glitch x1.4": "outlier:mlp +10%:1",
     "attention compile glitch x1.5": "outlier:attention compile +20%:3",
     "mlp throughput glitch x0.6": "outlier:mlp throughput -12%:2",
-}, initial_commits=30, commits_per_night=12.0, stride=4, first_seed=1000)
+}, initial_commits=30, commits_per_night=12.0, stride=4, first_seed=1000, runner_changes=3)
 
 
 def build_branch(config: MonthConfig, seed: int) -> Branch:
@@ -149,7 +153,23 @@ def build_branch(config: MonthConfig, seed: int) -> Branch:
             _, target, gap = place.split(":")
             at = _outlier_commit(branch, landed[target], int(gap))
             branch.events.append(_event(branch.suite, plant, at))
+    branch.runner_changes = runner_changes(config, seed)
     return branch
+
+
+# A runner change moves the clock series by 8% to 30%, faster or slower (hosted runners'
+# CPU generations differ by that much: the issue's store moved x0.76-x1.44 at such commits).
+RUNNER_SIZES = (1.08, 1.30)
+
+
+def runner_changes(config: MonthConfig, seed: int) -> list[RunnerChange]:
+    """The nights the hardware changes on and by how much: a stream of their own, so the
+    events planted above stay where they were without runner changes."""
+    rng = np.random.default_rng([seed, 5150])
+    nights = sorted(int(n) for n in rng.choice(np.arange(1, config.nights),
+                                               config.runner_changes, replace=False))
+    return [RunnerChange(n, float(np.exp(rng.uniform(*np.log(RUNNER_SIZES))))
+                         ** (1 if rng.random() < 0.5 else -1)) for n in nights]
 
 
 def _event(specs: list[Spec], plant: Plant, at: int) -> Event:

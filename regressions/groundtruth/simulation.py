@@ -21,9 +21,9 @@ from regressions.detection import detect, remeasure
 from regressions.detection.alerts import Alert
 from regressions.groundtruth.month import NOISE, Branch
 from regressions.investigation import model
-from regressions.investigation.investigator import Investigator, parse_params
+from regressions.investigation.investigator import Investigator, Located, parse_params
 from regressions.investigation.model import Target
-from regressions.records import asv_documents, evidence, lifecycle
+from regressions.records import asv_documents, environment_records, evidence, lifecycle
 from regressions.records.results import asv_type_of
 
 MACHINE, ENV = "month", "virtualenv-py3.11"
@@ -111,6 +111,7 @@ class MemoryRecords:
     def __init__(self) -> None:
         self.kept: dict[int, lifecycle.AlertRecord] = {}
         self.extra: dict[int, dict] = {}
+        self.machines: dict[int, environment_records.EnvironmentRecord] = {}
 
     def records(self) -> list[lifecycle.AlertRecord]:
         return [self.kept[i] for i in sorted(self.kept)]
@@ -124,6 +125,13 @@ class MemoryRecords:
             self.kept[record.id] = record
             self.extra[record.id] = {**self.extra.get(record.id, {}),
                                      **(extras or {}).get(record.id, {})}
+
+    def environment(self) -> list[environment_records.EnvironmentRecord]:
+        return [self.machines[i] for i in sorted(self.machines)]
+
+    def save_environment(self, records: Sequence[environment_records.EnvironmentRecord]
+                         ) -> None:
+        self.machines.update((r.id, r) for r in records)
 
 
 class BranchHistory:
@@ -185,8 +193,8 @@ class BranchInvestigations:
     def __init__(self, branch: Branch) -> None:
         self.branch, self.history = branch, BranchHistory(branch)
         self.index = {(s.benchmark, s.params): i for i, s in enumerate(branch.suite)}
-        self.night = 0
         self.runs = 0  # generator runs spent investigating
+        self.located: dict[int, tuple[Alert, GeneratorProber, Target, Located]] = {}
 
     def investigate(self, alert_id: int, alert: Alert) -> lifecycle.Outcome:
         probe = alert.probe
@@ -194,12 +202,38 @@ class BranchInvestigations:
         spec = self.branch.suite[s]
         target = Target(spec.benchmark, parse_params(spec.params), spec.workload,
                         spec.seq or 0, None, probe.kind, spec.stage)
-        investigator = Investigator(self.history, GeneratorProber(self.branch, s))
+        prober = GeneratorProber(self.branch, s)
+        investigator = Investigator(self.history, prober)
+
+        def attempt() -> Located:
+            located = investigator.locate(alert, target)
+            self.located[alert_id] = (alert, prober, target, located)
+            return located
+
         before = sum(self.branch.runs.values())
-        outcome = evidence.outcome_of(alert, lambda: investigator.locate(alert, target),
-                                      self.history.parent)
+        outcome = evidence.outcome_of(alert, attempt, self.history.parent)
         self.runs += sum(self.branch.runs.values()) - before
         return outcome
+
+    def at_head(self, alert_id: int, head: str) -> lifecycle.HeadCheck | None:
+        """The located probe once more at the head: the generator's next runs there."""
+        if alert_id not in self.located:
+            return None
+        alert, prober, target, located = self.located[alert_id]
+        before = sum(self.branch.runs.values())
+        check = evidence.at_head(alert, located, lambda commit, n: prober.bench(
+            commit, target, n), head)
+        self.runs += sum(self.branch.runs.values()) - before
+        return check
+
+    @property
+    def night(self) -> int:
+        """The night being run: its hardware measures everything measured tonight."""
+        return self.branch.night
+
+    @night.setter
+    def night(self, number: int) -> None:
+        self.branch.night = number
 
     def publish(self, group: lifecycle.CulpritReport) -> SimulatedReport:
         return SimulatedReport(group.culprit, group.alert_ids, None,
@@ -236,7 +270,8 @@ def _log(number: int, tonight: night.NightResult, result: Simulation) -> NightLo
                    found.spent, len(tonight.alerts), len(tonight.investigated),
                    events=list(tonight.events))
     for record in tonight.records:
-        if record.status in lifecycle.REPORTED and record.culprit is not None:
+        if record.status in lifecycle.REPORTED and record.culprit is not None and \
+                record.fixed_in is None:
             result.first_report.setdefault((record.culprit, record.kind), number)
     for report in tonight.published:
         if report.culprit not in result.report_nights:

@@ -11,9 +11,10 @@ from pathlib import Path
 from regressions.codec import to_json
 from regressions.detection.alerts import alert_from_json
 from regressions.errors import SpyreRegressError
-from regressions.records import lifecycle
+from regressions.records import environment_records, lifecycle
 
-ALERT_STORE_VERSION = 3  # 3: one lifecycle record (regressions.records.lifecycle) per row
+# 3: one lifecycle record (regressions.records.lifecycle) per row; 4: the environment table
+ALERT_STORE_VERSION = 4
 
 
 class AlertStore:
@@ -33,6 +34,9 @@ class AlertStore:
         self.connection.execute(
             "CREATE TABLE IF NOT EXISTS records (id INTEGER PRIMARY KEY, status TEXT NOT NULL, "
             "kind TEXT, document TEXT NOT NULL, stage TEXT, report TEXT, updated REAL)")
+        # version 4: the environment alerts, kept apart (an older database gains the table)
+        self.connection.execute("CREATE TABLE IF NOT EXISTS environment (id INTEGER PRIMARY "
+                                "KEY, document TEXT NOT NULL, updated REAL)")
         self._update_to_3()
         self.connection.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)",
                                 (str(ALERT_STORE_VERSION),))
@@ -78,6 +82,20 @@ class AlertStore:
                     (record.id, record.status, record.kind,
                      json.dumps(to_json(lifecycle.to_dict(record))), extra.get("stage"),
                      extra.get("report"), time.time()))
+
+    def environment(self) -> list[environment_records.EnvironmentRecord]:
+        """Every stored environment record, by id."""
+        return [environment_records.from_dict(json.loads(document)) for (document,) in
+                self.connection.execute("SELECT document FROM environment ORDER BY id")]
+
+    def save_environment(self, records: Sequence[environment_records.EnvironmentRecord]
+                         ) -> None:
+        """Store environment records (new or changed) in one transaction."""
+        with self.connection:
+            for record in records:
+                self.connection.execute(
+                    "INSERT OR REPLACE INTO environment VALUES (?, ?, ?)",
+                    (record.id, json.dumps(environment_records.to_dict(record)), time.time()))
 
     def close(self) -> None:
         self.connection.close()

@@ -3,7 +3,8 @@
 The nightly's investigations (the whole `Investigator.investigate`) and the month simulation's
 (`Investigator.locate` on synthetic builds) end the same way: the bisection and the
 confirmation at the culprit become the record's `Evidence`, and `lifecycle.investigated`
-decides `reported` or `not-reproduced` from it. `outcome_of` is that one step.
+decides `reported` or `not-reproduced` from it. `outcome_of` is that one step; `head_check`
+asks, before a report goes out, whether the branch's head still shows the regression.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from regressions import metrics, stats
-from regressions.bisection.commits import BisectResult
+from regressions.bisection.commits import BisectResult, Measurement
 from regressions.detection.alerts import Alert
 from regressions.errors import SpyreRegressError
 from regressions.investigation import model
@@ -77,3 +78,39 @@ def outcome_of(alert: Alert, attempt: Callable[[], Located], parent_of: Callable
         return lifecycle.Outcome(None, None, str(error))
     return lifecycle.Outcome(located.culprit, evidence_of(
         alert, located.bisection, located.parent, located.confirmation, floors))
+
+
+def head_check(good: Sequence[float], bad: Sequence[float], at_head: Sequence[float],
+               head: str, floor: float, higher_is_better: bool) -> lifecycle.HeadCheck:
+    """Whether the branch's newest benchmarked commit still shows the regression: the probe's
+    samples there against the investigation's good and bad builds (same machine, same
+    night). Fixed when the head measures better than the bad build (its interval excluding
+    the bad level) and no longer confirms the regression against the good one, as
+    publication judges it (`lifecycle.publishable`)."""
+    to_good = stats.ratio_interval(good, at_head, confidence=model.REPORT_CONFIDENCE)
+    to_bad = stats.ratio_interval(bad, at_head, confidence=model.REPORT_CONFIDENCE)
+    still = lifecycle.publishable(lifecycle.Evidence(
+        "", head, to_good.ratio, (to_good.low, to_good.high), None, (len(good), len(at_head)),
+        floor, higher_is_better))
+    better = to_bad.low > 1 if higher_is_better else to_bad.high < 1
+    return lifecycle.HeadCheck(head, to_good.ratio, (to_good.low, to_good.high), to_bad.ratio,
+                               (to_bad.low, to_bad.high), len(at_head), better and not still)
+
+
+def at_head(alert: Alert, located: Located, measure: Callable[[str, int], Measurement],
+            head: str, floors: Sequence[tuple[str, float]] = ()) -> lifecycle.HeadCheck | None:
+    """The head check of a located regression: `measure(commit, samples)` runs the probe
+    once more, at `head`, as many samples as the confirmation had; None for a failure (no
+    level to compare) or when the probe fails at the head."""
+    if located.confirmation is None or located.culprit == head:
+        return None
+    samples = located.bisection.samples
+    good, bad = samples.get(located.parent), samples.get(located.culprit)
+    if not good or not bad:
+        return None
+    measured = measure(head, len(good))
+    if measured.status != "ok" or not measured.samples:
+        return None
+    return head_check(good, bad, measured.samples, head,
+                      metrics.floor_for(alert.probe.name, tuple(floors)),
+                      alert.probe.ratio is not None and alert.probe.ratio < 1)

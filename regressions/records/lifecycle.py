@@ -13,6 +13,7 @@ records (`to_dict` / `from_dict`).
 Statuses and transitions:
 
     new --investigated, confirmed--> reported --triage--> acknowledged | fixed | invalid
+    reported (tonight, not yet published) --the head measures the good level--> fixed
     new --investigated, not confirmed--> not-reproduced --new member or moved range--> new
     new --investigation failed--> new (tried again next night)
     any but invalid, while provisional --not detected again--> withdrawn
@@ -39,7 +40,7 @@ if TYPE_CHECKING:  # types only: the records stay free of the statistics' import
     from regressions.detection.alerts import Alert
     from regressions.detection.detect import Regression
 
-ALERT_RECORD_VERSION = 1
+ALERT_RECORD_VERSION = 2  # 2: `fixed_in`, the range a regression was fixed in
 Status = Literal["new", "reported", "not-reproduced", "acknowledged", "fixed", "invalid",
                  "withdrawn"]
 # What a person may set, from each status (the machine sets the others).
@@ -122,10 +123,35 @@ class AlertRecord:
     first_seen: str = ""
     last_seen: str = ""
     history: tuple[str, ...] = field(default_factory=tuple)  # transition notes, oldest first
+    # (last commit at the bad level, first back at the good one): fixed before its report
+    fixed_in: tuple[str, str] | None = None
 
     @property
     def members(self) -> frozenset[str]:
         return frozenset(s.key for s in self.symptoms)
+
+
+@dataclass(frozen=True)
+class HeadCheck:
+    """The probe measured at the branch's newest benchmarked commit (`head`) beside the
+    investigation's good and bad builds: `ratio` = head / good and `against_bad` = head /
+    bad, each with its interval; `fixed` when the head is back at the good level (it
+    measures better than the bad build and no longer confirms the regression against the
+    good one)."""
+
+    head: str
+    ratio: float
+    ci: tuple[float, float]
+    against_bad: float
+    against_bad_ci: tuple[float, float]
+    samples: int
+    fixed: bool
+
+    def describe(self) -> str:
+        return (f"{self.head[:12]} measures x{self.ratio:.3f} [{self.ci[0]:.3f}, "
+                f"{self.ci[1]:.3f}] of the good build and x{self.against_bad:.3f} "
+                f"[{self.against_bad_ci[0]:.3f}, {self.against_bad_ci[1]:.3f}] of the bad one "
+                f"({self.samples} samples)")
 
 
 @dataclass(frozen=True)
@@ -361,6 +387,18 @@ def investigated(record: AlertRecord, outcome: Outcome, night: str) -> AlertReco
                  f"not reproduced on {night}: {why}")
 
 
+def fixed_at_head(record: AlertRecord, check: HeadCheck, fixed_in: tuple[str, str],
+                  night: str) -> AlertRecord:
+    """A regression reported tonight whose probe is back at the good level at the head: it
+    was fixed (reverted) in `fixed_in` before its report went out, which it never does."""
+    if record.status != "reported" or not check.fixed:
+        raise SpyreRegressError(f"alert {record.id} is {record.status}; only a reported alert "
+                                "whose head measures the good level is fixed at the head")
+    return _note(replace(record, status="fixed", fixed_in=fixed_in),
+                 f"fixed before its report on {night}: the head {check.describe()}; fixed in "
+                 f"{fixed_in[0][:12]}..{fixed_in[1][:12]}")
+
+
 def describe(evidence: Evidence) -> str:
     if evidence.failed:
         return f"{evidence.bad_commit[:12]} fails where {evidence.good_commit[:12]} runs"
@@ -390,7 +428,7 @@ def group_by_culprit(records: Sequence[AlertRecord]) -> list[CulpritReport]:
     (device time, compile time, numerics ...), oldest alert first."""
     groups: dict[str, list[AlertRecord]] = {}
     for record in sorted(records, key=lambda r: r.id):
-        if record.status in REPORTED and record.culprit is not None:
+        if record.status in REPORTED and record.culprit is not None and record.fixed_in is None:
             groups.setdefault(record.culprit, []).append(record)
     return [CulpritReport(culprit, tuple(r.id for r in group),
                           tuple(dict.fromkeys(r.kind for r in group)),
@@ -408,8 +446,9 @@ def to_dict(record: AlertRecord) -> dict:
 
 
 def from_dict(data: Mapping) -> AlertRecord:
-    """Inverse of `to_dict`; refuses a version it does not know."""
-    if data.get("version") != ALERT_RECORD_VERSION:
+    """Inverse of `to_dict`; refuses a version it does not know. Version 1 had no
+    `fixed_in`: its records read with none."""
+    if data.get("version") not in (1, ALERT_RECORD_VERSION):
         raise SpyreRegressError(f"alert record version {data.get('version')!r} is not "
                                 f"{ALERT_RECORD_VERSION}: upgrade spyre-regress to read it")
     try:

@@ -45,6 +45,8 @@ def run(args: argparse.Namespace) -> int:
                                      args.branch, args.stride, args.bench, args.machine,
                                      floors=tuple(args.threshold))
     outcome = nightly.run(options, common.progress)
+    for event in outcome.environment_events:  # the machine changed: never investigated
+        print(f"environment alert {event.alert_id}: {event.note}")
     for event in outcome.events:
         print(f"alert {event.alert_id}: {event.before or '-'} -> {event.after}: {event.note}")
     for done in outcome.published:
@@ -57,8 +59,9 @@ def run(args: argparse.Namespace) -> int:
                   f"{record.bad_commit[:10]} culprit {(record.culprit or '-')[:12]} [{state}]")
     spent, budget = outcome.remeasured
     print(f"{len(outcome.records)} alert record(s); {len(outcome.published)} report(s) written "
-          f"tonight; {len(outcome.transients)} transient(s); re-measured {spent} of {budget} "
-          "extra samples (`spyre-regress alerts` lists them all)")
+          f"tonight; {len(outcome.environment_events)} new environment alert(s); "
+          f"{len(outcome.transients)} transient(s); re-measured {spent} of {budget} extra "
+          "samples (`spyre-regress alerts` lists them all)")
     for failure in outcome.failures:
         print(f"spyre-regress: warning: {failure}", file=sys.stderr)
     return common.EXIT_REGRESSED if outcome.new_reports else common.EXIT_OK

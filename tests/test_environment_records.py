@@ -1,0 +1,40 @@
+"""Environment alerts across nights (regressions/records/environment_records.py): listed once
+when new, kept, matched by machine, environment and overlapping range."""
+
+import json
+
+import pytest
+
+from regressions.detection.environment import EnvironmentAlert
+from regressions.errors import SpyreRegressError
+from regressions.records import environment_records
+
+COMMITS = [f"{i:040x}" for i in range(20)]
+PLACE = {c: i for i, c in enumerate(COMMITS)}
+
+
+def change(good, bad, env="env", direction="worse", members=()):
+    return EnvironmentAlert("runner", env, COMMITS[good], COMMITS[bad], good, bad, "shared",
+                            direction, 28, 30, 24, 1.25, 0.01, 0, 10, members=members)
+
+
+def test_a_new_change_of_the_machine_is_listed_once_and_kept():
+    records, events = environment_records.advance([], [change(9, 10)], PLACE, "night 1")
+    assert [(e.alert_id, e.after) for e in events] == [(1, "environment")]
+    assert "28 of 30 runner-bound series" in events[0].note and "pin the runner" in \
+        events[0].note
+    again, events = environment_records.advance(records, [change(9, 10)], PLACE, "night 2")
+    assert events == [] and len(again) == 1 and again[0].last_seen == "night 2"
+    assert again[0].first_seen == "night 1"
+    # another environment of the machine, or another commit, is another change
+    more, events = environment_records.advance(again, [change(9, 10, env="other"),
+                                                       change(14, 15)], PLACE, "night 3")
+    assert [e.alert_id for e in events] == [2, 3] and len(more) == 3
+
+
+def test_records_round_trip_and_refuse_unknown_versions():
+    (record,), _ = environment_records.advance([], [change(3, 4)], PLACE, "n")
+    data = json.loads(json.dumps(environment_records.to_dict(record)))
+    assert environment_records.from_dict(data) == record
+    with pytest.raises(SpyreRegressError, match="version 7"):
+        environment_records.from_dict({**data, "version": 7})
