@@ -117,7 +117,7 @@ def _render(report: Report, files: Sequence[str], usage: str, diff_file: str | N
     out = [f"# {text(report.title)}",
            f"**Causal statement.** {text(report.causal_statement)}",
            f"**Workaround, separate from the root cause.** {text(report.workaround_statement)}",
-           _section("Affected benchmarks", table(t["members"])),
+           _section("Affected benchmarks", text(report.notes["members"]), table(t["members"])),
            _section("Reproduce",
                     text(f"reproducer.py needs only torch and {report.repo_name}; run it with "
                          "each build and compare what it prints:"),

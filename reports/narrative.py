@@ -320,14 +320,31 @@ def headline(found: Investigation) -> tuple[str, str, str]:
     return (f"{label} of {found.target.label}, culprit / parent", f"×{c.ratio:.3f}", detail)
 
 
+def members_note(found: Investigation) -> str:
+    """What the affected-benchmarks table measured, beside the title's and the timing's
+    figures: three measurements, named, that agree only where they measure the same."""
+    c = found.confirmation
+    title = (f"The title's ×{c.ratio:.3f} is {c.program.describe()} measured at the culprit "
+             f"against its parent ({c.good_n}+{c.bad_n} samples)") if c else \
+        "The title names the culprit"
+    return ("Every member of the alert cluster; the probe (the narrowest member) is "
+            "highlighted. Each ratio is detection's: the series' level from its bad commit on "
+            "over its level up to its good commit, across the benchmarked commits (99% Welch "
+            f"CI). {title}; the timing section's ratios are of "
+            f"{found.timing.program.describe()}, culprit against parent. Where a member's good "
+            "and bad commits are the culprit's parent and the culprit, its ratio and the "
+            "title's measure the same and agree within their intervals.")
+
+
 def notes(found: Investigation) -> dict[str, str]:
     timing = found.timing
     return {
+        "members": members_note(found),
         "timing": (f"{timing.iterations} synchronized iterations per build after one warm-up "
                    f"call, on {timing.program.describe()} (the program reproducer.py embeds). "
                    "Device time is the simulator's clock, host time the wall time of the "
-                   "call; bad / good is the ratio of geometric means with a Welch interval on "
-                   "log times, p a two-sided Mann-Whitney test. Samples in "
+                   "call; culprit / parent is the ratio of geometric means with a Welch "
+                   "interval on log times, p a two-sided Mann-Whitney test. Samples in "
                    "timing_samples.csv, ECDFs in timing.png."),
         "stages": (f"Per stage, on {benchmark_program(found).describe()}: whether the "
                    "canonical artifact changed, and the stage's wall time per cold compile "
@@ -349,7 +366,8 @@ def build_report(found: Investigation, repo_name: str) -> Report:
     rows = numerics_rows(found)
     first = found.stages.first_divergent_stage
     sha = short((found.commits.culprit or found.commits.bad).sha)
-    figure = f" {confirmation_figure(found.confirmation)}" if found.confirmation else ""
+    figure = f" {confirmation_figure(found.confirmation)} culprit / parent" \
+        if found.confirmation else ""
     title = (f"[{repo_name}] {metrics.by_name(found.target.metric).label} regression{figure}"
              f"{f' in {first}' if first else ''}: {found.target.label} ({sha})")
     return Report(found, repo_name, title, headline(found),

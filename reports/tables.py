@@ -32,8 +32,8 @@ def members(report: Report) -> Table:
     rows = tuple((kind, m.benchmark, m.params, number(m.ratio, ".3f"), interval(m.ci),
                   number(m.p, ".2g"), number(m.q, ".2g"), f"{m.machine}/{m.env}")
                  for kind, m in members)
-    return Table(("kind", "benchmark", "params", "ratio (detection)", "99% CI", "p", "q",
-                  "machine/env"), rows, tuple(m.name == probe.name for _, m in members))
+    return Table(("kind", "benchmark", "params", "detected ratio (good → bad)", "99% CI", "p",
+                  "q", "machine/env"), rows, tuple(m.name == probe.name for _, m in members))
 
 
 def _summary(summary: SampleSummary | None, unit: str) -> str:
@@ -59,8 +59,8 @@ def timing(report: Report) -> Table:
         rows.append((f"{c.name} ({unit})", _summary(c.good, c.unit), _summary(c.bad, c.unit),
                      ratio(c), number(c.pvalue, ".2g")))
     symptom = report.metric.timing_row
-    return Table(("series", "good: median (IQR, n)", "bad: median (IQR, n)", "bad / good",
-                  "p"), tuple(rows), (symptom == "device", symptom == "host"))
+    return Table(("series", "good: median (IQR, n)", "bad: median (IQR, n)",
+                  "culprit / parent", "p"), tuple(rows), (symptom == "device", symptom == "host"))
 
 
 def correctness(report: Report) -> Table:

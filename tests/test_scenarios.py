@@ -45,6 +45,15 @@ def test_every_injection_applies_exactly_once(tmp_path, name):
         scenarios.apply(root, scenarios.INJECTIONS[name])
 
 
+def test_a_revert_restores_the_tree(tmp_path):
+    root = _tree(tmp_path)
+    before = (root / "spyre_sim" / "device.py").read_text()
+    scenarios.apply(root, scenarios.INJECTIONS["dram_derate"])
+    assert (root / "spyre_sim" / "device.py").read_text() != before
+    scenarios.revert(root, scenarios.INJECTIONS["dram_derate"])
+    assert (root / "spyre_sim" / "device.py").read_text() == before
+
+
 def test_benign_commits_change_no_artifact_and_no_timing(tmp_path):
     root = _tree(tmp_path)
     before = _measure(root)

@@ -133,7 +133,18 @@ INJECTIONS: dict[str, Injection] = {i.name: i for i in (
               "    assert len(grouped) == len(set(grouped)), "
               "\"a node is in two fusion groups\"\n    log.info("),),
         None, ("attention", 128)),
+    Injection(
+        "dram_derate", "device_time", "kernel",
+        "device: derate the DRAM model to the sustained rate of a busy bus",
+        "The effective DRAM bandwidth drops from 136.5 to 100 GB/s: every memory-bound kernel "
+        "slows down, device time x1.13-1.33 on the catalogue's workloads. Reverted by the next "
+        "commit in the scratch history of tests/e2e/test_nightly_edge.py.",
+        (Edit("spyre_sim/device.py", "    dram_effective_gbps: float = 136.5",
+              "    dram_effective_gbps: float = 100.0  # the sustained rate of a busy bus"),),
+        None, ("mlp", 128)),
 )}
+# A plan entry that reverts an earlier injection: REVERT + its name.
+REVERT = "revert:"
 
 # Harmless commits between the injections: the artifacts and the timing do not change.
 BENIGN: tuple[tuple[str, Edit], ...] = (
@@ -184,3 +195,9 @@ def apply_edit(root: Path, edit: Edit) -> None:
 def apply(root: Path, injection: Injection) -> None:
     for edit in injection.edits:
         apply_edit(root, edit)
+
+
+def revert(root: Path, injection: Injection) -> None:
+    """Undo `injection`, as `git revert` of its commit would."""
+    for edit in reversed(injection.edits):
+        apply_edit(root, Edit(edit.path, edit.new, edit.old))

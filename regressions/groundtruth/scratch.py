@@ -62,8 +62,9 @@ def copy_sources(source: Path, dest: Path) -> None:
 
 
 def build(dest: Path, plan: list[str | None], source: Path | None = None) -> list[CommitRecord]:
-    """Create `dest` with one commit per entry of `plan`: a scenario name, or None for the
-    next benign change. The first commit imports the sources."""
+    """Create `dest` with one commit per entry of `plan`: a scenario name, `REVERT` + a
+    scenario name (the revert of that injection), or None for the next benign change. The
+    first commit imports the sources."""
     dest = Path(dest)
     if dest.exists() and any(dest.iterdir()):
         raise SpyreRegressError(f"{dest} exists and is not empty; choose a new directory")
@@ -88,6 +89,11 @@ def build(dest: Path, plan: list[str | None], source: Path | None = None) -> lis
                 subject, edit = entry
                 scenarios.apply_edit(dest, edit)
             records.append(CommitRecord(git.commit_all(dest, subject, timestamp), subject, None))
+        elif step.startswith(scenarios.REVERT):
+            injection = scenarios.INJECTIONS[step.removeprefix(scenarios.REVERT)]
+            scenarios.revert(dest, injection)
+            subject = f'Revert "{injection.subject}"'
+            records.append(CommitRecord(git.commit_all(dest, subject, timestamp), subject, step))
         else:
             injection = scenarios.INJECTIONS[step]
             scenarios.apply(dest, injection)
