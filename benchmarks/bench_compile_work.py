@@ -20,8 +20,8 @@ from benchmarks.bench_compile import STAGE_WIDTH
 
 WORKLOAD_NAMES = prepare.grid(list(workloads.SUITE), ["attention"])
 SEQ_LENGTHS = prepare.grid([127, 128], [128])
-# One valgrind process: ~115 s of imports plus ~8 s of CPU time per point (docs/benchmarks.md),
-# and more wall time on a loaded machine.
+# One valgrind process: ~20 s of uninstrumented imports plus ~7 s of CPU time per point
+# (docs/benchmarks.md), and more wall time on a loaded machine.
 MEASURE_TIMEOUT_S = 1740
 
 
