@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+import types
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -138,8 +139,58 @@ def test_benchmarks_look_their_value_up_and_skip_or_fail_as_asv_expects():
         benchmark.setup(old, "mlp", 128, "lower")
 
 
+def _fake_spyre_sim(monkeypatch, root: Path) -> Path:
+    """A spyre_sim package at `root` that cache_key hashes instead of the real one."""
+    package = root / "spyre_sim"
+    (package / "stages").mkdir(parents=True)
+    (package / "__init__.py").write_text("STAGES = ()\n")
+    (package / "stages" / "lower.py").write_text("def lower(g): return g\n")
+    spec = types.SimpleNamespace(submodule_search_locations=[str(package)])
+    monkeypatch.setattr(bench_compile_work.importlib.util, "find_spec",
+                        lambda name: spec if name == "spyre_sim" else None)
+    return package
+
+
+def test_the_cache_key_moves_with_the_compiler_sources_and_the_grid(monkeypatch, tmp_path):
+    package = _fake_spyre_sim(monkeypatch, tmp_path)
+    grid = bench_compile_work.grid_points()
+    key = bench_compile_work.cache_key(grid)
+    assert key == bench_compile_work.cache_key(grid)
+    (package / "stages" / "__pycache__").mkdir()
+    (package / "stages" / "__pycache__" / "lower.cpython-311.pyc").write_bytes(b"\0")
+    assert bench_compile_work.cache_key(grid) == key  # bytecode caches are not sources
+    assert bench_compile_work.cache_key(grid[:1]) != key
+    (package / "stages" / "lower.py").write_text("def lower(g): return g  # changed\n")
+    assert bench_compile_work.cache_key(grid) != key
+    monkeypatch.setattr(bench_compile_work.importlib.util, "find_spec", lambda name: None)
+    assert bench_compile_work.cache_key(grid) is None
+
+
+def test_an_unchanged_compiler_is_measured_once_and_a_changed_one_again(monkeypatch, tmp_path):
+    package = _fake_spyre_sim(monkeypatch, tmp_path / "tree")
+    monkeypatch.setenv(bench_compile_work.CACHE_ENV, str(tmp_path / "cache"))
+    calls = []
+
+    def fake_measure(points, **_):
+        calls.append(points)
+        return compile_work.Measurement({tuple(points[0]): {"dynamo": 100 + len(calls)}},
+                                        stages=("dynamo",), seconds=120.0)
+
+    monkeypatch.setattr(compile_work, "measure", fake_measure)
+    grid = [("mlp", 128, 1024)]
+    first = bench_compile_work.measure_cached(grid)
+    assert bench_compile_work.measure_cached(grid) == first and len(calls) == 1
+    (package / "stages" / "lower.py").write_text("def lower(g): return [g]\n")
+    assert bench_compile_work.measure_cached(grid).counts != first.counts and len(calls) == 2
+    monkeypatch.setenv(bench_compile_work.CACHE_ENV, "off")
+    bench_compile_work.measure_cached(grid)
+    bench_compile_work.measure_cached(grid)
+    assert len(calls) == 4
+
+
 def test_without_valgrind_the_family_skips_and_says_how_to_install_it(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))  # an empty directory: no valgrind on PATH
+    monkeypatch.setenv(bench_compile_work.CACHE_ENV, str(tmp_path / "cache"))
     assert "apt-get install valgrind" in compile_work.valgrind_missing()
     with pytest.raises(NotImplementedError, match="apt-get install valgrind"):
         compile_work.measure([("mlp", 128, 64)])
