@@ -6,10 +6,11 @@ spread of every (workload, seq, stage) series over the runs, max/min - 1, and ea
 and CPU time; `--json` keeps the counts.
 
 `--native` also runs the same child without valgrind after each run (same imports, warm-ups
-and grid, in one process) and prints the ratio of the two wall times, run by run, so the
-slowdown is measured under the same load. `--instrument from_start` measures the way the
-family did before instrumentation started after the imports; `--baseline FILE` compares the
-median count of every series with those of an earlier `--json` file.
+and grid, in one process) and prints the ratio of the two wall times (and CPU times), run by
+run, so the slowdown is measured under about the same load. `--instrument from_start`
+measures the way the family did before instrumentation started after the imports;
+`--baseline FILE` compares the median count of every series with those of an earlier `--json`
+file.
 
     python scripts/compile_work_repeat.py --runs 10 --native --json compile-work-repeat.json
     python scripts/compile_work_repeat.py --runs 3 --instrument from_start --json old.json
@@ -60,7 +61,7 @@ def _triple(values: list[float], unit: str = " s", digits: int = 0) -> str:
                                                    max(values))) + unit
 
 
-def _report(runs: list, ratios: list[float], baseline: list | None) -> None:
+def _report(runs: list, ratios: list[tuple[float, float]], baseline: list | None) -> None:
     spread = spreads(runs)
     worst = sorted(spread.items(), key=lambda item: -item[1])[:5]
     print(f"{len(spread)} series over {len(runs)} runs: spread (max/min - 1) median "
@@ -71,7 +72,8 @@ def _report(runs: list, ratios: list[float], baseline: list | None) -> None:
           f"{_triple([r.cpu_seconds for r in runs])}, of which the child's imports "
           f"{_triple([r.phases.get('imports', 0.0) for r in runs])} (min/median/max)")
     if ratios:
-        print(f"compile work / native wall: {_triple(ratios, 'x', 1)} (min/median/max)")
+        print(f"compile work / native: wall {_triple([w for w, _ in ratios], 'x', 1)}, CPU "
+              f"{_triple([c for _, c in ratios], 'x', 1)} (min/median/max)")
     if baseline:
         moved = deviations(runs, baseline)
         worst = sorted(moved.items(), key=lambda item: -abs(item[1]))[:5]
@@ -107,9 +109,11 @@ def main() -> int:
                 f"{run.phases}, load {os.getloadavg()[0]:.2f}")
         if args.native:
             native = compile_work.run_natively(points)
-            ratios.append(run.seconds / native["seconds"])
+            ratios.append((run.seconds / native["seconds"],
+                           run.cpu_seconds / native["cpu_seconds"]))
             line += (f"; native {native['seconds']:.1f} s wall, {native['cpu_seconds']:.1f} s "
-                     f"CPU, phases {native['phases']}: ratio {ratios[-1]:.1f}x")
+                     f"CPU, phases {native['phases']}: ratio {ratios[-1][0]:.1f}x wall, "
+                     f"{ratios[-1][1]:.1f}x CPU")
         print(line, flush=True)
         if args.json:
             args.json.write_text(json.dumps([r.to_json() for r in runs], indent=1))
