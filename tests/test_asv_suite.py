@@ -197,3 +197,30 @@ def test_the_dlfloat16_track_skips_a_commit_without_dlfloat16(monkeypatch):
     bench_numerics.NumericsStageError().setup(values, "softmax", 1, "runtime")
     with pytest.raises(NotImplementedError, match="dlfloat16"):
         bench_numerics.NumericsStageErrorDLFloat16().setup(values, "softmax", 1, "runtime")
+
+
+PRELOADED = """
+import json, os, sys, warnings
+warnings.simplefilter("ignore")
+from benchmarks import bench_compile, bench_compile_work, bench_execute, bench_numerics, prepare
+threads = len(os.listdir("/proc/self/task"))
+before = set(sys.modules)
+fn, inputs = prepare.workload("attention", 8, 64)
+prepare.spyre_sim.compile(fn, inputs).run(*inputs)
+late = sorted(m for m in set(sys.modules) - before if m.split(".")[0] in ("torch", "functorch"))
+print(json.dumps({"threads": threads, "late": late}))
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads in /proc")
+def test_the_suite_imports_what_a_first_compile_would_and_still_forks_with_one_thread():
+    """asv's forkserver imports the suite once and forks every benchmark from it: a first
+    compile in the child then imports no torch module of its own, and the server holds one
+    thread (OMP_NUM_THREADS=1, as asv.conf.json sets it) when it forks."""
+    done = subprocess.run([sys.executable, "-c", PRELOADED], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300,
+                          env={"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1",
+                               "OPENBLAS_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found == {"threads": 1, "late": []}
