@@ -67,7 +67,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-FORMAT_VERSION = 1
+COMPILE_WORK_VERSION = 1
 # Literal copy of spyre_sim.STAGES: the grid must not depend on the commit under test.
 STAGES = ("dynamo", "decompose", "lower", "layout", "kernel", "sdsc", "backend", "runtime")
 # Nothing is counted until the first CALLGRIND_TOGGLE_COLLECT client request, as in
@@ -115,7 +115,8 @@ class Measurement:
     phases: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {"version": FORMAT_VERSION, "unit": "instructions", "stages": list(self.stages),
+        return {"version": COMPILE_WORK_VERSION, "unit": "instructions",
+                "stages": list(self.stages),
                 "missing": self.missing, "seconds": self.seconds,
                 "cpu_seconds": self.cpu_seconds, "phases": self.phases,
                 "points": [{"workload": p[0], "seq": p[1], "width": p[2],
@@ -124,9 +125,9 @@ class Measurement:
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> Measurement:
-        if doc.get("version") != FORMAT_VERSION:
+        if doc.get("version") != COMPILE_WORK_VERSION:
             raise CompileWorkError(f"compile-work document version {doc.get('version')!r}, "
-                                   f"expected {FORMAT_VERSION}; re-measure with this suite")
+                                   f"expected {COMPILE_WORK_VERSION}; re-measure with this suite")
         counts, errors = {}, {}
         for entry in doc["points"]:
             point = (entry["workload"], entry["seq"], entry["width"])
@@ -233,7 +234,7 @@ def default_instrument() -> str:
 
 def _write_request(path: Path, points: Sequence[Point], config, stages, instrument) -> None:
     path.write_text(json.dumps({
-        "version": FORMAT_VERSION, "points": points, "config": dict(config or {}),
+        "version": COMPILE_WORK_VERSION, "points": points, "config": dict(config or {}),
         "stages": list(stages) if stages else None, "instrument": instrument,
         "workloads": str(Path(__file__).resolve().with_name("workloads.py"))}))
 
@@ -444,7 +445,7 @@ def child_main(request_path: str, manifest_path: str) -> int:
     started = time.monotonic()
     warnings.simplefilter("ignore")  # FallbackWarning and friends: no output, same work
     request = json.loads(Path(request_path).read_text())
-    manifest: dict[str, Any] = {"version": FORMAT_VERSION, "labels": [], "failed_points": [],
+    manifest: dict[str, Any] = {"version": COMPILE_WORK_VERSION, "labels": [], "failed_points": [],
                                 "stages": [], "missing": None}
     try:
         import spyre_sim

@@ -70,7 +70,7 @@ def test_a_measurement_round_trips_through_its_versioned_json():
                                         {("softmax", 1, 64): "lower: boom"},
                                         ("dynamo", "lower"), None, 3.0, 2.5)
     document = json.loads(json.dumps(measured.to_json()))
-    assert document["version"] == compile_work.FORMAT_VERSION
+    assert document["version"] == compile_work.COMPILE_WORK_VERSION
     assert document["unit"] == "instructions"
     assert compile_work.Measurement.from_json(document) == measured
     with pytest.raises(compile_work.CompileWorkError, match="version"):
