@@ -11,10 +11,11 @@ from __future__ import annotations
 import ast
 import math
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from regressions import metrics
 from regressions.bisection import knobs, minimize, stages
@@ -137,8 +138,28 @@ class Investigator:
     """Runs the steps of an investigation; `history` and `prober` do every measurement."""
 
     def __init__(self, history: History, prober: Prober,
-                 progress: Progress = lambda _: None) -> None:
+                 progress: Progress = lambda _: None, probes: int = 1) -> None:
+        """`probes`: how many probes may measure at once (workers of an executor); a metric
+        read on a wall clock is always measured one probe at a time."""
         self.history, self.prober, self.progress = history, prober, progress
+        self.probes = probes
+
+    def _in_flight(self, target: Target) -> int:
+        return self.probes if target.measures.shares_host else 1
+
+    def _concurrently(self, target: Target, function: Callable[[Any], Any],
+                      items: Sequence[Any]) -> list[Any]:
+        """`function` over `items`, as many at once as probes may be in flight, in order."""
+        width = min(len(items), self._in_flight(target))
+        if width <= 1:
+            return [function(item) for item in items]
+        with ThreadPoolExecutor(width) as pool:
+            return list(pool.map(function, items))
+
+    def _bench_many(self, target: Target) -> Callable[[Sequence[str]], list[Measurement]]:
+        """Measure several commits at once (one bisection round)."""
+        return lambda commits: self._concurrently(
+            target, lambda c: self.prober.bench(c, target), commits)
 
     # -- 1. commit bisection ------------------------------------------------------------
     def bisect(self, good: str, bad: str, target: Target, magnitude: float | None = None
@@ -151,7 +172,9 @@ class Investigator:
                                     "chain; pass the older commit as --good")
         self.progress(f"bisecting {len(commits) - 1} commits between {good[:10]} and "
                       f"{bad[:10]} on {target.label}")
-        return bisect_commits(commits, lambda c: self.prober.bench(c, target), magnitude)
+        return bisect_commits(commits, lambda c: self.prober.bench(c, target), magnitude,
+                              probes=self._in_flight(target),
+                              measure_many=self._bench_many(target))
 
     # -- 2. stage bisection --------------------------------------------------------------
     def stages(self, good: str, bad: str, target: Target,
@@ -259,13 +282,12 @@ class Investigator:
         if result.deterministic or result.kind == metrics.FAILURE:
             return result
         samples = dict(result.samples)
-        for commit in commits:
-            have = samples.get(commit, ())
-            if len(have) >= CONFIRM_SAMPLES:
-                continue
-            more = self.prober.bench(commit, target, CONFIRM_SAMPLES - len(have))
-            if more.status == "ok":
-                samples[commit] = (*have, *more.samples)
+        short = [c for c in commits if len(samples.get(c, ())) < CONFIRM_SAMPLES]
+        more = self._concurrently(target, lambda c: self.prober.bench(
+            c, target, CONFIRM_SAMPLES - len(samples.get(c, ()))), short)
+        for commit, measured in zip(short, more, strict=True):
+            if measured.status == "ok":
+                samples[commit] = (*samples.get(commit, ()), *measured.samples)
         return replace(result, samples=samples)
 
     # -- the whole investigation ---------------------------------------------------------
