@@ -52,8 +52,9 @@ class Prober(Protocol):
     def stages(self, commits: Sequence[str], target: Target,
                traces: Sequence[Path | None] | None = None
                ) -> list[tuple[StageAnswer, stages.Capture]]: ...  # one probe per commit
-    def knobs(self, commit: str, target: Target, scope: dict | None = None
-              ) -> KnobsAnswer | Failed: ...
+    def knobs(self, commit: str, target: Target, scope: dict | None = None,
+              part: tuple[int, int] | None = None
+              ) -> KnobsAnswer | Failed: ...  # part (i, n): knobs i, i + n, ... only
     def work(self, commits: Sequence[str], target: Target
              ) -> list[Mapping[str, int] | None]: ...  # instructions per stage, if countable
     def ratios(self, good: str, bad: str, target: Target
@@ -198,7 +199,7 @@ class Investigator:
         """The knob whose other value recovers most of the regression, if it recovers at
         least `knobs.RESTORED`, narrowed to its decisive application."""
         self.progress(f"toggling compiler knobs at {bad[:10]}")
-        answer = self.prober.knobs(bad, target)
+        answer = self._all_knobs(bad, target)
         if isinstance(answer, Failed):
             self.progress(f"knob probe failed: {answer.detail}")
             return None
@@ -217,6 +218,20 @@ class Investigator:
         return model.Workaround(best.knob, best.value, best.stage, program, target.metric,
                                 target.measures.probe_unit, answer.baseline, best.metric,
                                 good_metric, found.recovered, decisive, trials)
+
+    def _all_knobs(self, bad: str, target: Target) -> KnobsAnswer | Failed:
+        """Every knob's trials, the knobs shared out over the probes that may run at once
+        and merged back in the table's order."""
+        width = self._in_flight(target)
+        if width == 1:
+            return self.prober.knobs(bad, target)
+        shares = self._concurrently(target, lambda i: self.prober.knobs(
+            bad, target, part=(i, width)), list(range(width)))
+        failed = next((s for s in shares if isinstance(s, Failed)), None)
+        if failed is not None:
+            return failed
+        trials = sorted((t for s in shares for t in s.trials), key=lambda t: t.index)
+        return replace(shares[0], trials=tuple(trials))
 
     # -- 4. minimization -----------------------------------------------------------------
     def minimize(self, good: str, bad: str, target: Target,

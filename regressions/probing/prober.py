@@ -189,10 +189,10 @@ class SubprocessProber:
                                     f"{answer.detail}")
         return answer, captures.load_capture(captures.single_capture(root))
 
-    def knobs(self, commit: str, target: Target, scope: dict | None = None
-              ) -> KnobsAnswer | Failed:
+    def knobs(self, commit: str, target: Target, scope: dict | None = None,
+              part: tuple[int, int] | None = None) -> KnobsAnswer | Failed:
         return answers.read(KnobsAnswer, self._run(commit, "knobs", self.request(
-            target, scope=scope), alone=not target.measures.shares_host), "knobs")
+            target, scope=scope, part=part), alone=not target.measures.shares_host), "knobs")
 
     @contextlib.contextmanager
     def ratios(self, good: str, bad: str, target: Target) -> Iterator[RatioOf]:
