@@ -71,6 +71,9 @@ class Metric:
     refuted_without_more_work: bool = False  # a rise with no stage doing more work is load
     reproducer_compiles: int = 1  # cold compiles the reproducer times per run
     timing_row: Literal["device", "host"] | None = None  # the timing row that is the symptom
+    # its figure does not depend on what else runs on the host (a simulated clock, counts,
+    # errors), so it may be measured beside other work; a wall clock may not
+    shares_host: bool = False
 
 
 METRICS: tuple[Metric, ...] = (
@@ -83,13 +86,14 @@ METRICS: tuple[Metric, ...] = (
            probe="compile_work", tolerance=0.01, deterministic=True,
            probe_unit="instructions", clock="instructions counted under callgrind",
            display="instructions", width="stage_width", per_stage=True, bisect_by_count=True,
-           counts_instructions=True),
+           counts_instructions=True, shares_host=True),
     # Simulated device time: seeded-noise samples from the timing model (1.5% CV). 1% is the
     # smallest step Chromium's dashboard reports (catapult find_change_points.py).
     Metric("device_time", r"\.ExecuteDeviceTime\.", "simulated device time", "s", 0.01,
            probe="device_time", probe_unit="us", clock="the simulator's device clock",
            display="us", sections=("timing", "correctness", "evidence"),
-           knob_baseline="device_clock", minimizable=True, timing_row="device"),
+           knob_baseline="device_clock", minimizable=True, timing_row="device",
+           shares_host=True),
     # Host wall time of a warm call on a shared machine: 10%, the asv suite's own
     # publish threshold for it (asv.conf.json regressions_thresholds).
     Metric("host_time", r"HostTime\.", "host wall time", "s", 0.10, probe="host_time",
@@ -106,7 +110,7 @@ METRICS: tuple[Metric, ...] = (
            probe="numerics", deterministic=True, display="error",
            sections=("correctness", "evidence", "timing"),
            width="numerics_width", with_numerics=True, errors=True, knob_baseline="runtime_error",
-           minimizable=True),
+           minimizable=True, shares_host=True),
     # Generic families of any asv suite (the kinds asv itself distinguishes).
     Metric("track", r"\.track_", "tracked value", "", 0.01),
     Metric("memory", r"\.(peak)?mem_", "memory", "bytes", 0.05),

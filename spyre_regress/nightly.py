@@ -18,6 +18,7 @@ report, and a provisional alert is confirmed or withdrawn as later nights add co
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -30,10 +31,13 @@ from regressions.detection import detect, remeasure
 from regressions.detection.detect import Series
 from regressions.errors import SpyreRegressError
 from regressions.records import alert_store, files, lifecycle, results
+from spyre_regress.executor import Executor
 from spyre_regress.reporting import Published, Reporter
+from spyre_regress.scaleout import DistributedBench, ExecutorProbes
 
 Progress = Callable[[str], None]
 TRANSIENTS_VERSION = 1
+UNITS_VERSION = 1
 
 
 @dataclass
@@ -48,6 +52,9 @@ class NightlyOptions:
     asv_env: dict[str, str] = field(default_factory=dict)  # e.g. a smaller benchmark grid
     floors: tuple[tuple[str, float], ...] = ()  # detect's (regex, fraction) magnitude floors
     budget: float = remeasure.BUDGET_FRACTION  # extra samples, fraction of tonight's
+    workers: int | None = None  # an embedded cluster of this many worker processes
+    scheduler: str | None = None  # or a running Dask cluster, tcp://HOST:PORT
+    dashboard: bool = False  # the embedded cluster's dashboard, on localhost
 
     @property
     def results_dir(self) -> Path:
@@ -119,21 +126,35 @@ def run(options: NightlyOptions, progress: Progress) -> NightlyRun:
         raise SpyreRegressError(f"--state {options.state_dir} is a file; pass a directory "
                                 "(it is created if missing)")
     options.state_dir.mkdir(parents=True, exist_ok=True)
-    with files.exclusive_lock(options.state_dir / "nightly.lock"):
+    with files.exclusive_lock(options.state_dir / "nightly.lock"), \
+            contextlib.ExitStack() as stack:
         history = git.first_parent_history(options.repo, options.branch)
         commits = select_commits(history, options.stride)
+        executor = None
+        if options.workers is not None or options.scheduler is not None:
+            executor = stack.enter_context(Executor.start(
+                options.workers, options.scheduler, dashboard=options.dashboard,
+                scratch_root=options.state_dir / "workers" if options.workers else None,
+                progress=progress))
         progress(f"benchmarking {len(commits)} of {len(history)} commits on "
                  f"{options.branch} (stride {options.stride})")
         database = alert_store.AlertStore(options.state_dir / "alerts.sqlite")
+        stack.callback(database.close)
         reporter = Reporter(options.repo, options.results_dir, options.state_dir,
                             options.reports_dir, options.machine, options.asv_env,
-                            options.floors, progress)
+                            options.floors, progress,
+                            None if executor is None else ExecutorProbes(executor),
+                            1 if executor is None else executor.workers)
+        bench = AsvBench(options, progress) if executor is None else DistributedBench(
+            options.repo, options.results_dir, options.machine, options.asv_env,
+            options.bench, executor, options.state_dir / "work", progress)
         try:
             tonight = night.run_night(
-                commits, history, AsvBench(options, progress), database, reporter, utc_now,
+                commits, history, bench, database, reporter, utc_now,
                 night.Settings(budget=options.budget, floors=options.floors), progress)
         finally:
-            database.close()
+            if executor is not None:
+                _write_units(options.state_dir / "units.json", executor)
         _write_transients(options.state_dir / "transients.json", tonight.transients)
         return NightlyRun(commits, tonight.records, tonight.events, tonight.published,
                           tonight.transients, (tonight.remeasured.spent,
@@ -200,6 +221,13 @@ def measure_again(options: NightlyOptions, requests: Sequence[remeasure.Request]
                                                                                r.params))
             added[commit, r.benchmark, r.params] = None if new is None else new[len(old):]
     return [added.get((r.commit, r.benchmark, r.params)) for r in requests]
+
+
+def _write_units(path: Path, executor: Executor) -> None:
+    """Every unit of work the night ran on the executor and its seconds: what
+    scripts/scaleout_projection.py projects a nightly's wall time from."""
+    files.write_json(path, {"version": UNITS_VERSION, "workers": executor.workers,
+                            "units": executor.timed})
 
 
 def _write_transients(path: Path, transients: Sequence[detect.Transient]) -> None:

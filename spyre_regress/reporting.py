@@ -21,7 +21,7 @@ from regressions.investigation import model
 from regressions.investigation.investigator import Investigator, Located, alert_target
 from regressions.investigation.model import Investigation
 from regressions.probing import suite
-from regressions.probing.prober import GitHistory, SubprocessProber
+from regressions.probing.prober import GitHistory, ProbeRunner, SubprocessProber
 from regressions.records import evidence, files, lifecycle
 from reports import scrub_investigation, write_bundle
 
@@ -51,15 +51,16 @@ class Reporter:
 
     def __init__(self, repo: Path, results_dir: Path, state_dir: Path, reports_dir: Path,
                  machine: str, env: dict[str, str], floors: Sequence[tuple[str, float]],
-                 progress: Progress) -> None:
+                 progress: Progress, runner: ProbeRunner | None = None, probes: int = 1
+                 ) -> None:
         self.repo, self.results_dir = repo, results_dir
         self.state_dir, self.reports_dir = state_dir, reports_dir
         self.floors, self.progress = tuple(floors), progress
         self.saved = state_dir / "investigations"
         prober = SubprocessProber(repo, state_dir / "work", state_dir / "probe-results",
-                                  machine, progress, env)
+                                  machine, progress, env, runner)
         self.history = GitHistory(repo)
-        self.investigator = Investigator(self.history, prober, progress)
+        self.investigator = Investigator(self.history, prober, progress, probes)
 
     def investigate(self, alert_id: int, alert: Alert) -> lifecycle.Outcome:
         """One alert's investigation, as the lifecycle's outcome; a reproduced one is kept."""

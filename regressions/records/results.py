@@ -157,10 +157,16 @@ def _read_file(path: Path, machine: str, meta: dict[str, dict]) -> list[dict]:
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         log.warning("skipping %s: not readable JSON (%s)", path, exc)
         return []
+    return document_points(doc, machine, meta, str(path))
+
+
+def document_points(doc: object, machine: str, meta: dict[str, dict], source: str
+                    ) -> list[dict]:
+    """The result points of one asv result document (`source` names it in warnings)."""
     if not isinstance(doc, dict) or doc.get("version") != ASV_RESULTS_VERSION:
         version = doc.get("version") if isinstance(doc, dict) else None
         log.warning("skipping %s: asv results format version %r, expected %d (`asv update` "
-                    "migrates older files)", path, version, ASV_RESULTS_VERSION)
+                    "migrates older files)", source, version, ASV_RESULTS_VERSION)
         return []
     header = {key: doc.get(key) for key in ("commit_hash", "env_name", "date",
                                             "result_columns", "results")}
@@ -172,7 +178,7 @@ def _read_file(path: Path, machine: str, meta: dict[str, dict]) -> list[dict]:
         ("results", isinstance(header["results"], dict)),
     ) if not ok), None)
     if problem:
-        log.warning("skipping %s: missing or malformed %r", path, problem)
+        log.warning("skipping %s: missing or malformed %r", source, problem)
         return []
     rows = []
     for name, row in header["results"].items():
@@ -180,7 +186,7 @@ def _read_file(path: Path, machine: str, meta: dict[str, dict]) -> list[dict]:
             rows += _points(name, dict(zip(header["result_columns"], row, strict=False)),
                             meta.get(name, {}))
         except (TypeError, ValueError, IndexError) as exc:
-            log.warning("skipping benchmark %s in %s: malformed row (%s)", name, path, exc)
+            log.warning("skipping benchmark %s in %s: malformed row (%s)", name, source, exc)
     for point in rows:
         point.update(machine=machine, env=header["env_name"], commit=header["commit_hash"],
                      date=header["date"])
@@ -249,10 +255,14 @@ def samples_at(results_dir: Path | str, machine: str, commit: str
         else {}
     found: dict[tuple[str, str], tuple[float, ...] | None] = {}
     for path in sorted((root / machine).glob(f"{commit[:8]}-*.json")):
-        for point in _read_file(path, machine, meta):
-            if point["commit"] != commit or point["status"] == "skipped":
-                continue
-            samples = point["samples"]
-            found[point["benchmark"], point["params"]] = None if point["status"] == "failed" \
-                else tuple(samples) if samples else (point["value"],)
+        found.update(point_samples(p for p in _read_file(path, machine, meta)
+                                   if p["commit"] == commit))
     return found
+
+
+def point_samples(points) -> dict[tuple[str, str], tuple[float, ...] | None]:
+    """(benchmark, params) -> samples (or the one value), None where it failed, of result
+    points; skipped ones left out."""
+    return {(p["benchmark"], p["params"]): None if p["status"] == "failed"
+            else tuple(p["samples"]) if p["samples"] else (p["value"],)
+            for p in points if p["status"] != "skipped"}

@@ -21,11 +21,13 @@ from regressions.errors import SpyreRegressError
 from spyre_regress import __version__
 from spyre_regress.cli import (
     alerts,
+    benchmark,
     bisect,
     common,
     demo,
     detect,
     knobs,
+    merge_results,
     minimize,
     nightly,
     report,
@@ -33,7 +35,8 @@ from spyre_regress.cli import (
 )
 
 # In the order of the workflow: try it, run it nightly, then each step by hand.
-COMMANDS = (demo, nightly, detect, bisect, stages, knobs, minimize, report, alerts)
+COMMANDS = (demo, nightly, detect, bisect, stages, knobs, minimize, report, alerts, benchmark,
+            merge_results)
 EXIT_FAULT, EXIT_INTERRUPTED = 70, 130
 
 

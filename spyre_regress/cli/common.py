@@ -42,6 +42,25 @@ def rate(text: str) -> float:
     return value
 
 
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+    return value
+
+
+def scheduler_address(text: str) -> str:
+    from spyre_regress.executor import ADDRESS  # the executor's own rule, without Dask
+
+    if not ADDRESS.match(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a scheduler address; give "
+                                         "tcp://HOST:PORT, e.g. tcp://10.0.0.5:8786")
+    return text
+
+
 def regex(text: str) -> str:
     try:
         re.compile(text)

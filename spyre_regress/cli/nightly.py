@@ -31,6 +31,15 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--machine", default="nightly", help="asv machine name")
     p.add_argument("--threshold", action="append", default=[], type=common.threshold,
                    metavar="REGEX=FRACTION", help="as for detect")
+    scale = p.add_mutually_exclusive_group()
+    scale.add_argument("--workers", type=common.positive_int, metavar="N",
+                       help="run the night's benchmarks, re-measurement and probes on an "
+                       "embedded Dask cluster of N worker processes on this host "
+                       "(docs/scale-out.md); default: one process tree, serially")
+    scale.add_argument("--scheduler", type=common.scheduler_address, metavar="tcp://HOST:PORT",
+                       help="run them on the Dask cluster at this address instead")
+    p.add_argument("--dashboard", action="store_true",
+                   help="with --workers: serve the cluster's dashboard on localhost:8787")
     p.set_defaults(handler=run)
 
 
@@ -43,7 +52,8 @@ def run(args: argparse.Namespace) -> int:
     options = nightly.NightlyOptions(args.repo.resolve(), state.resolve(),
                                      (args.reports or state / "reports").resolve(),
                                      args.branch, args.stride, args.bench, args.machine,
-                                     floors=tuple(args.threshold))
+                                     floors=tuple(args.threshold), workers=args.workers,
+                                     scheduler=args.scheduler, dashboard=args.dashboard)
     outcome = nightly.run(options, common.progress)
     for event in outcome.events:
         print(f"alert {event.alert_id}: {event.before or '-'} -> {event.after}: {event.note}")

@@ -168,7 +168,7 @@ def test_version_and_an_example_in_every_help(outside):
     done = run_cli("--version", cwd=outside)
     assert done.returncode == 0 and re.fullmatch(r"spyre-regress \d+\.\d+\.\d+\n", done.stdout)
     for command in cli.COMMANDS:
-        name = command.__name__.rsplit(".", 1)[1]
+        name = command.__name__.rsplit(".", 1)[1].replace("_", "-")
         shown = run_cli(name, "--help", cwd=outside)
         last = shown.stdout.rstrip().splitlines()[-2:]
         assert shown.returncode == 0 and last[0] == "example:", shown.stdout

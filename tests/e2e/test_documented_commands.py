@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import tarfile
 from pathlib import Path
@@ -31,6 +32,7 @@ from doc_commands import ROOT, expand, fenced_commands
 from regressions import git
 from regressions.groundtruth import scenarios
 from regressions.groundtruth import scratch as scratch_history
+from regressions.records import results as results_store
 
 pytestmark = pytest.mark.slow
 
@@ -250,6 +252,32 @@ def _alerts(scratch, command, work):
     return done
 
 
+def _benchmark(scratch, command, work):
+    """One shard of the suite on the workflow's commits, all of them measured already."""
+    done = run_documented(command, {"--repo": str(scratch.workspace), "--machine": "ci"},
+                          work, scratch)
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"^shard 1/2: bench_", done.stdout, re.MULTILINE), done.stdout
+    return done
+
+
+def _merge_results(scratch, command, work):
+    """The workflow's results merged with a copy of themselves: one store, nothing
+    doubled (the same runs merge once)."""
+    results = scratch.workspace / ".asv" / "results"
+    copy = work / "copy"
+    shutil.copytree(results, copy)
+    into = work / "merged"
+    done = run_documented(command, {"merge-results": (str(results), str(copy)),
+                                    "--into": str(into)}, work, scratch)
+    assert done.returncode == 0, done.stderr
+    key = ["benchmark", "params", "commit"]
+    merged = results_store.load_results(into).set_index(key)["samples"]
+    original = results_store.load_results(results).set_index(key)["samples"]
+    assert merged.sort_index().tolist() == original.sort_index().tolist()
+    return done
+
+
 def _demo(scratch, command, work, demo_run):
     out, done = demo_run  # conftest ran exactly this command
     assert (out / "summary.json").is_file() and "culprit" in done.stdout
@@ -262,7 +290,8 @@ def _range(scratch) -> dict:
 
 
 RUNNERS = {"detect": _detect, "bisect": _bisect, "stages": _stages, "knobs": _knobs,
-           "minimize": _minimize, "report": _report, "nightly": _nightly, "alerts": _alerts}
+           "minimize": _minimize, "report": _report, "nightly": _nightly, "alerts": _alerts,
+           "benchmark": _benchmark, "merge-results": _merge_results}
 
 
 @pytest.mark.parametrize("command", fenced_commands(), ids=lambda c: c.id)
