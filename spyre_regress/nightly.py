@@ -120,15 +120,16 @@ def run(options: NightlyOptions, progress: Progress) -> NightlyRun:
                                 "(it is created if missing)")
     options.state_dir.mkdir(parents=True, exist_ok=True)
     with files.exclusive_lock(options.state_dir / "nightly.lock"):
-        history = git.first_parent_history(options.repo, options.branch)
-        commits = select_commits(history, options.stride)
-        progress(f"benchmarking {len(commits)} of {len(history)} commits on "
-                 f"{options.branch} (stride {options.stride})")
+        # opened first: a damaged database is refused before anything slow runs
         database = alert_store.AlertStore(options.state_dir / "alerts.sqlite")
-        reporter = Reporter(options.repo, options.results_dir, options.state_dir,
-                            options.reports_dir, options.machine, options.asv_env,
-                            options.floors, progress)
         try:
+            history = git.first_parent_history(options.repo, options.branch)
+            commits = select_commits(history, options.stride)
+            progress(f"benchmarking {len(commits)} of {len(history)} commits on "
+                     f"{options.branch} (stride {options.stride})")
+            reporter = Reporter(options.repo, options.results_dir, options.state_dir,
+                                options.reports_dir, options.machine, options.asv_env,
+                                options.floors, progress)
             tonight = night.run_night(
                 commits, history, AsvBench(options, progress), database, reporter, utc_now,
                 night.Settings(budget=options.budget, floors=options.floors), progress)

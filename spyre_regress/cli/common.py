@@ -17,6 +17,10 @@ from regressions.records import files
 
 EXIT_OK, EXIT_REGRESSED, EXIT_USAGE = 0, 1, 2
 _STARTED = [time.monotonic()]
+# The largest program a probe is asked to build: 8x the catalogue's largest sequence length
+# (benchmarks/workloads.SEQ_LENGTHS) and 4x its widest model. Beyond them a typo (seq 99999)
+# would only show minutes later as a probe killed for want of memory.
+MAX_SEQ, MAX_WIDTH = 8192, 16384
 
 
 def progress(message: str) -> None:
@@ -56,17 +60,33 @@ def threshold(text: str) -> tuple[str, float]:
         value = float(fraction)
     except ValueError:
         value = -1.0
-    if not sep or not pattern or not value >= 0:
+    if not sep or not pattern or not 0 <= value <= 1:
         raise argparse.ArgumentTypeError(
-            f"{text!r} is not REGEX=FRACTION with a fraction >= 0, e.g. 'compile\\.=0.1'")
+            f"{text!r} is not REGEX=FRACTION with a fraction in [0, 1] (0.05 is 5%), e.g. "
+            "'compile\\.=0.1'")
     return regex(pattern), value
 
 
 def sequence_length(text: str) -> int:
     digits = text[3:] if text.startswith("seq") else text
-    if not digits.isdigit() or int(digits) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a sequence length, e.g. 127")
+    if not digits.isdigit() or not 1 <= int(digits) <= MAX_SEQ:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a sequence length from 1 to "
+                                         f"{MAX_SEQ}, e.g. 127")
     return int(digits)
+
+
+def width(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= MAX_WIDTH:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a model width from 1 to "
+                                         f"{MAX_WIDTH}, e.g. 512")
+    return int(text)
+
+
+def positive(text: str) -> int:
+    """A count of at least 1 (--stride, --alert)."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+    return int(text)
 
 
 @contextlib.contextmanager
@@ -80,6 +100,8 @@ def work_dir(path: Path | None) -> Iterator[Path]:
 
 
 def write_json(path: Path | None, document: object, version: int) -> None:
+    """The command's result as a versioned JSON file; `path` was checked writable before the
+    work (`checks.writable_file`)."""
     if path is not None:
         files.write_json(path, {"version": version, **codec.to_json(document)})
         print(f"wrote {path}")

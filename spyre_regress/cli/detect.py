@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 from regressions import git
 from regressions.detection.alerts import Alert, alerts_to_json, cluster_alerts
 from regressions.errors import SpyreRegressError
-from spyre_regress.cli import common
+from regressions.records import files
+from spyre_regress.cli import checks, common
 
 if TYPE_CHECKING:  # scipy and pandas: imported once the command runs
     import pandas as pd
@@ -28,7 +29,8 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--repo", type=Path, metavar="PATH",
                    help="checkout of the benchmarked project: order commits by the "
                         "first-parent history of its HEAD (default: by commit date)")
-    p.add_argument("--json", type=Path, metavar="FILE", help="also write the alerts")
+    p.add_argument("--json", type=Path, metavar="FILE", help="also write the alerts (the "
+                   "file `report --alerts` reads)")
     p.add_argument("--machine", metavar="NAME", help="only this asv machine's results")
     p.add_argument("--threshold", action="append", default=[], type=common.threshold,
                    metavar="REGEX=FRACTION",
@@ -49,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
     from regressions.detection import detect
     from regressions.records import results
 
+    checks.writable_file(args.json, "--json")
     common.show_warnings()
     frame = results.load_results(args.results, repo=args.repo, machine=args.machine)
     series = results.series_from_frame(frame, higher_is_better=args.higher_is_better)
@@ -66,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
         print(members_table(alert).to_string(index=False))
     if args.json is not None:
         try:
-            args.json.write_text(json.dumps(alerts_to_json(alerts), indent=2) + "\n")
+            files.write_text(args.json, json.dumps(alerts_to_json(alerts), indent=2) + "\n")
         except OSError as exc:
             raise SpyreRegressError(f"cannot write {args.json}: {exc.strerror}; pass a "
                                     "writable --json path") from None

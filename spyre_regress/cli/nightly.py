@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from regressions import git
-from spyre_regress.cli import common
+from spyre_regress.cli import checks, common
 
 CLOSED = ("withdrawn", "fixed", "invalid")  # lifecycle states nobody needs to see nightly
 
@@ -16,12 +16,16 @@ def add(sub: argparse._SubParsersAction) -> None:
     p = common.add_parser(
         sub, "nightly", "benchmark new commits, detect, investigate, report",
         "asv on the branch's commits (every --stride-th and the newest), detect, then "
-        "investigate and report each new alert once (docs/nightly.md). Exit 1 when a new "
-        "alert was found.",
+        "investigate and report each new alert once (docs/nightly.md). Exit 1 when a report "
+        "was written tonight (a regression confirmed by its investigation), 0 otherwise.",
         "spyre-regress nightly --repo . --stride 3 --reports reports-out")
-    p.add_argument("--repo", required=True, type=Path, metavar="PATH")
-    p.add_argument("--branch", default="main")
-    p.add_argument("--stride", type=int, default=1, metavar="N",
+    p.add_argument("--repo", required=True, type=Path, metavar="PATH",
+                   help="checkout of the benchmarked project with its asv.conf.json and full "
+                        "history")
+    p.add_argument("--branch", default="main", metavar="NAME",
+                   help="the branch whose first-parent commits are benchmarked (default "
+                        "%(default)s)")
+    p.add_argument("--stride", type=common.positive, default=1, metavar="N",
                    help="benchmark every N-th commit and the newest (default %(default)s)")
     p.add_argument("--bench", type=common.regex, metavar="REGEX", help="asv --bench selection")
     p.add_argument("--state", type=Path, metavar="DIR",
@@ -40,6 +44,8 @@ def run(args: argparse.Namespace) -> int:
     common.show_warnings()
     git.check_repository(args.repo)
     state = args.state or args.repo / ".spyre-regress"
+    checks.writable_dir(state, "--state")
+    checks.writable_dir(args.reports or state / "reports", "--reports")
     options = nightly.NightlyOptions(args.repo.resolve(), state.resolve(),
                                      (args.reports or state / "reports").resolve(),
                                      args.branch, args.stride, args.bench, args.machine,
