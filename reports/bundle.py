@@ -258,11 +258,15 @@ def _archive(folder: Path) -> Path:
         return info
 
     partial = archive.with_name(archive.name + ".partial")
-    with tarfile.open(partial, "w:gz") as tar:
-        tar.add(folder, arcname=folder.name, filter=anonymous, recursive=False)
-        for path in sorted(folder.iterdir()):
-            tar.add(path, arcname=f"{folder.name}/{path.name}", filter=anonymous)
-    partial.replace(archive)
+    try:
+        with tarfile.open(partial, "w:gz") as tar:
+            tar.add(folder, arcname=folder.name, filter=anonymous, recursive=False)
+            for path in sorted(folder.iterdir()):
+                tar.add(path, arcname=f"{folder.name}/{path.name}", filter=anonymous)
+        partial.replace(archive)
+    except BaseException:  # interrupted: no half archive left beside the bundle
+        partial.unlink(missing_ok=True)
+        raise
     return archive
 
 

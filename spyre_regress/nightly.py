@@ -34,6 +34,7 @@ from spyre_regress.reporting import Published, Reporter
 
 Progress = Callable[[str], None]
 TRANSIENTS_VERSION = 1
+UNFINISHED_NIGHT_VERSION = 1  # STATE/unfinished-night.json: what a night found measured
 
 
 @dataclass
@@ -130,9 +131,11 @@ def run(options: NightlyOptions, progress: Progress) -> NightlyRun:
             reporter = Reporter(options.repo, options.results_dir, options.state_dir,
                                 options.reports_dir, options.machine, options.asv_env,
                                 options.floors, progress)
+            bench = AsvBench(options, progress)
             tonight = night.run_night(
-                commits, history, AsvBench(options, progress), database, reporter, utc_now,
+                commits, history, bench, database, reporter, utc_now,
                 night.Settings(budget=options.budget, floors=options.floors), progress)
+            bench.finished()
         finally:
             database.close()
         _write_transients(options.state_dir / "transients.json", tonight.transients)
@@ -152,15 +155,31 @@ class AsvBench:
 
     def __init__(self, options: NightlyOptions, progress: Progress) -> None:
         self.options, self.progress = options, progress
+        self.rounds = 0  # re-measurement rounds tonight, named in the progress
 
     def measured(self) -> set[str]:
-        """The commits the results store already holds."""
+        """The commits the results store held before tonight. A night that did not finish
+        (interrupted, or stopped by an error) left its answer in STATE/unfinished-night.json:
+        the commits it measured count as tonight's again, so the night that resumes has the
+        re-measurement budget the interrupted one had."""
+        marker = self.options.state_dir / "unfinished-night.json"
+        if marker.is_file():
+            kept = files.read_json(marker, "unfinished night's record",
+                                   "remove it to count every measured commit as measured")
+            return set(kept.get("measured", ()))
         try:
             frame = results.load_results(self.options.results_dir, repo=self.options.repo,
                                          machine=self.options.machine)
+            held = set(frame["commit"])
         except SpyreRegressError:  # no results yet
-            return set()
-        return set(frame["commit"])
+            held = set()
+        files.write_json(marker, {"version": UNFINISHED_NIGHT_VERSION,
+                                  "measured": sorted(held)})
+        return held
+
+    def finished(self) -> None:
+        """Tonight ran to its end: the next night starts from the results store."""
+        (self.options.state_dir / "unfinished-night.json").unlink(missing_ok=True)
 
     def run(self, commits: Sequence[str]) -> None:
         benchmark(self.options, list(commits), self.progress)
@@ -172,11 +191,12 @@ class AsvBench:
 
     def measure_again(self, requests: Sequence[remeasure.Request]
                       ) -> list[tuple[float, ...] | None]:
-        return measure_again(self.options, requests, self.progress)
+        self.rounds += 1
+        return measure_again(self.options, requests, self.progress, self.rounds)
 
 
 def measure_again(options: NightlyOptions, requests: Sequence[remeasure.Request],
-                  progress: Progress) -> list[tuple[float, ...] | None]:
+                  progress: Progress, round_: int = 1) -> list[tuple[float, ...] | None]:
     """Serve re-measurement requests with `asv run --append-samples`, one run per commit for
     the requested series; the new samples of each request (what the run added)."""
     by_commit: dict[str, list[remeasure.Request]] = {}
@@ -185,7 +205,8 @@ def measure_again(options: NightlyOptions, requests: Sequence[remeasure.Request]
     added: dict[tuple[str, str, str], tuple[float, ...] | None] = {}
     for number, (commit, wanted) in enumerate(by_commit.items(), 1):
         names = sorted({f"{r.benchmark}{r.params}" for r in wanted})
-        progress(f"re-measuring {commit[:8]} ({number} of {len(by_commit)}): "
+        progress(f"re-measuring {commit[:8]} (round {round_} of at most "
+                 f"{remeasure.MAX_ROUNDS}: commit {number} of {len(by_commit)}): "
                  f"{len(names)} series")
         before = results.samples_at(options.results_dir, options.machine, commit)
         arguments = ["run", "--machine", options.machine, "--record-samples",
