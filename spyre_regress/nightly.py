@@ -30,6 +30,7 @@ from regressions.detection import detect, remeasure
 from regressions.detection.detect import Series
 from regressions.errors import SpyreRegressError
 from regressions.records import alert_store, files, lifecycle, results
+from spyre_regress import dashboard
 from spyre_regress.reporting import Published, Reporter
 
 Progress = Callable[[str], None]
@@ -230,8 +231,13 @@ def _write_transients(path: Path, transients: Sequence[detect.Transient]) -> Non
 
 
 def publish(options: NightlyOptions, progress: Progress) -> Path | None:
+    """asv's dashboard, with the scripts it loads from CDNs served from its own folder."""
     done = processes.run_asv(["publish"], options.repo, env=options.asv_env)
     if done.returncode != 0:
         progress(f"asv publish failed (exit {done.returncode}); the results are still there")
         return None
-    return options.repo / ".asv" / "html"
+    html = options.repo / ".asv" / "html"
+    online = dashboard.make_offline(html)
+    if online:
+        progress(f"the dashboard still loads {online} from the network")
+    return html

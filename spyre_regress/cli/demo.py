@@ -41,6 +41,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"{'as planted' if summary['as_planted'] else 'NOT as planted'}: "
           f"{len(summary['regressions'])} reported, {planted} planted (ground_truth.json); "
           f"summary: {Path(args.out) / 'summary.json'}")
-    if summary.get("dashboard"):
-        print(f"dashboard: {summary['dashboard']}")
+    if summary.get("dashboard"):  # a file:// page may not read its own JSON: serve it
+        print(f"dashboard (no network needed): python3 -m http.server -d "
+              f"{Path(summary['dashboard']).parent}, then open http://127.0.0.1:8000/")
     return common.EXIT_OK if summary["as_planted"] else common.EXIT_REGRESSED

@@ -1,10 +1,15 @@
 """`spyre-regress demo` end to end: the project's integration test (slow; runs in CI)."""
 
 import json
+import shutil
+import subprocess
+import sys
 import tarfile
 from pathlib import Path
 
+import asv
 import pytest
+from doc_commands import ROOT
 
 pytestmark = pytest.mark.slow
 
@@ -98,3 +103,27 @@ def test_each_figure_has_one_value_wherever_it_is_quoted(demo):
             stage = found.stages.numerics["bad"]["runtime"][error]
             assert f"{stage:.4g}" == f"{c.bad_median:.4g}"
             assert f"→ {stage:.4g}× eager DLFloat16's" in statement
+
+
+def test_the_dashboard_draws_its_graphs_with_no_network(demo, tmp_path):
+    """Headless Chromium in a network namespace with loopback only: the published dashboard
+    draws the device-time graph; asv's own page, which loads its scripts from CDNs, does not
+    (the check can tell the two apart)."""
+    out, _ = demo
+    script = ROOT / "scripts" / "screenshot_dashboard.py"
+    original = tmp_path / "asv-html-as-asv-wrote-it"
+    shutil.copytree(out / "asv-html", original)
+    shutil.copy(Path(asv.__file__).parent / "www" / "index.html", original / "index.html")
+    seen = {}
+    for name, html in (("offline", out / "asv-html"), ("original", original)):
+        done = subprocess.run([sys.executable, str(script), str(html), "--out",
+                               str(tmp_path / f"{name}.png"), "--graph",
+                               "bench_execute.ExecuteDeviceTime.time_device"],
+                              capture_output=True, text=True, timeout=600)
+        if done.returncode in (2, 3):  # no chromium, or no network namespace here
+            pytest.skip(done.stderr.strip())
+        assert done.returncode == 0, done.stderr
+        seen[name] = json.loads(done.stdout)
+    assert seen["offline"]["network"] == "own network namespace, interfaces ['lo']"
+    assert seen["offline"]["graphs"] >= 1 and not seen["offline"]["load_error"]
+    assert seen["original"]["graphs"] == 0 and seen["original"]["load_error"]
