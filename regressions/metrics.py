@@ -67,6 +67,7 @@ class Metric:
     with_numerics: bool = False  # the probe's program runs with device numerics on
     errors: bool = False  # values are numerical errors (metrics.ERRORS says which)
     knob_baseline: KnobBaseline | None = None
+    knob_quantity: str = ""  # the knob probe's figure as a workaround names it ({stage})
     minimizable: bool = False  # the cost survives cutting the program down
     refuted_without_more_work: bool = False  # a rise with no stage doing more work is load
     reproducer_compiles: int = 1  # cold compiles the reproducer times per run
@@ -89,7 +90,8 @@ METRICS: tuple[Metric, ...] = (
     Metric("device_time", r"\.ExecuteDeviceTime\.", "simulated device time", "s", 0.01,
            probe="device_time", probe_unit="us", clock="the simulator's device clock",
            display="us", sections=("timing", "correctness", "evidence"),
-           knob_baseline="device_clock", minimizable=True, timing_row="device"),
+           knob_baseline="device_clock", minimizable=True, timing_row="device",
+           knob_quantity="noise-free simulated device time per call"),
     # Host wall time of a warm call on a shared machine: 10%, the asv suite's own
     # publish threshold for it (asv.conf.json regressions_thresholds).
     Metric("host_time", r"HostTime\.", "host wall time", "s", 0.10, probe="host_time",
@@ -100,12 +102,15 @@ METRICS: tuple[Metric, ...] = (
     Metric("compile_time", r"^(bench_)?compile\.", "compile time", "s", 0.05,
            probe="compile_time", probe_unit="s", clock="CPU time", display="ms",
            per_stage=True, counts_instructions=True, knob_baseline="stage_clock",
+           knob_quantity="wall time of the {stage} stage per cold compile (a clock: it "
+                         "moves with the machine's load)",
            refuted_without_more_work=True, reproducer_compiles=3),
     # Numerical error against float64: deterministic under fixed seeds; asv's default 5%.
     Metric("numerics", r"^(bench_)?numerics\.", "numerical error", "", 0.05,
            probe="numerics", deterministic=True, display="error",
            sections=("correctness", "evidence", "timing"),
            width="numerics_width", with_numerics=True, errors=True, knob_baseline="runtime_error",
+           knob_quantity="numerical error of the output (deterministic)",
            minimizable=True),
     # Generic families of any asv suite (the kinds asv itself distinguishes).
     Metric("track", r"\.track_", "tracked value", "", 0.01),

@@ -23,6 +23,7 @@ from reports.narrative import (
     confirmation_figure,
     error_value,
     interval,
+    knob_quantity,
     metric_value,
     pvalue,
     quantity,
@@ -111,8 +112,8 @@ def evidence(found: Investigation, kernels: KernelChanges) -> list[Figure]:
     rows = []
     device = stages.device_time_us or {}
     if "good" in device and "bad" in device:
-        rows.append(Figure("simulated device time per call (kernels, launch gaps and "
-                           "transfers)", program, "the simulator, noise off (stage probe)",
+        rows.append(Figure("noise-free simulated device time per call (kernels, launch gaps "
+                           "and transfers)", program, "the simulator, noise off (stage probe)",
                            "one deterministic run", quantity(device["good"], "us"),
                            quantity(device["bad"], "us"),
                            _ratio(device["good"], device["bad"])))
@@ -162,11 +163,15 @@ def workaround(found: Investigation) -> list[Figure]:
     if w is None:
         return []
     metric = metrics.by_name(w.metric)
-    return [Figure(f"noise-free {metric.label} with Config({w.knob}={w.value!r})",
-                   w.program.describe(), "the knob probe (noise off)",
-                   "one deterministic run", "", metric_value(w.metric_with_knob, w.unit, metric,
-                                                             found.target.error),
-                   f"recovers {w.recovered:.0%}")]
+
+    def value(x: float) -> str:
+        return metric_value(x, w.unit, metric, found.target.error)
+
+    name = knob_quantity(metric, found.target.stage)
+    return [Figure(name, w.program.describe(), "the knob probe at the bad build (the good "
+                   "build's: the stage probe)", "one run per knob value", value(w.metric_good),
+                   value(w.metric_bad), f"with Config({w.knob}={w.value!r}): "
+                   f"{value(w.metric_with_knob)}, recovering {w.recovered:.0%}")]
 
 
 def minimized(found: Investigation) -> list[Figure]:

@@ -280,22 +280,28 @@ def related_sentence(found: Investigation) -> str:
             + ": every symptom is listed under Affected benchmarks.")
 
 
-def workaround_statement(workaround: Workaround | None, error: str | None = None) -> str:
+def knob_quantity(metric: metrics.Metric, stage: str | None) -> str:
+    """What the knob probe's figure is (`Metric.knob_quantity`), for the target's stage."""
+    return (metric.knob_quantity or metric.label).format(stage=stage or "whole")
+
+
+def workaround_statement(workaround: Workaround | None, error: str | None = None,
+                         stage: str | None = None) -> str:
     if workaround is None:
         return ("No single Config knob restores the metric at the bad commit; there is no "
                 "local workaround, the fix belongs in the compiler.")
     metric = metrics.by_name(workaround.metric)
-    label = metric.label
 
     def value(x: float) -> str:
         return metric_value(x, workaround.unit, metric, error)
 
     text = (f"Workaround (local, not a fix): set Config({workaround.knob}="
             f"{workaround.value!r}), a decision of the {workaround.stage} stage. On "
-            f"{workaround.program.describe()} it takes the noise-free {label} of the bad build "
-            f"from {value(workaround.metric_bad)} to {value(workaround.metric_with_knob)} "
-            f"(good build: {value(workaround.metric_good)}); it recovers "
-            f"{workaround.recovered:.0%} of the regression.")
+            f"{workaround.program.describe()} it takes the {knob_quantity(metric, stage)} "
+            f"of the bad build from {value(workaround.metric_bad)} to "
+            f"{value(workaround.metric_with_knob)} (good build: "
+            f"{value(workaround.metric_good)}); it recovers {workaround.recovered:.0%} of the "
+            "regression.")
     if workaround.decisive_application:
         text += f" The decisive application: {workaround.decisive_application}."
     return text + (" It avoids the decision for every program it is applied to; the root "
@@ -395,5 +401,6 @@ def build_report(found: Investigation, repo_name: str) -> Report:
              f"{f' in {first}' if first else ''}: {found.target.label} ({sha})")
     return Report(found, repo_name, title, headline(found),
                   causal_statement(found, kernels, changes, rows),
-                  workaround_statement(found.workaround, found.target.error), kernels, changes,
+                  workaround_statement(found.workaround, found.target.error,
+                                       found.target.stage), kernels, changes,
                   rows, notes(found))

@@ -19,7 +19,7 @@ from regressions.records import files
 from reports.narrative import confirmation_figure
 from spyre_regress import nightly
 
-DEMO_SUMMARY_VERSION = 2  # 2: "ratio" is the investigation's confirmation, "measured" its text
+DEMO_SUMMARY_VERSION = 3  # 3: "as_planted"; 2: "ratio" is the confirmation, "measured" its text
 # One commit per entry after the import: None is a harmless change.
 PLAN: list[str | None] = [
     None, None, None, "sdsc_fp16_accumulate",  # numerics, sdsc (outputs drift at runtime)

@@ -27,7 +27,7 @@ def test_every_injected_regression_is_found_with_culprit_and_stage(demo):
     out, _ = demo
     truth = json.loads((out / "ground_truth.json").read_text())["regressions"]
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["version"] == 2 and len(truth) >= 3
+    assert summary["version"] == 3 and len(truth) >= 3 and summary["as_planted"]
     assert len({t["kind"] for t in truth}) == 3 and len({t["stage"] for t in truth}) == 3
     found = {(r["commit"], r["stage"], r["kind"]) for r in summary["regressions"]}
     assert found == {(t["commit"], t["stage"], t["kind"]) for t in truth}
