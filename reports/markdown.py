@@ -159,8 +159,8 @@ def minimized_text(report: Report) -> str:
             f"{report.metric.label} was {minimized.ratio_before:.3f} on "
             f"{captured.describe()} and is {minimized.ratio_after:.3f} on this one. "
             "The captured program is not the benchmark program: it takes the weights as "
-            "inputs where the benchmark keeps them as parameters the compiler folds in, so "
-            "it runs other kernels and its ratio is its own. reproducer.py embeds the "
+            "inputs where the benchmark keeps them as parameters, so the compiler builds "
+            "another program from it and its ratio is its own. reproducer.py embeds the "
             "minimized program.")
 
 
@@ -200,6 +200,6 @@ def _bisect_parts(report: Report, steps: Table) -> list[str]:
 def bisection_text(report: Report) -> str:
     bisect = report.investigation.bisect
     culprit = short(bisect.culprit) if bisect.culprit else "none"
-    return (f"{bisect.commits_in_range} commits in range; {bisect.commits_measured} measured, "
+    return (f"{bisect.commits_in_range} commit(s) in range; {bisect.commits_measured} measured, "
             f"the two ends included, with {report.investigation.target.label}; culprit "
             f"{culprit}.")

@@ -359,8 +359,8 @@ def notes(found: Investigation) -> dict[str, str]:
                    "stage's wall time per cold compile (median of repeated compiles of the "
                    "whole pipeline in one process, p a two-sided Mann-Whitney test; "
                    "compile_stages.csv, compile_stages.png). Wall times move with the "
-                   "machine's load: a stage whose artifact did not change and whose time "
-                   "moved without p < 0.05 only measured the load."),
+                   "machine's load: a time that moved without p < 0.05 measured the load, "
+                   "not the compiler."),
         "kernels": (f"Kernels of {program}: each kernel's execution time per call, noise-free "
                     "(changed ones highlighted); the device time per call adds the launch "
                     "gaps and transfers between them. Find them by name in trace_good.json "

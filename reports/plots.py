@@ -89,7 +89,7 @@ def compile_figure(rows: Sequence[StageDelta], first_stage: str | None, title: s
     axes.set_xlim(0, max([*good, *bad, 1e-3]) * 1.12)  # room for the labels
     axes.grid(axis="x", alpha=0.3)
     axes.legend(loc="lower right", fontsize=8)
-    axes.set_title(_wrapped(title, 120), fontsize=9)
+    figure.suptitle(_wrapped(title), fontsize=9)
     return _png(figure)
 
 

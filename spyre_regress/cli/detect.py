@@ -66,7 +66,10 @@ def run(args: argparse.Namespace) -> int:
             commits += f" ({git.commit_info(args.repo, alert.bad_commit).subject})"
         print(f"\nalert {number}: {alert.kind}, {len(alert.members)} member(s), {commits}; "
               f"probe {alert.probe.name}")
-        print(members_table(alert).to_string(index=False))
+        places = {f"{r.machine}/{r.env}" for r in alert.members}
+        if len(places) == 1:  # said once, so the table fits a terminal
+            print(f"machine/env: {places.pop()}")
+        print(members_table(alert, len(places) > 1).to_string(index=False))
     if args.json is not None:
         try:
             files.write_text(args.json, json.dumps(alerts_to_json(alerts), indent=2) + "\n")
@@ -76,11 +79,11 @@ def run(args: argparse.Namespace) -> int:
     return common.EXIT_REGRESSED if alerts else common.EXIT_OK
 
 
-def members_table(alert: Alert) -> pd.DataFrame:
+def members_table(alert: Alert, places: bool = True) -> pd.DataFrame:
     import pandas as pd
 
     return pd.DataFrame([{
-        "benchmark": r.name, "machine/env": f"{r.machine}/{r.env}",
+        "benchmark": r.name, **({"machine/env": f"{r.machine}/{r.env}"} if places else {}),
         "ratio": common.fmt(r.ratio, ".3f"),
         "99% CI": "-" if r.ci is None else
         f"[{common.fmt(r.ci[0], '.3f')}, {common.fmt(r.ci[1], '.3f')}]",

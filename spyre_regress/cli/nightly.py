@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from pathlib import Path
 
 from regressions import git
 from spyre_regress.cli import checks, common
 
 CLOSED = ("withdrawn", "fixed", "invalid")  # lifecycle states nobody needs to see nightly
+WIDTH = 100  # terminal columns the listing keeps to (report paths stay whole)
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -52,7 +54,9 @@ def run(args: argparse.Namespace) -> int:
                                      floors=tuple(args.threshold))
     outcome = nightly.run(options, common.progress)
     for event in outcome.events:
-        print(f"alert {event.alert_id}: {event.before or '-'} -> {event.after}: {event.note}")
+        print(textwrap.fill(f"alert {event.alert_id}: {event.before or '-'} -> {event.after}: "
+                            f"{event.note}", WIDTH, subsequent_indent="    ",
+                            break_long_words=False, break_on_hyphens=False))
     for done in outcome.published:
         print(f"culprit {done.culprit[:12]} (alert(s) {', '.join(map(str, done.alert_ids))}): "
               f"{done.bundle}")
@@ -62,9 +66,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"alert {record.id}: {record.kind} {record.good_commit[:10]}.."
                   f"{record.bad_commit[:10]} culprit {(record.culprit or '-')[:12]} [{state}]")
     spent, budget = outcome.remeasured
-    print(f"{len(outcome.records)} alert record(s); {len(outcome.published)} report(s) written "
-          f"tonight; {len(outcome.transients)} transient(s); re-measured {spent} of {budget} "
-          "extra samples (`spyre-regress alerts` lists them all)")
+    print(textwrap.fill(f"{len(outcome.records)} alert record(s); {len(outcome.published)} "
+                        f"report(s) written tonight; {len(outcome.transients)} transient(s); "
+                        f"re-measured {spent} of {budget} extra samples (`spyre-regress "
+                        "alerts` lists them all)", WIDTH))
     for failure in outcome.failures:
         print(f"spyre-regress: warning: {failure}", file=sys.stderr)
     return common.EXIT_REGRESSED if outcome.new_reports else common.EXIT_OK

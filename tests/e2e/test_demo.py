@@ -127,3 +127,28 @@ def test_the_dashboard_draws_its_graphs_with_no_network(demo, tmp_path):
     assert seen["offline"]["network"] == "own network namespace, interfaces ['lo']"
     assert seen["offline"]["graphs"] >= 1 and not seen["offline"]["load_error"]
     assert seen["original"]["graphs"] == 0 and seen["original"]["load_error"]
+
+
+def test_each_bundle_names_every_figure_it_quotes_once(demo):
+    """A bundle of each kind, read as rendered: the statements quote only figures the
+    Figures table lists with their program, clock and statistic, none named twice; the
+    per-stage error table is in pipeline order."""
+    from rendered import named_twice, quoted, statements, tables, unexplained
+
+    out, _ = demo
+    kinds = set()
+    for regression in json.loads((out / "summary.json").read_text())["regressions"]:
+        bundle = Path(regression["report"])
+        report = (bundle / "report.md").read_text()
+        kinds.add(regression["kind"])
+        assert quoted(statements(report)), bundle  # there are figures to check
+        assert unexplained(report) == [], bundle
+        assert named_twice(report) == [], bundle
+        assert len(tables(report)["Figures"]) > 4  # header, rule and the figures
+        lines = report.splitlines()
+        if "| stage output |" in report:  # the error after each stage: in pipeline order
+            start = next(i for i, line in enumerate(lines) if line.startswith("| stage output"))
+            listed = [line.split("|")[1].strip(" *") for line in lines[start + 2:]
+                      if line.startswith("| ")][:5]
+            assert listed == ["decompose", "lower", "layout", "kernel", "runtime"], listed
+    assert kinds == {"device_time", "compile_time", "numerics"}
