@@ -60,11 +60,21 @@ def threshold(text: str) -> tuple[str, float]:
         value = float(fraction)
     except ValueError:
         value = -1.0
-    if not sep or not pattern or not 0 <= value <= 1:
+    if not sep or not pattern or not value >= 0:
         raise argparse.ArgumentTypeError(
-            f"{text!r} is not REGEX=FRACTION with a fraction in [0, 1] (0.05 is 5%), e.g. "
+            f"{text!r} is not REGEX=FRACTION with a fraction >= 0 (0.05 is 5%), e.g. "
             "'compile\\.=0.1'")
     return regex(pattern), value
+
+
+def say_large_floors(floors: list[tuple[str, float]]) -> None:
+    """A floor above 100% is allowed (only regressions worse than x2 and more), but is more
+    often a percentage typed as a fraction: say what it means, once per floor."""
+    for pattern, value in floors:
+        if value > 1:
+            print(f"spyre-regress: warning: --threshold '{pattern}={value:g}' is a floor of "
+                  f"{value:.0%}: only regressions worse than x{1 + value:.2f} are reported "
+                  f"there; for {value:g}% pass {value / 100:g}", file=sys.stderr)
 
 
 def sequence_length(text: str) -> int:

@@ -52,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
     from regressions.records import results
 
     checks.writable_file(args.json, "--json")
+    common.say_large_floors(args.threshold)
     common.show_warnings()
     frame = results.load_results(args.results, repo=args.repo, machine=args.machine)
     series = results.series_from_frame(frame, higher_is_better=args.higher_is_better)

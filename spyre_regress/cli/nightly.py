@@ -44,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
     from spyre_regress import nightly
 
     common.show_warnings()
+    common.say_large_floors(args.threshold)
     git.check_repository(args.repo)
     state = args.state or args.repo / ".spyre-regress"
     checks.writable_dir(state, "--state")

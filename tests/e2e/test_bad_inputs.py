@@ -270,8 +270,8 @@ def test_a_closed_pipe_is_a_quiet_exit(files, outside):
     (["minimize", *RANGE, *WORKLOAD, "--metric", "compile_time", "--out", "x.py"],
      ("argument --metric: invalid choice: 'compile_time'", "'device_time', 'numerics'")),
     (["nightly", "--stride", "0"], ("argument --stride: '0' is not a whole number",)),
-    (["nightly", "--threshold", "compile=5"],
-     ("'compile=5' is not REGEX=FRACTION with a fraction in [0, 1] (0.05 is 5%)",)),
+    (["nightly", "--threshold", "compile=-1"],
+     ("'compile=-1' is not REGEX=FRACTION with a fraction >= 0 (0.05 is 5%)",)),
     (["stages", "--good", "HEAD", "--bad", "HEAD", *WORKLOAD],
      ("--good HEAD and --bad HEAD are the same commit", "pass an older commit as --good")),
     (["bisect", "--good", "HEAD", "--bad", "HEAD~1", "--bench", "Execute"],
@@ -327,3 +327,12 @@ def test_a_regression_that_does_not_reproduce_is_an_answer_not_a_usage_error(
     assert out.startswith("alert 1 of ") and "does not reproduce: the regression did not " \
         "reproduce between aaaa and bbbb; no bundle written" in out
     assert not list((tmp_path / "out").glob("**/report.md"))
+
+
+def test_a_floor_above_100_percent_is_said_not_taken_silently(outside):
+    done = run_cli("detect", "--results", str(FIXTURE_RESULTS), "--threshold", "compile=5",
+                   cwd=outside)
+    assert done.returncode in (0, 1)  # allowed: a floor of 500% is a choice one can make
+    assert done.stderr.splitlines()[0] == (
+        "spyre-regress: warning: --threshold 'compile=5' is a floor of 500%: only regressions "
+        "worse than x6.00 are reported there; for 5% pass 0.05")
