@@ -152,6 +152,22 @@ def ratio_interval(
     return RatioInterval(1 + diff / base, 1 + (diff - half) / base, 1 + (diff + half) / base)
 
 
+def welch_pvalue(before: Sequence[float], after: Sequence[float],
+                 alternative: Alternative = "two-sided") -> float | None:
+    """The p-value of the test behind `ratio_interval`: Welch's t-test on the log samples
+    (on the values themselves where one is not positive), `after` against `before`. A report
+    quotes it beside that interval, so the two agree: two-sided p < 1 - confidence exactly
+    when the interval excludes 1. None when the test is undefined (a side with fewer than
+    two values, or no variance at all)."""
+    a, b = np.asarray(before, dtype=float), np.asarray(after, dtype=float)
+    if a.size < 2 or b.size < 2:
+        return None
+    if (a > 0).all() and (b > 0).all():
+        a, b = np.log(a), np.log(b)
+    p = float(sps.ttest_ind(b, a, equal_var=False, alternative=alternative).pvalue)
+    return None if math.isnan(p) else p
+
+
 def bh_qvalues(pvalues: Sequence[float]) -> list[float]:
     """Benjamini-Hochberg adjusted p-values (q-values), in input order.
 

@@ -31,6 +31,7 @@ from regressions.detection import detect, remeasure
 from regressions.detection.detect import Series
 from regressions.errors import SpyreRegressError
 from regressions.records import alert_store, files, lifecycle, results
+from spyre_regress import dashboard
 from spyre_regress.executor import Executor
 from spyre_regress.reporting import Published, Reporter
 from spyre_regress.scaleout import DistributedBench, ExecutorProbes
@@ -38,6 +39,7 @@ from spyre_regress.scaleout import DistributedBench, ExecutorProbes
 Progress = Callable[[str], None]
 TRANSIENTS_VERSION = 1
 UNITS_VERSION = 1
+UNFINISHED_NIGHT_VERSION = 1  # STATE/unfinished-night.json: what a night found measured
 
 
 @dataclass
@@ -128,30 +130,35 @@ def run(options: NightlyOptions, progress: Progress) -> NightlyRun:
     options.state_dir.mkdir(parents=True, exist_ok=True)
     with files.exclusive_lock(options.state_dir / "nightly.lock"), \
             contextlib.ExitStack() as stack:
-        history = git.first_parent_history(options.repo, options.branch)
-        commits = select_commits(history, options.stride)
-        executor = None
-        if options.workers is not None or options.scheduler is not None:
-            executor = stack.enter_context(Executor.start(
-                options.workers, options.scheduler, dashboard=options.dashboard,
-                scratch_root=options.state_dir / "workers" if options.workers else None,
-                progress=progress))
-        progress(f"benchmarking {len(commits)} of {len(history)} commits on "
-                 f"{options.branch} (stride {options.stride})")
+        # opened first: a damaged database is refused before anything slow runs
         database = alert_store.AlertStore(options.state_dir / "alerts.sqlite")
         stack.callback(database.close)
-        reporter = Reporter(options.repo, options.results_dir, options.state_dir,
-                            options.reports_dir, options.machine, options.asv_env,
-                            options.floors, progress,
-                            None if executor is None else ExecutorProbes(executor),
-                            1 if executor is None else executor.workers)
-        bench = AsvBench(options, progress) if executor is None else DistributedBench(
-            options.repo, options.results_dir, options.machine, options.asv_env,
-            options.bench, executor, options.state_dir / "work", progress)
+        executor = None
         try:
+            history = git.first_parent_history(options.repo, options.branch)
+            commits = select_commits(history, options.stride)
+            if options.workers is not None or options.scheduler is not None:
+                executor = stack.enter_context(Executor.start(
+                    options.workers, options.scheduler, dashboard=options.dashboard,
+                    scratch_root=options.state_dir / "workers" if options.workers else None,
+                    progress=progress))
+            progress(f"benchmarking {len(commits)} of {len(history)} commits on "
+                     f"{options.branch} (stride {options.stride})")
+            reporter = Reporter(options.repo, options.results_dir, options.state_dir,
+                                options.reports_dir, options.machine, options.asv_env,
+                                options.floors, progress,
+                                None if executor is None else ExecutorProbes(executor),
+                                1 if executor is None else executor.workers)
+            bench = Resumable(AsvBench(options, progress) if executor is None else
+                              DistributedBench(options.repo, options.results_dir,
+                                               options.machine, options.asv_env,
+                                               options.bench, executor,
+                                               options.state_dir / "work", progress),
+                              options.state_dir)
             tonight = night.run_night(
                 commits, history, bench, database, reporter, utc_now,
                 night.Settings(budget=options.budget, floors=options.floors), progress)
+            bench.finished()
         finally:
             if executor is not None:
                 _write_units(options.state_dir / "units.json", executor)
@@ -167,14 +174,48 @@ def utc_now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+class Resumable:
+    """A night's bench whose `measured` outlives an interrupt. A night that did not finish
+    (interrupted, or stopped by an error) left its answer in STATE/unfinished-night.json: the
+    commits it found measured count as tonight's again, so the night that resumes has the
+    re-measurement budget the interrupted one had."""
+
+    def __init__(self, bench: AsvBench | DistributedBench, state_dir: Path) -> None:
+        self.bench, self.marker = bench, state_dir / "unfinished-night.json"
+
+    def measured(self) -> set[str]:
+        if self.marker.is_file():
+            kept = files.read_json(self.marker, "unfinished night's record",
+                                   "remove it to count every measured commit as measured")
+            return set(kept.get("measured", ()))
+        held = self.bench.measured()
+        files.write_json(self.marker, {"version": UNFINISHED_NIGHT_VERSION,
+                                       "measured": sorted(held)})
+        return held
+
+    def finished(self) -> None:
+        """Tonight ran to its end: the next night starts from the results store."""
+        self.marker.unlink(missing_ok=True)
+
+    def run(self, commits: Sequence[str]) -> None:
+        self.bench.run(commits)
+
+    def series(self) -> list[Series]:
+        return self.bench.series()
+
+    def measure_again(self, requests: Sequence[remeasure.Request]
+                      ) -> Sequence[Sequence[float] | None]:
+        return self.bench.measure_again(requests)
+
+
 class AsvBench:
     """The night's benchmarks: asv runs on the repository, its results store on disk."""
 
     def __init__(self, options: NightlyOptions, progress: Progress) -> None:
         self.options, self.progress = options, progress
+        self.rounds = 0  # re-measurement rounds tonight, named in the progress
 
     def measured(self) -> set[str]:
-        """The commits the results store already holds."""
         try:
             frame = results.load_results(self.options.results_dir, repo=self.options.repo,
                                          machine=self.options.machine)
@@ -192,11 +233,12 @@ class AsvBench:
 
     def measure_again(self, requests: Sequence[remeasure.Request]
                       ) -> list[tuple[float, ...] | None]:
-        return measure_again(self.options, requests, self.progress)
+        self.rounds += 1
+        return measure_again(self.options, requests, self.progress, self.rounds)
 
 
 def measure_again(options: NightlyOptions, requests: Sequence[remeasure.Request],
-                  progress: Progress) -> list[tuple[float, ...] | None]:
+                  progress: Progress, round_: int = 1) -> list[tuple[float, ...] | None]:
     """Serve re-measurement requests with `asv run --append-samples`, one run per commit for
     the requested series; the new samples of each request (what the run added)."""
     by_commit: dict[str, list[remeasure.Request]] = {}
@@ -205,7 +247,8 @@ def measure_again(options: NightlyOptions, requests: Sequence[remeasure.Request]
     added: dict[tuple[str, str, str], tuple[float, ...] | None] = {}
     for number, (commit, wanted) in enumerate(by_commit.items(), 1):
         names = sorted({f"{r.benchmark}{r.params}" for r in wanted})
-        progress(f"re-measuring {commit[:8]} ({number} of {len(by_commit)}): "
+        progress(f"re-measuring {commit[:8]} (round {round_} of at most "
+                 f"{remeasure.MAX_ROUNDS}: commit {number} of {len(by_commit)}): "
                  f"{len(names)} series")
         before = results.samples_at(options.results_dir, options.machine, commit)
         arguments = ["run", "--machine", options.machine, "--record-samples",
@@ -236,8 +279,13 @@ def _write_transients(path: Path, transients: Sequence[detect.Transient]) -> Non
 
 
 def publish(options: NightlyOptions, progress: Progress) -> Path | None:
+    """asv's dashboard, with the scripts it loads from CDNs served from its own folder."""
     done = processes.run_asv(["publish"], options.repo, env=options.asv_env)
     if done.returncode != 0:
         progress(f"asv publish failed (exit {done.returncode}); the results are still there")
         return None
-    return options.repo / ".asv" / "html"
+    html = options.repo / ".asv" / "html"
+    online = dashboard.make_offline(html)
+    if online:
+        progress(f"the dashboard still loads {online} from the network")
+    return html

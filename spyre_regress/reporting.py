@@ -24,6 +24,7 @@ from regressions.probing import suite
 from regressions.probing.prober import GitHistory, ProbeRunner, SubprocessProber
 from regressions.records import evidence, files, lifecycle
 from reports import scrub_investigation, write_bundle
+from reports.bundle import MARKER
 
 Progress = Callable[[str], None]
 
@@ -101,6 +102,12 @@ class Reporter:
         self.progress(f"culprit {group.culprit[:12]}: report for alert(s) "
                       f"{', '.join(map(str, group.alert_ids))} written to {bundle}")
         return Published(group.culprit, tuple(i for i, _ in present), combined, bundle)
+
+    def written(self, report: str) -> bool:
+        """A bundle is whole when its folder holds the summary (written last into the staging
+        folder that is renamed into place) and its archive exists beside it."""
+        folder = Path(report)
+        return (folder / MARKER).is_file() and folder.with_name(f"{folder.name}.tar.gz").is_file()
 
     def _saved(self, alert_id: int) -> Investigation | None:
         path = self.saved / f"alert-{alert_id:03d}.json"

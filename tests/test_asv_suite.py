@@ -224,3 +224,21 @@ def test_the_suite_imports_what_a_first_compile_would_and_still_forks_with_one_t
     assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout.strip().splitlines()[-1])
     assert found == {"threads": 1, "late": []}
+
+
+def test_max_rel_is_defined_once_the_benchmarks_and_the_reports_agree():
+    """The numerics benchmark's max rel (`track_max_rel_error`) and the reports' (the
+    reproducer harness, regressions/probing/harness.py) are one quantity with one value."""
+    from regressions import metrics
+    from regressions.probing import harness
+
+    width = workloads.NUMERICS_WIDTHS["linear"]
+    benchmark = bench_numerics.stage_errors("linear", 127, ["runtime"])["runtime"]
+    program, inputs = workloads.build("linear", 127, width)
+    compiled = spyre_sim.compile(program, inputs)
+    reported = harness.output_errors(compiled.run(*inputs).outputs[0],
+                                     *harness.baselines(compiled, inputs))
+    assert reported["max_abs"] == pytest.approx(benchmark["max_abs"], rel=1e-12)
+    assert reported["max_rel"] == pytest.approx(benchmark["max_rel"], rel=1e-12)
+    assert reported["max_rel"] < 2.0 ** -8  # not a per-element ratio near a zero output
+    assert "max |out - ref| / max |ref|" in metrics.ERROR_DEFINITIONS["max_rel"]

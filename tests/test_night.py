@@ -152,3 +152,23 @@ def test_the_nightlys_seams_take_the_simulations_transitions(tmp_path, monkeypat
     database.close()
     # the branch's planted regressions were found: the comparison is not of two empty nights
     assert reported >= 4 and any(r["status"] == "reported" for r in records)
+
+
+def test_a_reported_culprit_whose_report_is_missing_is_published_again_and_says_why():
+    symptom = lifecycle.Symptom("device_time", "b.time_x", "()", "m", "e", 1.5, (1.4, 1.6))
+
+    def record(alert_id: int, culprit: str) -> lifecycle.AlertRecord:
+        return lifecycle.AlertRecord(alert_id, "device_time", "g" * 40, culprit, (symptom,),
+                                     "reported", culprit=culprit)
+
+    records = [record(1, "a" * 40), record(2, "b" * 40), record(3, "c" * 40)]
+    extras = {1: {"report": None}, 2: {"report": "reports/b"}, 3: {"report": "reports/c"}}
+    on_disk = {"reports/c"}  # b's bundle was deleted, or its writing never finished
+    due = night.unpublished(records, extras, set(), on_disk.__contains__)
+    assert [g.culprit[0] for g in due] == ["a", "b"]
+    assert night.missing_reports([1, 2, 3], extras, on_disk.__contains__) == {
+        1: "its report was never written (an earlier run stopped first)",
+        2: "its report reports/b is not on disk"}
+    # tonight's investigation publishes its culprit whatever the disk holds
+    assert [g.culprit[0] for g in night.unpublished(records, extras, {3}, lambda _: True)] \
+        == ["a", "c"]

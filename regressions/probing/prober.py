@@ -129,8 +129,10 @@ class SubprocessProber:
             return Failed("untestable", "the benchmark suite has no compile_work.py, so "
                           "instructions cannot be counted")
         started = time.monotonic()
-        answer = answers.read(WorkAnswer, self._run(commit, "work", self.request(
-            target, compile_work=str(module), config={}), timeout=WORK_TIMEOUT_S), "work")
+        with processes.still_running(self.progress, f"counting instructions at {commit[:10]} "
+                                     "under valgrind"):
+            answer = answers.read(WorkAnswer, self._run(commit, "work", self.request(
+                target, compile_work=str(module), config={}), timeout=WORK_TIMEOUT_S), "work")
         self.progress(f"counted instructions at {commit[:10]}: {answer.status} "
                       f"({time.monotonic() - started:.0f} s under valgrind)")
         return answer
