@@ -148,11 +148,12 @@ class DistributedBench:
                     clock=not metrics.by_name(family).shares_host)
 
     def run(self, commits: Sequence[str]) -> None:
-        """Every (commit, family) the store does not hold yet, merged as each finishes."""
+        """Every (commit, family) the store does not hold yet - only its benchmarks the store
+        lacks, so nothing is measured twice - merged as each unit finishes."""
         have = self._stored_benchmarks()
-        works = [self._unit(c, family, names) for c in commits
+        works = [self._unit(c, family, missing) for c in commits
                  for family, names in self.families().items()
-                 if not set(names) <= have.get(c, set())]
+                 if (missing := [n for n in names if n not in have.get(c, set())])]
         self.progress(f"benchmarking {len(works)} unit(s) (commit x family) on "
                       f"{self.executor.workers} worker(s)")
         for _, store in self.executor.run(works):
