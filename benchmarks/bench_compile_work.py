@@ -68,7 +68,7 @@ def cache_key(points: list) -> str | None:
     except (OSError, subprocess.TimeoutExpired):
         valgrind = None
     digest = hashlib.sha256(json.dumps({
-        "format": compile_work.FORMAT_VERSION, "points": points, "valgrind": valgrind,
+        "format": compile_work.COMPILE_WORK_VERSION, "points": points, "valgrind": valgrind,
         "instrument": compile_work.default_instrument(), "python": sys.version,
         "machine": platform.machine(),
         "distributions": sorted(f"{d.metadata['Name']}=={d.version}"
