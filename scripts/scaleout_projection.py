@@ -34,9 +34,9 @@ UNIT = re.compile(r"^(?:(again|probe) )?(\S+) at (\w+)$")
 
 def read_units(path: Path) -> list[dict]:
     document = json.loads(Path(path).read_text())
-    if document.get("version") != 1:
+    if document.get("version") not in (1, 2):
         raise SystemExit(f"{path}: units format version {document.get('version')!r}, "
-                         "expected 1")
+                         "expected 1 or 2")
     return document["units"]
 
 

@@ -63,6 +63,16 @@ class Timed:
     worker: str
 
 
+@dataclass(frozen=True)
+class Phase:
+    """One phase of a `run`: its units all shared a host (`clock` False) or each held its
+    host's clock slot; the wall time from its first submission to its last result."""
+
+    clock: bool
+    units: int
+    seconds: float
+
+
 def _on_worker(function: Callable[[Any, Path], Any], argument: Any, scratch_root: str | None
                ) -> tuple[Any, float, str]:
     """Run one unit on the worker this is called on: its result, seconds, worker name."""
@@ -97,6 +107,7 @@ class Executor:
         self.client, self.cluster, self.progress = client, cluster, progress
         self.scratch_root = None if scratch_root is None else str(scratch_root)
         self.timed: list[Timed] = []  # every unit finished, in the order they finished
+        self.phases: list[Phase] = []  # every phase of `run`, with its wall time
         self._grant_clock_slots()
 
     @classmethod
@@ -192,6 +203,7 @@ class Executor:
                 continue
             if phase[0].clock:  # a restarted worker comes back without the slot it held
                 self._grant_clock_slots()
+            phase_started = time.monotonic()
             futures = {self._submit(w): w for w in phase}
             try:
                 for future in as_completed(futures):
@@ -205,6 +217,8 @@ class Executor:
             except BaseException:
                 self.client.cancel(list(futures))
                 raise
+            self.phases.append(Phase(phase[0].clock, len(phase),
+                                     time.monotonic() - phase_started))
 
     @staticmethod
     def _finished(work: Work, seconds: float, worker: str, done: int, total: int,

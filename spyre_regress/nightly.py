@@ -38,7 +38,7 @@ from spyre_regress.scaleout import DistributedBench, ExecutorProbes
 
 Progress = Callable[[str], None]
 TRANSIENTS_VERSION = 1
-UNITS_VERSION = 1
+UNITS_VERSION = 2  # 2: the phases of each executor run, with their wall time
 UNFINISHED_NIGHT_VERSION = 1  # STATE/unfinished-night.json: what a night found measured
 
 
@@ -270,7 +270,7 @@ def _write_units(path: Path, executor: Executor) -> None:
     """Every unit of work the night ran on the executor and its seconds: what
     scripts/scaleout_projection.py projects a nightly's wall time from."""
     files.write_json(path, {"version": UNITS_VERSION, "workers": executor.workers,
-                            "units": executor.timed})
+                            "units": executor.timed, "phases": executor.phases})
 
 
 def _write_transients(path: Path, transients: Sequence[detect.Transient]) -> None:

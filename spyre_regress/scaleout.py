@@ -1,14 +1,15 @@
 """A night's benchmarks on many workers: asv on each worker, one results store on the driver.
 
-The suite is cut into families by the metric table (`metrics.Metric.shares_host`): one unit
-of work per (commit, family) runs `asv run` on that commit for that family's benchmarks, on
+The suite is cut in two by the metric table (`metrics.Metric.shares_host`): one unit of work
+per (commit, host class) runs `asv run` on that commit for the benchmarks of the families
+whose figures may share a host, or for the wall-clock ones, on
 a worker, with an asv configuration of the worker's own - its environment directory (so two
 asv runs never clobber one environment, asv issue #377; the environment is built once per
 worker and reused for every commit it measures) and a results directory fresh for the unit,
 so a unit retried after its worker died leaves nothing half-written. The unit returns the
 documents asv wrote; the driver merges them into the one store
 (`records.asv_documents.merge_into`; asv has no merge, asv issue #1362), once per unit.
-Re-measurement is one unit per (commit, family) of the requested series, whose new samples
+Re-measurement is one unit per (commit, host class) of the requested series, whose new samples
 are appended to the store as `asv run --append-samples` appends them.
 
 Every worker must see the repository under test at the same path as the driver (one host,
@@ -88,12 +89,25 @@ def worker_config(repo: Path, scratch: Path, results_dir: Path) -> Path:
     return path
 
 
-def families(names: Sequence[str]) -> dict[str, list[str]]:
-    """The suite's benchmark names grouped by their metric, in the table's order."""
+SHARED, CLOCK = "shared", "clock"  # the two units of a commit
+
+
+def host_class(benchmark: str) -> str:
+    """Which of a commit's two units measures `benchmark`: the families whose figures do not
+    depend on what runs beside them (`Metric.shares_host`) in one, the wall clocks in the
+    other, which holds its host's clock slot."""
+    return SHARED if metrics.metric_for(benchmark).shares_host else CLOCK
+
+
+def units_of(names: Sequence[str]) -> dict[str, list[str]]:
+    """The suite cut into a commit's units (`host_class`). One `asv run` per unit: each run
+    pays for discovering the suite and installing the commit (about 15 s here), so a unit
+    per family would pay it five times a commit; two units let the shared families of two
+    commits run on two workers at once while the clock families stay alone."""
     grouped: dict[str, list[str]] = {}
     for name in sorted(names):
-        grouped.setdefault(metrics.metric_for(name).name, []).append(name)
-    return {m.name: grouped[m.name] for m in metrics.METRICS if m.name in grouped}
+        grouped.setdefault(host_class(name), []).append(name)
+    return {kind: grouped[kind] for kind in (SHARED, CLOCK) if kind in grouped}
 
 
 def selection(names: Sequence[str], within: str | None = None) -> str:
@@ -122,16 +136,16 @@ class DistributedBench:
         self.repo, self.results_dir, self.machine = Path(repo), Path(results_dir), machine
         self.asv_env, self.bench, self.executor = dict(asv_env), bench, executor
         self.work_dir, self.progress = Path(work_dir), progress
-        self._families: dict[str, list[str]] | None = None
+        self._units: dict[str, list[str]] | None = None
 
-    def families(self) -> dict[str, list[str]]:
-        """The suite's families, of the benchmarks the user's --bench selects (by name or by
-        one of its parameter combinations, as asv selects them)."""
-        if self._families is None:
+    def units(self) -> dict[str, list[str]]:
+        """A commit's units (`units_of`), of the benchmarks the user's --bench selects (by
+        name or by one of its parameter combinations, as asv selects them)."""
+        if self._units is None:
             listed = suite.discover(self.repo, self.work_dir)
-            self._families = families([b.name for b in listed.values()
-                                       if selected(b, self.bench)])
-        return self._families
+            self._units = units_of([b.name for b in listed.values()
+                                    if selected(b, self.bench)])
+        return self._units
 
     def measured(self) -> set[str]:
         try:
@@ -141,20 +155,19 @@ class DistributedBench:
             return set()
         return set(frame["commit"])
 
-    def _unit(self, commit: str, family: str, names: Sequence[str]) -> Work:
+    def _unit(self, commit: str, kind: str, names: Sequence[str]) -> Work:
         unit = AsvUnit(str(self.repo), commit, self.machine, selection(names, self.bench),
                        self.asv_env)
-        return Work(f"{family} at {commit[:8]}", run_asv_unit, unit,
-                    clock=not metrics.by_name(family).shares_host)
+        return Work(f"{kind} at {commit[:8]}", run_asv_unit, unit, clock=kind == CLOCK)
 
     def run(self, commits: Sequence[str]) -> None:
-        """Every (commit, family) the store does not hold yet - only its benchmarks the store
+        """Every (commit, unit) the store does not hold yet - only its benchmarks the store
         lacks, so nothing is measured twice - merged as each unit finishes."""
         have = self._stored_benchmarks()
-        works = [self._unit(c, family, missing) for c in commits
-                 for family, names in self.families().items()
+        works = [self._unit(c, kind, missing) for c in commits
+                 for kind, names in self.units().items()
                  if (missing := [n for n in names if n not in have.get(c, set())])]
-        self.progress(f"benchmarking {len(works)} unit(s) (commit x family) on "
+        self.progress(f"benchmarking {len(works)} unit(s) (commit x shared/clock) on "
                       f"{self.executor.workers} worker(s)")
         for _, store in self.executor.run(works):
             asv_documents.merge_into(self.results_dir, [store])
@@ -176,17 +189,17 @@ class DistributedBench:
 
     def measure_again(self, requests: Sequence[remeasure.Request]
                       ) -> list[tuple[float, ...] | None]:
-        """One unit per (commit, family) of the requests; each request's new samples."""
+        """One unit per (commit, host class) of the requests; each request's new samples."""
         groups: dict[tuple[str, str], list[remeasure.Request]] = {}
         for r in requests:
-            groups.setdefault((r.commit, metrics.metric_for(r.benchmark).name), []).append(r)
+            groups.setdefault((r.commit, host_class(r.benchmark)), []).append(r)
         works = []
-        for (commit, family), wanted in groups.items():
+        for (commit, kind), wanted in groups.items():
             names = sorted({f"{r.benchmark}{r.params}" for r in wanted})
             unit = AsvUnit(str(self.repo), commit, self.machine, "|".join(
                 f"^{re.escape(n)}$" for n in names), self.asv_env)
-            works.append(Work(f"again {family} at {commit[:8]}", run_asv_unit, unit,
-                              clock=not metrics.by_name(family).shares_host))
+            works.append(Work(f"again {kind} at {commit[:8]}", run_asv_unit, unit,
+                              clock=kind == CLOCK))
         added: dict[tuple[str, str, str], tuple[float, ...] | None] = {}
         for work, store in self.executor.run(works):
             asv_documents.merge_into(self.results_dir, [store])
