@@ -59,24 +59,11 @@ def documented(subcommand: str, page: str | None = None):
 @pytest.fixture(scope="session")
 def demo_run(tmp_path_factory):
     """The README's `spyre-regress demo`, as written, from a directory outside the
-    repository: (its output directory, the finished process). Shared by the demo's tests and
-    the documented-commands test."""
+    repository: (its output directory, the finished process). Shared by the demo's tests
+    (tests/e2e/test_demo.py; the documented-commands test checks its command is this one)."""
     (command,) = documented("demo", "README.md")
     user = tmp_path_factory.mktemp("user")
     done = run_cli(*expand(command, {}), cwd=user, timeout=2400)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return user / "spyre-regress-demo", done
 
-
-# The test files that read the session's demo run (`demo_run`): one xdist worker runs them all,
-# so the demo runs once.
-DEMO_READERS = {"test_demo.py", "test_documented_commands.py"}
-
-
-def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist (`scripts/test.sh` runs `-n 2 --dist loadgroup`), each test file
-    runs on one worker, so a module's fixtures (a scratch history, a nightly) are built once,
-    and the demo's readers share one worker. Without xdist the mark does nothing."""
-    for item in items:
-        group = "demo" if item.path.name in DEMO_READERS else str(item.path)
-        item.add_marker(pytest.mark.xdist_group(group))
