@@ -6,7 +6,12 @@ compile-time benchmarks for pull requests count instructions for the same reason
 (`torch._C._instruction_counter`, or callgrind through `torch.utils.benchmark`'s
 `Timer.collect_callgrind`, whose valgrind options and client requests are used here).
 
-One valgrind process measures a whole grid of (workload, seq, width) points. The parent side
+One valgrind process measures a whole grid of (workload, seq, width) points. It starts with
+callgrind's instrumentation off, so torch's import runs at valgrind's uninstrumented speed
+(~20 s instead of ~120 s here); once everything is imported the child switches it on with a
+client request of its own (`client_request`: torch exposes only the collection toggle) and off
+again after the last point, before the interpreter's shutdown. The counted regions are the
+same either way; `instrument="from_start"` measures the earlier way. The parent side
 (this module imported anywhere) uses the standard library only; the child (this file run as a
 script under valgrind) imports torch, the `spyre_sim` found on its path and the workload
 catalogue `workloads.py` beside this file, loaded by path. So a probe can copy the current
@@ -62,17 +67,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-FORMAT_VERSION = 1
+COMPILE_WORK_VERSION = 1
 # Literal copy of spyre_sim.STAGES: the grid must not depend on the commit under test.
 STAGES = ("dynamo", "decompose", "lower", "layout", "kernel", "sdsc", "backend", "runtime")
-# torch.utils.benchmark's Timer.collect_callgrind runs the same tool and options: the program
-# is instrumented from the start (so toggling does not retranslate code) and nothing is
-# counted until the first CALLGRIND_TOGGLE_COLLECT client request.
-VALGRIND_OPTIONS = ("--tool=callgrind", "--instr-atstart=yes", "--collect-atstart=no")
+# Nothing is counted until the first CALLGRIND_TOGGLE_COLLECT client request, as in
+# torch.utils.benchmark's Timer.collect_callgrind. Instrumentation (what makes callgrind slow)
+# is off at the start too and switched on by the child once torch and spyre_sim are imported
+# ("after_imports"); "from_start" instruments from the first instruction, as Timer does.
+VALGRIND_OPTIONS = ("--tool=callgrind", "--instr-atstart=no", "--collect-atstart=no")
+INSTRUMENT_MODES = {"after_imports": "--instr-atstart=no", "from_start": "--instr-atstart=yes"}
 INSTALL_HINT = ("valgrind is not installed, so compile work (instructions per stage) is not "
                 "measured; install it (Debian/Ubuntu: `apt-get install valgrind`) and re-run")
-# Measured on a 2-core VM: importing torch and spyre_sim takes ~115 s of CPU time under
-# callgrind, each grid point ~8 s more; wall time grows with the machine's load.
+# Measured on a 2-core VM (docs/benchmarks.md): importing torch and spyre_sim takes ~20 s
+# under valgrind uninstrumented (~120 s instrumented), the asv grid's 14 points ~100 s more
+# instrumented; wall time grows with the machine's load.
 DEFAULT_TIMEOUT_S = 1800
 PINNED_ENV = {"PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
               "OPENBLAS_NUM_THREADS": "1", "TORCH_COMPILE_DEBUG": "0"}
@@ -102,20 +110,24 @@ class Measurement:
     missing: str | None = None
     seconds: float = 0.0  # wall time of the valgrind process (load-dependent, unlike counts)
     cpu_seconds: float = 0.0  # its user + system CPU time (what a quiet machine would take)
+    # the child's own wall seconds: "imports" (torch, spyre_sim, until instrumentation starts)
+    # and "grid" (every point's warm-up and counted compiles)
+    phases: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {"version": FORMAT_VERSION, "unit": "instructions", "stages": list(self.stages),
+        return {"version": COMPILE_WORK_VERSION, "unit": "instructions",
+                "stages": list(self.stages),
                 "missing": self.missing, "seconds": self.seconds,
-                "cpu_seconds": self.cpu_seconds,
+                "cpu_seconds": self.cpu_seconds, "phases": self.phases,
                 "points": [{"workload": p[0], "seq": p[1], "width": p[2],
                             "instructions": self.counts.get(p), "error": self.errors.get(p)}
                            for p in sorted(set(self.counts) | set(self.errors), key=str)]}
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> Measurement:
-        if doc.get("version") != FORMAT_VERSION:
+        if doc.get("version") != COMPILE_WORK_VERSION:
             raise CompileWorkError(f"compile-work document version {doc.get('version')!r}, "
-                                   f"expected {FORMAT_VERSION}; re-measure with this suite")
+                                   f"expected {COMPILE_WORK_VERSION}; re-measure with this suite")
         counts, errors = {}, {}
         for entry in doc["points"]:
             point = (entry["workload"], entry["seq"], entry["width"])
@@ -124,7 +136,7 @@ class Measurement:
             if entry.get("error") is not None:
                 errors[point] = entry["error"]
         return cls(counts, errors, tuple(doc["stages"]), doc.get("missing"), doc["seconds"],
-                   doc.get("cpu_seconds", 0.0))
+                   doc.get("cpu_seconds", 0.0), dict(doc.get("phases", {})))
 
 
 # --- parent side: pure helpers ----------------------------------------------------------------
@@ -155,9 +167,12 @@ def child_env(base: Mapping[str, str]) -> dict[str, str]:
     return env
 
 
-def valgrind_command(python: str, request: Path, manifest: Path, dumps: Path) -> list[str]:
+def valgrind_command(python: str, request: Path, manifest: Path, dumps: Path,
+                     instrument: str = "after_imports") -> list[str]:
     """The valgrind invocation: callgrind's dumps go to `<dumps>.1`, `<dumps>.2`, ..."""
-    return [*no_aslr_prefix(), "valgrind", *VALGRIND_OPTIONS, f"--callgrind-out-file={dumps}",
+    options = [INSTRUMENT_MODES[instrument] if o.startswith("--instr-atstart=") else o
+               for o in VALGRIND_OPTIONS]
+    return [*no_aslr_prefix(), "valgrind", *options, f"--callgrind-out-file={dumps}",
             f"--log-file={dumps}.valgrind.log", python, "-P", str(Path(__file__).resolve()),
             str(request), str(manifest)]
 
@@ -182,7 +197,8 @@ def assemble(manifest: Mapping[str, Any], totals: Sequence[int], seconds: float 
     for point in errors:  # a point that failed somewhere reports no partial pipeline
         counts.pop(point, None)
     return Measurement(counts, errors, tuple(manifest.get("stages", ())),
-                       manifest.get("missing"), seconds, cpu_seconds)
+                       manifest.get("missing"), seconds, cpu_seconds,
+                       {k: round(v, 1) for k, v in manifest.get("seconds", {}).items()})
 
 
 # --- parent side: the valgrind run ------------------------------------------------------------
@@ -211,44 +227,82 @@ def no_aslr_prefix() -> tuple[str, ...]:
     return command if works.returncode == 0 else ()
 
 
+def default_instrument() -> str:
+    """"after_imports" where the child can issue client requests (amd64), else "from_start"."""
+    return "after_imports" if platform.machine() in ("x86_64", "AMD64") else "from_start"
+
+
+def _write_request(path: Path, points: Sequence[Point], config, stages, instrument) -> None:
+    path.write_text(json.dumps({
+        "version": COMPILE_WORK_VERSION, "points": points, "config": dict(config or {}),
+        "stages": list(stages) if stages else None, "instrument": instrument,
+        "workloads": str(Path(__file__).resolve().with_name("workloads.py"))}))
+
+
+def _run(command: list[str], env, timeout: float, work: Path) -> tuple[dict, float, float]:
+    """Run the child; its manifest, wall and CPU seconds (CompileWorkError if it failed)."""
+    started, cpu_before = time.monotonic(), _children_cpu()
+    try:
+        done = subprocess.run(command, env=child_env(os.environ if env is None else env),
+                              capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise CompileWorkError(f"compile-work measurement exceeded {timeout:.0f} s") from None
+    seconds, cpu = time.monotonic() - started, _children_cpu() - cpu_before
+    manifest = work / "manifest.json"
+    if done.returncode != 0 or not manifest.exists():
+        log = work / "cg.valgrind.log"
+        tail = (done.stderr or (log.read_text() if log.exists() else ""))[-2000:]
+        raise CompileWorkError(f"compile-work child exited {done.returncode}: {tail}")
+    return json.loads(manifest.read_text()), round(seconds, 1), round(cpu, 1)
+
+
 def measure(points: Iterable[Point], *, config: Mapping[str, Any] | None = None,
             python: str | None = None, env: Mapping[str, str] | None = None,
-            timeout: float = DEFAULT_TIMEOUT_S,
-            stages: Sequence[str] | None = None) -> Measurement:
+            timeout: float = DEFAULT_TIMEOUT_S, stages: Sequence[str] | None = None,
+            instrument: str | None = None) -> Measurement:
     """Instructions per stage for every (workload, seq, width) point, in one valgrind process.
 
     `config` is passed to `spyre_sim.Config` (defaults when None); `python` defaults to this
     interpreter and `env` to this process's environment (PYTHONPATH picks the spyre_sim under
-    test); `stages` limits the measured stages (the pipeline still runs all of them).
+    test); `stages` limits the measured stages (the pipeline still runs all of them);
+    `instrument` is a key of INSTRUMENT_MODES (default: `default_instrument()`).
     """
     missing = valgrind_missing()
     if missing:
         raise ValgrindUnavailable(missing)
+    instrument = instrument or default_instrument()
     points = [(str(w), int(s), None if width is None else int(width)) for w, s, width in points]
     with tempfile.TemporaryDirectory(prefix="compile-work-") as scratch:
         work = Path(scratch)
         request, manifest, dumps = work / "request.json", work / "manifest.json", work / "cg"
-        request.write_text(json.dumps({
-            "version": FORMAT_VERSION, "points": points, "config": dict(config or {}),
-            "stages": list(stages) if stages else None,
-            "workloads": str(Path(__file__).resolve().with_name("workloads.py"))}))
-        started, cpu_before = time.monotonic(), _children_cpu()
-        try:
-            done = subprocess.run(valgrind_command(python or sys.executable, request, manifest,
-                                                   dumps),
-                                  env=child_env(os.environ if env is None else env),
-                                  capture_output=True, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            raise CompileWorkError(f"compile-work measurement exceeded {timeout:.0f} s") from None
-        seconds, cpu = time.monotonic() - started, _children_cpu() - cpu_before
-        if done.returncode != 0 or not manifest.exists():
-            log = (work / "cg.valgrind.log")
-            tail = (done.stderr or (log.read_text() if log.exists() else ""))[-2000:]
-            raise CompileWorkError(f"compile-work child exited {done.returncode}: {tail}")
-        labels = json.loads(manifest.read_text())
+        _write_request(request, points, config, stages, instrument)
+        command = valgrind_command(python or sys.executable, request, manifest, dumps,
+                                   instrument)
+        labels, seconds, cpu = _run(command, env, timeout, work)
+        if instrument == "after_imports" and labels.get("running_on_valgrind") == 0:
+            raise CompileWorkError("the child's client requests did not reach valgrind, so "
+                                   "nothing was instrumented; measure with "
+                                   "instrument='from_start'")
         totals = [parse_dump(Path(f"{dumps}.{i}").read_text())
                   for i in range(1, len(list(work.glob("cg.[0-9]*"))) + 1)]
-        return assemble(labels, totals, round(seconds, 1), round(cpu, 1))
+        return assemble(labels, totals, seconds, cpu)
+
+
+def run_natively(points: Iterable[Point], *, config: Mapping[str, Any] | None = None,
+                 python: str | None = None, env: Mapping[str, str] | None = None,
+                 timeout: float = DEFAULT_TIMEOUT_S) -> dict[str, Any]:
+    """The measuring child's work without valgrind (same imports, warm-ups and grid): what
+    the grid costs natively, the yardstick of `measure`'s wall time. Returns "seconds" and
+    "cpu_seconds" of the whole process and the child's own "phases" (imports, grid)."""
+    points = [(str(w), int(s), None if width is None else int(width)) for w, s, width in points]
+    with tempfile.TemporaryDirectory(prefix="compile-work-") as scratch:
+        work = Path(scratch)
+        _write_request(work / "request.json", points, config, None, "from_start")
+        command = [python or sys.executable, "-P", str(Path(__file__).resolve()),
+                   str(work / "request.json"), str(work / "manifest.json")]
+        manifest, seconds, cpu = _run(command, env, timeout, work)
+    return {"seconds": seconds, "cpu_seconds": cpu, "phases": manifest.get("seconds", {}),
+            "failed_points": manifest.get("failed_points", [])}
 
 
 # --- child side: runs under callgrind ---------------------------------------------------------
@@ -266,6 +320,44 @@ def _steady_child() -> None:
         libc.mallopt(_M_TRIM_THRESHOLD, 1 << 30)
     except (OSError, AttributeError):  # not glibc: nothing to pin
         pass
+
+
+# valgrind.h's client request on amd64, as a function `uint64 request(uint64 args[6])`: the
+# special-instruction preamble (`rolq` of %rdi by 3, 13, 61 and 51 bits: 128, a no-op) then
+# `xchgq %rbx,%rbx`, with %rax pointing at the arguments and the result in %rdx, whose default
+# (0) is what a program gets when it runs natively. Bytes checked with GNU as and objdump.
+_AMD64_CLIENT_REQUEST = bytes.fromhex(
+    "4889f8" "31d2" "48c1c703" "48c1c70d" "48c1c73d" "48c1c733" "4887db" "4889d0" "c3")
+_RUNNING_ON_VALGRIND = 0x1001  # valgrind.h
+_CALLGRIND_BASE = ord("C") << 24 | ord("T") << 16  # callgrind.h: VG_USERREQ_TOOL_BASE('C','T')
+CALLGRIND_START_INSTRUMENTATION = _CALLGRIND_BASE + 4
+CALLGRIND_STOP_INSTRUMENTATION = _CALLGRIND_BASE + 5
+
+
+@functools.cache
+def _request_function():
+    """`_AMD64_CLIENT_REQUEST` in an executable page, callable through ctypes.
+
+    torch exposes only callgrind's collection toggle and dump (`torch._C._valgrind_toggle*`),
+    not CALLGRIND_START_INSTRUMENTATION, so the child issues that request itself.
+    """
+    import ctypes
+    import mmap
+
+    page = mmap.mmap(-1, mmap.PAGESIZE, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+    page.write(_AMD64_CLIENT_REQUEST)
+    address = ctypes.addressof(ctypes.c_char.from_buffer(page))
+    return page, ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_void_p)(address)
+
+
+def client_request(request: int, *args: int) -> int:
+    """Issue one valgrind client request from Python (amd64 only); 0 when not under valgrind."""
+    import ctypes
+
+    if platform.machine() not in ("x86_64", "AMD64"):
+        raise CompileWorkError(f"no valgrind client request from Python on {platform.machine()}")
+    _, function = _request_function()
+    return int(function((ctypes.c_uint64 * 6)(request, *args)))
 
 
 class _Counted:
@@ -341,15 +433,19 @@ def _load_workloads(path: str):
 def child_main(request_path: str, manifest_path: str) -> int:
     """Measure every requested point; write the labels of the dumps, in dump order.
 
-    The first point of each (workload, width) is preceded by a discarded run of itself, which
-    pays torch's lazy imports and first-use initialisation for that op mix; later points of
-    the same workload follow a counted run of it, which serves as their warm-up.
+    With `"instrument": "after_imports"` callgrind instruments nothing until every import is
+    done (the grid's code is translated, instrumented, from then on: the discarded warm-ups
+    pay that, not the counted runs). The first point of each (workload, width) is preceded by
+    a discarded run of itself, which pays torch's lazy imports and first-use initialisation
+    for that op mix; later points of the same workload follow a counted run of it, which
+    serves as their warm-up.
     """
     import warnings
 
+    started = time.monotonic()
     warnings.simplefilter("ignore")  # FallbackWarning and friends: no output, same work
     request = json.loads(Path(request_path).read_text())
-    manifest: dict[str, Any] = {"version": FORMAT_VERSION, "labels": [], "failed_points": [],
+    manifest: dict[str, Any] = {"version": COMPILE_WORK_VERSION, "labels": [], "failed_points": [],
                                 "stages": [], "missing": None}
     try:
         import spyre_sim
@@ -365,6 +461,11 @@ def child_main(request_path: str, manifest_path: str) -> int:
         manifest["stages"] = list(spyre_sim.STAGES)
         wanted = set(request["stages"] or spyre_sim.STAGES)
         warmed: set = set()
+        manifest["seconds"] = {"imports": time.monotonic() - started}
+        late = request.get("instrument") == "after_imports"
+        if late:
+            manifest["running_on_valgrind"] = client_request(_RUNNING_ON_VALGRIND)
+            client_request(CALLGRIND_START_INSTRUMENTATION)
         for point in map(tuple, request["points"]):
             try:
                 _measure_point(spyre_sim, workloads, point, config, wanted,
@@ -372,6 +473,9 @@ def child_main(request_path: str, manifest_path: str) -> int:
             except Exception as error:  # this point fails; the others are still measured
                 manifest["failed_points"].append([*point, f"{type(error).__name__}: {error}"])
             warmed.add((point[0], point[2]))
+        if late:  # the interpreter's shutdown need not be instrumented either
+            client_request(CALLGRIND_STOP_INSTRUMENTATION)
+        manifest["seconds"]["grid"] = time.monotonic() - started - manifest["seconds"]["imports"]
     Path(manifest_path).write_text(json.dumps(manifest))
     return 0
 

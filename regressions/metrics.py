@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import typing
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 # Alert kinds: one per metric, and "failure" (a series that stops running).
 Kind = Literal["compile_work", "device_time", "host_time", "compile_time", "numerics", "track",
@@ -67,6 +67,7 @@ class Metric:
     with_numerics: bool = False  # the probe's program runs with device numerics on
     errors: bool = False  # values are numerical errors (metrics.ERRORS says which)
     knob_baseline: KnobBaseline | None = None
+    knob_quantity: str = ""  # the knob probe's figure as a workaround names it ({stage})
     minimizable: bool = False  # the cost survives cutting the program down
     refuted_without_more_work: bool = False  # a rise with no stage doing more work is load
     reproducer_compiles: int = 1  # cold compiles the reproducer times per run
@@ -75,6 +76,9 @@ class Metric:
     # memory): a change of runner moves them. False for a simulated clock; a deterministic
     # metric (counts, seeded errors) cannot move with the runner either (`moves_with_runner`).
     runner_bound: bool = True
+    # its figure does not depend on what else runs on the host (a simulated clock, counts,
+    # errors), so it may be measured beside other work; a wall clock may not
+    shares_host: bool = False
 
 
 METRICS: tuple[Metric, ...] = (
@@ -87,14 +91,15 @@ METRICS: tuple[Metric, ...] = (
            probe="compile_work", tolerance=0.01, deterministic=True,
            probe_unit="instructions", clock="instructions counted under callgrind",
            display="instructions", width="stage_width", per_stage=True, bisect_by_count=True,
-           counts_instructions=True),
+           counts_instructions=True, shares_host=True),
     # Simulated device time: seeded-noise samples from the timing model (1.5% CV). 1% is the
     # smallest step Chromium's dashboard reports (catapult find_change_points.py).
     Metric("device_time", r"\.ExecuteDeviceTime\.", "simulated device time", "s", 0.01,
            probe="device_time", probe_unit="us", clock="the simulator's device clock",
            display="us", sections=("timing", "correctness", "evidence"),
            knob_baseline="device_clock", minimizable=True, timing_row="device",
-           runner_bound=False),
+           knob_quantity="noise-free simulated device time per call",
+           runner_bound=False, shares_host=True),
     # Host wall time of a warm call on a shared machine: 10%, the asv suite's own
     # publish threshold for it (asv.conf.json regressions_thresholds).
     Metric("host_time", r"HostTime\.", "host wall time", "s", 0.10, probe="host_time",
@@ -105,13 +110,16 @@ METRICS: tuple[Metric, ...] = (
     Metric("compile_time", r"^(bench_)?compile\.", "compile time", "s", 0.05,
            probe="compile_time", probe_unit="s", clock="CPU time", display="ms",
            per_stage=True, counts_instructions=True, knob_baseline="stage_clock",
+           knob_quantity="wall time of the {stage} stage per cold compile (a clock: it "
+                         "moves with the machine's load)",
            refuted_without_more_work=True, reproducer_compiles=3),
     # Numerical error against float64: deterministic under fixed seeds; asv's default 5%.
     Metric("numerics", r"^(bench_)?numerics\.", "numerical error", "", 0.05,
            probe="numerics", deterministic=True, display="error",
            sections=("correctness", "evidence", "timing"),
            width="numerics_width", with_numerics=True, errors=True, knob_baseline="runtime_error",
-           minimizable=True),
+           knob_quantity="numerical error of the output (deterministic)",
+           minimizable=True, shares_host=True),
     # Generic families of any asv suite (the kinds asv itself distinguishes).
     Metric("track", r"\.track_", "tracked value", "", 0.01),
     Metric("memory", r"\.(peak)?mem_", "memory", "bytes", 0.05),
@@ -121,18 +129,38 @@ KINDS: tuple[Kind, ...] = tuple(m.name for m in METRICS) + (FAILURE,)
 # What the probes can measure (the CLI's --metric choices).
 PROBE_METRICS: tuple[str, ...] = tuple(dict.fromkeys(m.probe for m in METRICS if m.probe))
 
-# Which error a numerics benchmark tracks, by the end of its asv name (first match wins),
-# and what a value of it is, after the number.
-NUMERICS_ERRORS: tuple[tuple[str, str, str], ...] = (
-    (r"max_abs", "max_abs", " max abs error"),
-    (r"max_rel", "max_rel", " max rel error"),
+class NumericsError(NamedTuple):
+    """One error a numerics benchmark can track: which benchmarks (the end of the asv name,
+    first match wins), the field in the probes' answers, what a value of it is after the
+    number, its name in a table, and its definition - the one the benchmarks,
+    regressions/probing/harness.py and every report use."""
+
+    pattern: str
+    field: str
+    unit: str
+    name: str
+    definition: str
+
+
+NUMERICS_ERRORS: tuple[NumericsError, ...] = (
+    NumericsError(r"max_abs", "max_abs", " max abs error", "max abs error",
+                  "max |out - ref| over the output's elements"),
+    NumericsError(r"max_rel", "max_rel", " max rel error", "max rel error",
+                  "max |out - ref| / max |ref|: relative to the output's scale, so elements "
+                  "near zero do not dominate"),
     # against IEEE fp16 eager (the older baseline)
-    (r"rmse_vs_eager_fp16$", "rmse_ratio_fp16", "× eager IEEE fp16's RMSE"),
+    NumericsError(r"rmse_vs_eager_fp16$", "rmse_ratio_fp16", "× eager IEEE fp16's RMSE",
+                  "RMSE ratio vs eager IEEE fp16",
+                  "RMSE(out, ref) / RMSE(the program run eagerly in IEEE fp16, ref)"),
     # against eager in the device's own format, DLFloat16
-    (r"", "rmse_ratio", "× eager DLFloat16's RMSE"),
+    NumericsError(r"", "rmse_ratio", "× eager DLFloat16's RMSE", "RMSE ratio vs eager DLFloat16",
+                  "RMSE(out, ref) / RMSE(the program run eagerly in DLFloat16, ref): about 1 "
+                  "is as accurate as the device's format allows"),
 )
-ERRORS: tuple[str, ...] = tuple(dict.fromkeys(error for _, error, _ in NUMERICS_ERRORS))
-ERROR_UNITS: dict[str, str] = {error: unit for _, error, unit in NUMERICS_ERRORS}
+ERRORS: tuple[str, ...] = tuple(dict.fromkeys(e.field for e in NUMERICS_ERRORS))
+ERROR_UNITS: dict[str, str] = {e.field: e.unit for e in NUMERICS_ERRORS}
+ERROR_NAMES: dict[str, str] = {e.field: e.name for e in NUMERICS_ERRORS}
+ERROR_DEFINITIONS: dict[str, str] = {e.field: e.definition for e in NUMERICS_ERRORS}
 
 assert set(typing.get_args(Kind)) == set(KINDS), "Kind and METRICS name the same kinds"
 
@@ -178,4 +206,4 @@ def moves_with_runner(benchmark: str) -> bool:
 
 def numerics_error(benchmark: str) -> str:
     """Which error field a numerics benchmark tracks (see `NUMERICS_ERRORS`)."""
-    return next(error for pattern, error, _ in NUMERICS_ERRORS if re.search(pattern, benchmark))
+    return next(e.field for e in NUMERICS_ERRORS if re.search(e.pattern, benchmark))

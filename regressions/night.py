@@ -13,10 +13,12 @@ and SQLite (`spyre_regress.nightly`) and on a synthetic branch with an in-memory
 
 Each record is saved as soon as it changes, so an interruption loses at most the step under
 way; a record turns `reported` before its report is written, so a culprit whose report is
-missing is published again on the next night (`unpublished`). Before a report is written the
-probe is measured at tonight's newest commit too (`_still_regressed_at_head`): a regression
-already reverted there is `fixed`, not published. Environment alerts (the machine changed)
-are kept apart (`environment_records`) and never investigated.
+missing - never written, or no longer on disk - is published again on the next night from its
+saved investigation (`unpublished`), and the night says so (`missing_reports`). Before a
+report is written the probe is measured at tonight's newest commit too
+(`_still_regressed_at_head`): a regression already reverted there is `fixed`, not published.
+Environment alerts (the machine changed) are kept apart (`environment_records`) and never
+investigated.
 """
 
 from __future__ import annotations
@@ -75,6 +77,7 @@ class Investigations(Protocol):
     # the probe of an alert investigated tonight at `head`, beside its good and bad builds
     def at_head(self, alert_id: int, head: str) -> lifecycle.HeadCheck | None: ...
     def publish(self, group: lifecycle.CulpritReport) -> Publication: ...
+    def written(self, report: str) -> bool: ...  # a published report is still there, whole
 
 
 @dataclass(frozen=True)
@@ -146,7 +149,7 @@ def run_night(commits: Sequence[str], history: Sequence[str], bench: Bench,
     fixed = _still_regressed_at_head(todo, alerts, state.alert_ids, records,
                                      commits[-1] if commits else history[-1], found.series,
                                      store, investigations, clock, progress)
-    published = _publish(records, set(todo), store, investigations, failures)
+    published = _publish(records, set(todo), store, investigations, failures, progress)
     return NightResult(list(commits), base, found, alerts, store.records(),
                        [*state.events, *fixed], todo, published, failures, machine,
                        machine_events)
@@ -218,25 +221,44 @@ def fixed_range(series: Sequence[Series], probe: Regression, head: str) -> tuple
 
 
 def unpublished(records: Sequence[lifecycle.AlertRecord], extras: dict[int, dict],
-                investigated: set[int]) -> list[lifecycle.CulpritReport]:
+                investigated: set[int], written: Callable[[str], bool] = lambda _: True
+                ) -> list[lifecycle.CulpritReport]:
     """The culprit reports to write tonight: every culprit that gained a reported alert
     tonight, and every culprit with a reported alert whose report was never written (a run
-    interrupted between the two, or a report that failed)."""
+    interrupted between the two, or a report that failed) or is no longer `written`."""
     status = {r.id: r.status for r in records}
 
     def due(alert_id: int) -> bool:
         return status[alert_id] == "reported" and (
-            alert_id in investigated or not (extras.get(alert_id) or {}).get("report"))
+            alert_id in investigated or bool(missing_reports([alert_id], extras, written)))
 
     return [group for group in lifecycle.group_by_culprit(records)
             if any(due(i) for i in group.alert_ids)]
 
 
+def missing_reports(alert_ids: Sequence[int], extras: dict[int, dict],
+                    written: Callable[[str], bool]) -> dict[int, str]:
+    """Per alert whose report is missing: why, as the night says it."""
+    missing = {}
+    for alert_id in alert_ids:
+        report = (extras.get(alert_id) or {}).get("report")
+        if not report:
+            missing[alert_id] = "its report was never written (an earlier run stopped first)"
+        elif not written(report):
+            missing[alert_id] = f"its report {report} is not on disk"
+    return missing
+
+
 def _publish(records: list[lifecycle.AlertRecord], investigated: set[int],
              store: AlertRecords, investigations: Investigations,
-             failures: list[str]) -> list[Publication]:
+             failures: list[str], progress: Progress) -> list[Publication]:
     published = []
-    for group in unpublished(records, store.extras(), investigated):
+    extras = store.extras()
+    for group in unpublished(records, extras, investigated, investigations.written):
+        earlier = [i for i in group.alert_ids if i not in investigated]
+        for alert_id, why in missing_reports(earlier, extras, investigations.written).items():
+            progress(f"alert {alert_id} (reported, culprit {group.culprit[:12]}): {why}; "
+                     "writing it from the saved investigation")
         try:
             done = investigations.publish(group)
         except SpyreRegressError as error:

@@ -8,10 +8,12 @@ one imported. Checkouts are exported trees (`git archive`), cached per commit.
 from __future__ import annotations
 
 import codecs
+import contextlib
 import json
 import os
 import queue
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -63,11 +65,38 @@ def run_probe(checkout: Path, command: str, request: dict[str, Any],
                 timeout=timeout, check=False)
         except subprocess.TimeoutExpired:
             return {"status": "failed", "detail": f"probe timed out after {timeout:.0f} s"}
+        if interrupted(done.returncode):
+            # Ctrl-C reached the probe's process group too: an interruption of this run,
+            # never a measurement outcome of the commit
+            raise KeyboardInterrupt
         if not result_path.exists():
             tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
             return {"status": "untestable",
-                    "detail": f"probe exited {done.returncode}: {' | '.join(tail)}"}
+                    "detail": f"{exit_reason(done.returncode)}: {' | '.join(tail)}".rstrip(": ")}
         return json.loads(result_path.read_text())
+
+
+def interrupted(returncode: int) -> bool:
+    """Whether a child ended by Ctrl-C: killed by SIGINT, or Python's exit for an uncaught
+    KeyboardInterrupt in a process whose SIGINT handler was replaced (130)."""
+    return returncode in (-signal.SIGINT, 128 + signal.SIGINT)
+
+
+def exit_reason(returncode: int) -> str:
+    """How a probe ended, in words: "probe exited 3", or for a signal its name and the
+    likely reason (SIGKILL from outside is almost always the kernel's out-of-memory killer)."""
+    if returncode >= 0:
+        return f"probe exited {returncode}"
+    number = -returncode
+    try:
+        name = signal.Signals(number).name
+    except ValueError:
+        name = f"signal {number}"
+    why = {signal.SIGKILL: "; likely out of memory (the kernel's OOM killer): try a smaller "
+                           "--shape or --width",
+           signal.SIGSEGV: "; the process crashed",
+           signal.SIGTERM: "; something stopped it"}.get(number, "")
+    return f"probe killed by {name} (signal {number}){why}"
 
 
 class Worker:
@@ -91,8 +120,15 @@ class Worker:
         self._process.stdin.flush()
         line = self._process.stdout.readline()
         if not line:
-            raise SpyreRegressError("a minimization worker exited unexpectedly; rerun with a "
-                                    "smaller program or check that the commit still imports")
+            try:
+                code = self._process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                code = 0
+            if interrupted(code):
+                raise KeyboardInterrupt
+            raise SpyreRegressError(f"a minimization worker ended unexpectedly "
+                                    f"({exit_reason(code)}); rerun with a smaller program or "
+                                    "check that the commit still imports")
         return json.loads(line)
 
     def close(self) -> None:
@@ -103,6 +139,26 @@ class Worker:
         except subprocess.TimeoutExpired:
             self._process.kill()
         self._scratch.cleanup()
+
+
+@contextlib.contextmanager
+def still_running(progress: Callable[[str], None], what: str,
+                  every: float = 30.0) -> Iterator[None]:
+    """"{what} (still running after N s)" every `every` seconds while the block runs, so a
+    step of minutes (callgrind counting a compile) is not minutes of silence."""
+    started, done = time.monotonic(), threading.Event()
+
+    def remind() -> None:
+        while not done.wait(every):
+            progress(f"{what} (still running after {time.monotonic() - started:.0f} s)")
+
+    reminder = threading.Thread(target=remind, daemon=True)
+    reminder.start()
+    try:
+        yield
+    finally:
+        done.set()
+        reminder.join()
 
 
 # asv's log lines: "· Creating environments", "·· Installing requirements for ..." before it
@@ -166,6 +222,20 @@ def run_asv(arguments: list[str], cwd: Path, env: dict[str, str] | None = None,
     environment = {**os.environ, **(env or {})}
     process = subprocess.Popen(command, cwd=cwd, env=environment, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT)
+    try:
+        lines = _follow(process, arguments, stream, timeout)
+    finally:
+        if process.poll() is None:  # interrupted, or past the deadline
+            process.kill()
+            process.wait()
+    if interrupted(process.returncode):
+        raise KeyboardInterrupt
+    return subprocess.CompletedProcess(command, process.returncode, "".join(lines), "")
+
+
+def _follow(process: subprocess.Popen, arguments: list[str],
+            stream: Callable[[str], None] | None, timeout: float) -> list[str]:
+    """asv's output lines until it ends, its progress passed on to `stream`."""
     lines: list[str] = []
     deadline = time.monotonic() + timeout
     assert process.stdout is not None
@@ -185,8 +255,7 @@ def run_asv(arguments: list[str], cwd: Path, env: dict[str, str] | None = None,
             reminded = now
         last_shown = shown if not complete else None
         if now > deadline:
-            process.kill()
             raise SpyreRegressError(f"asv {arguments[0]} ran longer than {timeout:.0f} s; "
                                     "run fewer commits (--stride) or fewer benchmarks (--bench)")
     process.wait()
-    return subprocess.CompletedProcess(command, process.returncode, "".join(lines), "")
+    return lines

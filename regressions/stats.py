@@ -180,6 +180,28 @@ def ratio_interval(
     return RatioInterval(1 + diff / base, 1 + (diff - half) / base, 1 + (diff + half) / base)
 
 
+def welch_pvalue(before: Sequence[float], after: Sequence[float],
+                 alternative: Alternative = "two-sided") -> float | None:
+    """The p-value of the test behind `ratio_interval`: Welch's t-test on the log samples
+    (on the values themselves where one is not positive), `after` against `before`. A report
+    quotes it beside that interval, so the two agree: two-sided p < 1 - confidence exactly
+    when the interval excludes 1. None when the test is undefined (a side with fewer than
+    two values, or no variance at all)."""
+    a, b = np.asarray(before, dtype=float), np.asarray(after, dtype=float)
+    if a.size < 2 or b.size < 2:
+        return None
+    if (a > 0).all() and (b > 0).all():
+        a, b = np.log(a), np.log(b)
+    va, vb = float(a.var(ddof=1)) / a.size, float(b.var(ddof=1)) / b.size
+    if va + vb == 0:
+        return None
+    t = float(b.mean() - a.mean()) / math.sqrt(va + vb)
+    dof = (va + vb) ** 2 / (va * va / (a.size - 1) + vb * vb / (b.size - 1))
+    tail = {"two-sided": -abs(t), "greater": -t, "less": t}[alternative]
+    p = float(special.stdtr(dof, tail)) * (2 if alternative == "two-sided" else 1)
+    return None if math.isnan(p) else min(p, 1.0)
+
+
 def bh_qvalues(pvalues: Sequence[float]) -> list[float]:
     """Benjamini-Hochberg adjusted p-values (q-values), in input order.
 

@@ -30,7 +30,7 @@ from regressions.investigation import model
 from regressions.investigation.model import Investigation
 from reports import html, markdown, plots, reproducer, secrets
 from reports.analysis import config_differences
-from reports.narrative import Report, build_report
+from reports.narrative import Report, build_report, stages_plot_title, timing_plot_title
 
 BUNDLE_VERSION = 2
 ENVIRONMENT_VERSION = 1
@@ -162,12 +162,13 @@ def _data_files(report: Report) -> dict[str, bytes]:
 
 def _figures(report: Report) -> dict[str, bytes]:
     timing = report.investigation.timing
+    found = report.investigation
     figures = {"timing.png": plots.timing_figure(timing.good if timing.good.ok else None,
                                                  timing.bad if timing.bad.ok else None,
-                                                 report.title[:110])}
-    if report.investigation.stages.stages:
-        figures["compile_stages.png"] = plots.compile_figure(report.investigation.stages.stages,
-                                                             report.first_stage)
+                                                 timing_plot_title(found))}
+    if found.stages.stages:
+        figures["compile_stages.png"] = plots.compile_figure(
+            found.stages.stages, report.first_stage, stages_plot_title(found))
     # the per-stage error plot only where it tells something: numerics alerts, or a drift
     if report.numerics_rows and (report.metric.errors or report.numerics_stage):
         figures["numerics.png"] = plots.numerics_figure(
@@ -258,11 +259,15 @@ def _archive(folder: Path) -> Path:
         return info
 
     partial = archive.with_name(archive.name + ".partial")
-    with tarfile.open(partial, "w:gz") as tar:
-        tar.add(folder, arcname=folder.name, filter=anonymous, recursive=False)
-        for path in sorted(folder.iterdir()):
-            tar.add(path, arcname=f"{folder.name}/{path.name}", filter=anonymous)
-    partial.replace(archive)
+    try:
+        with tarfile.open(partial, "w:gz") as tar:
+            tar.add(folder, arcname=folder.name, filter=anonymous, recursive=False)
+            for path in sorted(folder.iterdir()):
+                tar.add(path, arcname=f"{folder.name}/{path.name}", filter=anonymous)
+        partial.replace(archive)
+    except BaseException:  # interrupted: no half archive left beside the bundle
+        partial.unlink(missing_ok=True)
+        raise
     return archive
 
 

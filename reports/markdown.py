@@ -117,7 +117,8 @@ def _render(report: Report, files: Sequence[str], usage: str, diff_file: str | N
     out = [f"# {text(report.title)}",
            f"**Causal statement.** {text(report.causal_statement)}",
            f"**Workaround, separate from the root cause.** {text(report.workaround_statement)}",
-           _section("Affected benchmarks", text(report.notes["members"]), table(t["members"])),
+           _section("Figures", text(report.notes["figures"]), table(t["figures"])),
+           _section("Affected benchmarks", table(t["members"])),
            _section("Reproduce",
                     text(f"reproducer.py needs only torch and {report.repo_name}; run it with "
                          "each build and compare what it prints:"),
@@ -126,9 +127,9 @@ def _render(report: Report, files: Sequence[str], usage: str, diff_file: str | N
         "timing": _section("Timing", text(report.notes["timing"]), table(t["timing"])),
         "correctness": _section(
             "Correctness vs float64",
-            text(f"On {report.investigation.timing.program.describe()}. Tolerance: "
-                 f"{report.investigation.timing.tolerance.describe()}."),
+            text(report.notes["correctness"]),
             table(t["correctness"]),
+            text(report.notes["numerics"]) if report.show_stage_errors else "",
             table(t["numerics"]) if report.show_stage_errors else
             text(NO_DRIFT) if report.numerics_rows else ""),
         "evidence": _section("Compiler evidence", *_evidence(report, t, diff_file, budget)),
@@ -157,7 +158,10 @@ def minimized_text(report: Report) -> str:
             f"queries, keeping the regression: the bad/good ratio of the noise-free "
             f"{report.metric.label} was {minimized.ratio_before:.3f} on "
             f"{captured.describe()} and is {minimized.ratio_after:.3f} on this one. "
-            "reproducer.py embeds it.")
+            "The captured program is not the benchmark program: it takes the weights as "
+            "inputs where the benchmark keeps them as parameters, so the compiler builds "
+            "another program from it and its ratio is its own. reproducer.py embeds the "
+            "minimized program.")
 
 
 def _evidence(report: Report, t: dict[str, Table], diff_file: str | None,
@@ -196,6 +200,6 @@ def _bisect_parts(report: Report, steps: Table) -> list[str]:
 def bisection_text(report: Report) -> str:
     bisect = report.investigation.bisect
     culprit = short(bisect.culprit) if bisect.culprit else "none"
-    return (f"{bisect.commits_in_range} commits in range; {bisect.commits_measured} measured, "
+    return (f"{bisect.commits_in_range} commit(s) in range; {bisect.commits_measured} measured, "
             f"the two ends included, with {report.investigation.target.label}; culprit "
             f"{culprit}.")

@@ -20,6 +20,8 @@ from regressions.investigation.model import Confirmation, Investigation, Program
 from reports.analysis import KernelChanges, config_differences, kernel_changes
 
 MAX_NAMES = 6  # kernel names listed inline before "and N more"
+WELCH = "two-sided Welch t-test on log samples"
+WELCH_ONE_SIDED = "one-sided Welch t-test on log samples"
 MAX_INLINE_MEMBERS = 8
 
 
@@ -134,7 +136,7 @@ def confirmation_sentence(found: Investigation) -> str:
     clock = metric.clock
     samples = ("one deterministic value per build" if c.pvalue is None else
                f"{clock + ', ' if clock else ''}medians of {c.good_n} and {c.bad_n} samples, "
-               f"one-sided Mann-Whitney p = {pvalue(c.pvalue)}")
+               f"p = {pvalue(c.pvalue)}, {WELCH_ONE_SIDED}")
     return (f"the benchmark {target.label}, on {c.program.describe()}, measured "
             f"{metric_value(c.good_median, c.unit, metric, target.error)} at the parent and "
             f"{metric_value(c.bad_median, c.unit, metric, target.error)} at the culprit "
@@ -202,10 +204,11 @@ def _what_changed(found: Investigation, kernels: KernelChanges,
         if kernels.changed:
             parts.append("retimed " + listing([f"{n} ({g:.1f} → {b:.1f} us)"
                                                for n, g, b in kernels.changed]))
-        sentences.append(f"Its compiled kernels changed ({'; '.join(parts)}), "
-                         f"{kernels.good_total_us:.1f} → {kernels.bad_total_us:.1f} us of "
-                         f"noise-free kernel time per call on "
-                         f"{benchmark_program(found).describe()}.")
+        sentences.append(f"Its compiled kernels changed ({'; '.join(parts)}): their execution "
+                         f"time per call, summed over the kernels, went from "
+                         f"{kernels.good_total_us:.1f} us to {kernels.bad_total_us:.1f} us "
+                         f"(noise-free, on {benchmark_program(found).describe()}; the device "
+                         "time per call adds launch gaps and transfers).")
     stage = found.stages.numerics_first_divergent_stage
     if stage:
         row = next((r for r in numerics_rows if r["stage"] == stage), None)
@@ -230,7 +233,7 @@ def _what_changed(found: Investigation, kernels: KernelChanges,
                          f"{quantity(row.compile_s_good, 's')} → "
                          f"{quantity(row.compile_s_bad, 's')} of wall time per cold compile of "
                          f"{benchmark_program(found).describe()} (medians of repeated "
-                         f"compiles), Mann-Whitney p = {pvalue(row.compile_p)}.")
+                         f"compiles; p = {pvalue(row.compile_p)}, two-sided Mann-Whitney).")
     return " ".join(sentences)
 
 
@@ -277,22 +280,28 @@ def related_sentence(found: Investigation) -> str:
             + ": every symptom is listed under Affected benchmarks.")
 
 
-def workaround_statement(workaround: Workaround | None, error: str | None = None) -> str:
+def knob_quantity(metric: metrics.Metric, stage: str | None) -> str:
+    """What the knob probe's figure is (`Metric.knob_quantity`), for the target's stage."""
+    return (metric.knob_quantity or metric.label).format(stage=stage or "whole")
+
+
+def workaround_statement(workaround: Workaround | None, error: str | None = None,
+                         stage: str | None = None) -> str:
     if workaround is None:
         return ("No single Config knob restores the metric at the bad commit; there is no "
                 "local workaround, the fix belongs in the compiler.")
     metric = metrics.by_name(workaround.metric)
-    label = metric.label
 
     def value(x: float) -> str:
         return metric_value(x, workaround.unit, metric, error)
 
     text = (f"Workaround (local, not a fix): set Config({workaround.knob}="
             f"{workaround.value!r}), a decision of the {workaround.stage} stage. On "
-            f"{workaround.program.describe()} it takes the noise-free {label} of the bad build "
-            f"from {value(workaround.metric_bad)} to {value(workaround.metric_with_knob)} "
-            f"(good build: {value(workaround.metric_good)}); it recovers "
-            f"{workaround.recovered:.0%} of the regression.")
+            f"{workaround.program.describe()} it takes the {knob_quantity(metric, stage)} "
+            f"of the bad build from {value(workaround.metric_bad)} to "
+            f"{value(workaround.metric_with_knob)} (good build: "
+            f"{value(workaround.metric_good)}); it recovers {workaround.recovered:.0%} of the "
+            "regression.")
     if workaround.decisive_application:
         text += f" The decisive application: {workaround.decisive_application}."
     return text + (" It avoids the decision for every program it is applied to; the root "
@@ -301,9 +310,13 @@ def workaround_statement(workaround: Workaround | None, error: str | None = None
 
 
 def numerics_rows(found: Investigation) -> tuple[dict, ...]:
+    """Per executable stage, in pipeline order (the stage report lists every stage as the
+    probe ran them; its JSON keeps the errors keyed by name, alphabetically)."""
     numerics = found.stages.numerics or {}
     good, bad = numerics.get("good") or {}, numerics.get("bad") or {}
-    names = list(dict.fromkeys([*good, *bad]))
+    pipeline = [d.stage for d in found.stages.stages]
+    names = sorted(dict.fromkeys([*good, *bad]),
+                   key=lambda s: pipeline.index(s) if s in pipeline else len(pipeline))
     return tuple({"stage": s, "good": (good.get(s) or {}).get("rmse_ratio"),
                   "bad": (bad.get(s) or {}).get("rmse_ratio"),
                   "good_max_abs": (good.get(s) or {}).get("max_abs"),
@@ -320,41 +333,58 @@ def headline(found: Investigation) -> tuple[str, str, str]:
     return (f"{label} of {found.target.label}, culprit / parent", f"×{c.ratio:.3f}", detail)
 
 
-def members_note(found: Investigation) -> str:
-    """What the affected-benchmarks table measured, beside the title's and the timing's
-    figures: three measurements, named, that agree only where they measure the same."""
-    c = found.confirmation
-    title = (f"The title's ×{c.ratio:.3f} is {c.program.describe()} measured at the culprit "
-             f"against its parent ({c.good_n}+{c.bad_n} samples)") if c else \
-        "The title names the culprit"
-    return ("Every member of the alert cluster; the probe (the narrowest member) is "
-            "highlighted. Each ratio is detection's: the series' level from its bad commit on "
-            "over its level up to its good commit, across the benchmarked commits (99% Welch "
-            f"CI). {title}; the timing section's ratios are of "
-            f"{found.timing.program.describe()}, culprit against parent. Where a member's good "
-            "and bad commits are the culprit's parent and the culprit, its ratio and the "
-            "title's measure the same and agree within their intervals.")
-
-
 def notes(found: Investigation) -> dict[str, str]:
-    timing = found.timing
+    """The captions both renderers print, each naming the program its figures are of."""
+    timing, program = found.timing, benchmark_program(found).describe()
     return {
-        "members": members_note(found),
+        "figures": ("Every figure this report quotes, each once: the quantity, the program "
+                    "it was measured on, the clock or counter that read it, and the "
+                    "statistic. Figures on different programs, or read by different clocks, "
+                    "measure different things and differ accordingly."),
         "timing": (f"{timing.iterations} synchronized iterations per build after one warm-up "
                    f"call, on {timing.program.describe()} (the program reproducer.py embeds). "
                    "Device time is the simulator's clock, host time the wall time of the "
-                   "call; culprit / parent is the ratio of geometric means with a Welch "
-                   "interval on log times, p a two-sided Mann-Whitney test. Samples in "
-                   "timing_samples.csv, ECDFs in timing.png."),
-        "stages": (f"Per stage, on {benchmark_program(found).describe()}: whether the "
-                   "canonical artifact changed, and the stage's wall time per cold compile "
-                   "(median of repeated compiles of the whole pipeline in one process; "
-                   "compile_stages.csv, compile_stages.png)."),
-        "kernels": (f"Kernels of {benchmark_program(found).describe()}: noise-free simulated "
-                    "device time per call (changed ones highlighted). Find them "
-                    "by name in trace_good.json and trace_bad.json (Chrome trace format: open "
-                    "in ui.perfetto.dev or chrome://tracing)."),
+                   "call; bad / good is the ratio of geometric means with a Welch interval on "
+                   f"log times, p the {WELCH} behind that interval (so p < 0.05 exactly when "
+                   "the 95% interval excludes 1). Samples in timing_samples.csv, ECDFs in "
+                   "timing.png."),
+        "correctness": (f"On {timing.program.describe()}. Tolerance: "
+                        f"{timing.tolerance.describe()}. Max rel error is "
+                        f"{metrics.ERROR_DEFINITIONS['max_rel']}."),
+        "numerics": (f"After each executable stage, in pipeline order, on {program} (the "
+                     "stage probe; the rows above are of the timed program): RMSE ratio vs "
+                     "eager DLFloat16 and max abs error of the stage's output against "
+                     "float64."),
+        "stages": (f"Per stage, on {program}: whether the canonical artifact changed, and the "
+                   "stage's wall time per cold compile (median of repeated compiles of the "
+                   "whole pipeline in one process, p a two-sided Mann-Whitney test; "
+                   "compile_stages.csv, compile_stages.png). Wall times move with the "
+                   "machine's load: a time that moved without p < 0.05 measured the load, "
+                   "not the compiler."),
+        "kernels": (f"Kernels of {program}: each kernel's execution time per call, noise-free "
+                    "(changed ones highlighted); the device time per call adds the launch "
+                    "gaps and transfers between them. Find them by name in trace_good.json "
+                    "and trace_bad.json (Chrome trace format: open in ui.perfetto.dev or "
+                    "chrome://tracing)."),
     }
+
+
+def timing_plot_title(found: Investigation) -> str:
+    """What timing.png shows: the timed program, both builds, the ratios of these samples."""
+    timing, commits = found.timing, found.commits
+    device, host = timing.device, timing.host
+    ratios = "; ".join(f"{c.name} ×{c.ratio:.3f}" for c in (device, host) if c.ratio)
+    return (f"{timing.iterations} synchronized iterations per build of "
+            f"{timing.program.describe()}, good {short(commits.good.sha)} vs bad "
+            f"{short((commits.culprit or commits.bad).sha)}" + (f": {ratios}" if ratios else ""))
+
+
+def stages_plot_title(found: Investigation) -> str:
+    """What compile_stages.png shows: whose stages, on which program, measured how."""
+    commits = found.commits
+    return (f"Wall time of each stage per cold compile of {benchmark_program(found).describe()} "
+            f"(median of repeated compiles), good {short(commits.good.sha)} vs bad "
+            f"{short((commits.culprit or commits.bad).sha)}")
 
 
 def build_report(found: Investigation, repo_name: str) -> Report:
@@ -366,11 +396,11 @@ def build_report(found: Investigation, repo_name: str) -> Report:
     rows = numerics_rows(found)
     first = found.stages.first_divergent_stage
     sha = short((found.commits.culprit or found.commits.bad).sha)
-    figure = f" {confirmation_figure(found.confirmation)} culprit / parent" \
-        if found.confirmation else ""
+    figure = f" {confirmation_figure(found.confirmation)}" if found.confirmation else ""
     title = (f"[{repo_name}] {metrics.by_name(found.target.metric).label} regression{figure}"
              f"{f' in {first}' if first else ''}: {found.target.label} ({sha})")
     return Report(found, repo_name, title, headline(found),
                   causal_statement(found, kernels, changes, rows),
-                  workaround_statement(found.workaround, found.target.error), kernels, changes,
+                  workaround_statement(found.workaround, found.target.error,
+                                       found.target.stage), kernels, changes,
                   rows, notes(found))

@@ -9,6 +9,7 @@ medians are where the curves cross 0.5. Each function returns bytes, so writing 
 from __future__ import annotations
 
 import io
+import textwrap
 from collections.abc import Mapping, Sequence
 
 import matplotlib
@@ -58,11 +59,16 @@ def timing_figure(good: BuildRun | None, bad: BuildRun | None, title: str) -> by
         axes.set_ylim(0, 1.02)
         axes.grid(alpha=0.3)
         axes.legend(loc="lower right", fontsize=8)
-    figure.suptitle(title, fontsize=10)
+    figure.suptitle(_wrapped(title), fontsize=9)
     return _png(figure)
 
 
-def compile_figure(rows: Sequence[StageDelta], first_stage: str | None) -> bytes:
+def _wrapped(title: str, width: int = 110) -> str:
+    """A title on as many lines as it needs: never cut at the figure's edge."""
+    return "\n".join(textwrap.wrap(title, width))
+
+
+def compile_figure(rows: Sequence[StageDelta], first_stage: str | None, title: str) -> bytes:
     """Per-stage cold compile time, good vs bad; the first divergent stage is marked."""
     stages = [r.stage for r in rows]
     good = [r.compile_s_good * 1e3 for r in rows]
@@ -83,6 +89,7 @@ def compile_figure(rows: Sequence[StageDelta], first_stage: str | None) -> bytes
     axes.set_xlim(0, max([*good, *bad, 1e-3]) * 1.12)  # room for the labels
     axes.grid(axis="x", alpha=0.3)
     axes.legend(loc="lower right", fontsize=8)
+    figure.suptitle(_wrapped(title), fontsize=9)
     return _png(figure)
 
 

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from regressions.investigation.model import Comparison, SampleSummary
+from reports.figures import figures as figures_of
 from reports.narrative import Report, interval, metric_value, quantity, short
 
 
@@ -32,8 +33,9 @@ def members(report: Report) -> Table:
     rows = tuple((kind, m.benchmark, m.params, number(m.ratio, ".3f"), interval(m.ci),
                   number(m.p, ".2g"), number(m.q, ".2g"), f"{m.machine}/{m.env}")
                  for kind, m in members)
-    return Table(("kind", "benchmark", "params", "detected ratio (good → bad)", "99% CI", "p",
-                  "q", "machine/env"), rows, tuple(m.name == probe.name for _, m in members))
+    return Table(("kind", "benchmark", "params", "ratio (detection)", "99% CI",
+                  "p (detection)", "q (FDR)", "machine/env"), rows,
+                 tuple(m.name == probe.name for _, m in members))
 
 
 def _summary(summary: SampleSummary | None, unit: str) -> str:
@@ -59,8 +61,8 @@ def timing(report: Report) -> Table:
         rows.append((f"{c.name} ({unit})", _summary(c.good, c.unit), _summary(c.bad, c.unit),
                      ratio(c), number(c.pvalue, ".2g")))
     symptom = report.metric.timing_row
-    return Table(("series", "good: median (IQR, n)", "bad: median (IQR, n)",
-                  "culprit / parent", "p"), tuple(rows), (symptom == "device", symptom == "host"))
+    return Table(("series", "good: median (IQR, n)", "bad: median (IQR, n)", "bad / good",
+                  "p (Welch)"), tuple(rows), (symptom == "device", symptom == "host"))
 
 
 def correctness(report: Report) -> Table:
@@ -100,7 +102,8 @@ def stages(report: Report) -> Table:
                      number(d.compile_ratio, ".2f"), number(d.compile_p, ".2g")))
     work_header = ("M instructions good", "M instructions bad", "change") if counted else ()
     return Table(("stage", "artifact changed", "diff lines", *work_header,
-                  "wall time good", "wall time bad", "ratio", "p"), tuple(rows),
+                  "wall time per cold compile, good", "wall time per cold compile, bad",
+                  "ratio", "p (Mann-Whitney)"), tuple(rows),
                  tuple(d.stage == report.first_stage for d in deltas))
 
 
@@ -112,7 +115,8 @@ def kernels(report: Report) -> Table:
                   else f"{k.bad_us - k.good_us:+.2f}")
         rows.append((k.name, number(k.good_us, ".1f"), number(k.bad_us, ".1f"), change))
         marks.append(k.good_us is None or k.bad_us is None or k.name in changed)
-    return Table(("kernel", "good (us)", "bad (us)", "change (us)"), tuple(rows), tuple(marks))
+    return Table(("kernel", "execution time good (us)", "execution time bad (us)",
+                  "change (us)"), tuple(rows), tuple(marks))
 
 
 def bisect_steps(report: Report) -> Table:
@@ -124,7 +128,8 @@ def bisect_steps(report: Report) -> Table:
                   metric_value(s.median, unit, metric, found.target.error),
                   s.reference, number(s.pvalue, ".2g"), s.verdict, s.note) for s in steps)
     culprit = found.commits.culprit.sha if found.commits.culprit else None
-    return Table(("commit", "samples", "median", "compared with", "p", "verdict", "note"), rows,
+    return Table(("commit", "samples", "median", "compared with", "p (Mann-Whitney)",
+                  "verdict", "note"), rows,
                  tuple(bool(culprit) and s.commit == culprit for s in steps))
 
 
@@ -145,8 +150,17 @@ def environment_rows(environment: dict) -> Table:
     return Table(("what", "value"), tuple(rows))
 
 
+def figures(report: Report) -> Table:
+    """Every figure the report quotes, once, with what it is (`reports.figures`)."""
+    rows = tuple((f.quantity, f.program, f.measured_by, f.statistic, f.good or "-",
+                  f.bad or "-", f.change or "-", f.p or "-")
+                 for f in figures_of(report.investigation, report.kernels))
+    return Table(("quantity", "program", "measured by", "statistic", "good", "bad",
+                  "bad / good", "p (test)"), rows)
+
+
 def all_tables(report: Report) -> dict[str, Table]:
-    return {"members": members(report), "timing": timing(report),
+    return {"figures": figures(report), "members": members(report), "timing": timing(report),
             "correctness": correctness(report), "numerics": numerics(report),
             "stages": stages(report), "kernels": kernels(report),
             "bisect": bisect_steps(report)}

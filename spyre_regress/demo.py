@@ -19,7 +19,7 @@ from regressions.records import files
 from reports.narrative import confirmation_figure
 from spyre_regress import nightly
 
-DEMO_SUMMARY_VERSION = 2  # 2: "ratio" is the investigation's confirmation, "measured" its text
+DEMO_SUMMARY_VERSION = 3  # 3: "as_planted"; 2: "ratio" is the confirmation, "measured" its text
 # One commit per entry after the import: None is a harmless change.
 PLAN: list[str | None] = [
     None, None, None, "sdsc_fp16_accumulate",  # numerics, sdsc (outputs drift at runtime)
@@ -103,5 +103,16 @@ def run(out_dir: Path, progress: Progress) -> dict:
     if outcome.html is not None and outcome.html.exists():
         shutil.copytree(outcome.html, out_dir / "asv-html", dirs_exist_ok=True)
         summary["dashboard"] = str(out_dir / "asv-html" / "index.html")
+    summary["as_planted"] = as_planted(summary)
     files.write_json(out_dir / "summary.json", summary)
     return summary
+
+
+def as_planted(summary: dict) -> bool:
+    """Whether the demo found exactly what it planted: each injected regression reported at
+    its commit, stage and kind, nothing else reported, and no investigation failed. This is
+    the demo's exit code: it checks the tool on a known answer."""
+    found = {(r["commit"], r["stage"], r["kind"]) for r in summary["regressions"]}
+    planted = {(t["commit"], t["stage"], t["kind"]) for t in summary["ground_truth"]}
+    return found == planted and summary["reported"] == len(planted) \
+        and not summary["failures"]

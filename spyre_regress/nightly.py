@@ -18,6 +18,7 @@ report, and a provisional alert is confirmed or withdrawn as later nights add co
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -30,10 +31,15 @@ from regressions.detection import detect, remeasure
 from regressions.detection.detect import Series
 from regressions.errors import SpyreRegressError
 from regressions.records import alert_store, files, lifecycle, results
+from spyre_regress import dashboard
+from spyre_regress.executor import Executor
 from spyre_regress.reporting import Published, Reporter
+from spyre_regress.scaleout import DistributedBench, ExecutorProbes
 
 Progress = Callable[[str], None]
 TRANSIENTS_VERSION = 1
+UNITS_VERSION = 2  # 2: the phases of each executor run, with their wall time
+UNFINISHED_NIGHT_VERSION = 1  # STATE/unfinished-night.json: what a night found measured
 
 
 @dataclass
@@ -48,6 +54,9 @@ class NightlyOptions:
     asv_env: dict[str, str] = field(default_factory=dict)  # e.g. a smaller benchmark grid
     floors: tuple[tuple[str, float], ...] = ()  # detect's (regex, fraction) magnitude floors
     budget: float = remeasure.BUDGET_FRACTION  # extra samples, fraction of tonight's
+    workers: int | None = None  # an embedded cluster of this many worker processes
+    scheduler: str | None = None  # or a running Dask cluster, tcp://HOST:PORT
+    dashboard: bool = False  # the embedded cluster's dashboard, on localhost
 
     @property
     def results_dir(self) -> Path:
@@ -120,21 +129,40 @@ def run(options: NightlyOptions, progress: Progress) -> NightlyRun:
         raise SpyreRegressError(f"--state {options.state_dir} is a file; pass a directory "
                                 "(it is created if missing)")
     options.state_dir.mkdir(parents=True, exist_ok=True)
-    with files.exclusive_lock(options.state_dir / "nightly.lock"):
-        history = git.first_parent_history(options.repo, options.branch)
-        commits = select_commits(history, options.stride)
-        progress(f"benchmarking {len(commits)} of {len(history)} commits on "
-                 f"{options.branch} (stride {options.stride})")
+    with files.exclusive_lock(options.state_dir / "nightly.lock"), \
+            contextlib.ExitStack() as stack:
+        # opened first: a damaged database is refused before anything slow runs
         database = alert_store.AlertStore(options.state_dir / "alerts.sqlite")
-        reporter = Reporter(options.repo, options.results_dir, options.state_dir,
-                            options.reports_dir, options.machine, options.asv_env,
-                            options.floors, progress)
+        stack.callback(database.close)
+        executor = None
         try:
+            history = git.first_parent_history(options.repo, options.branch)
+            commits = select_commits(history, options.stride)
+            if options.workers is not None or options.scheduler is not None:
+                executor = stack.enter_context(Executor.start(
+                    options.workers, options.scheduler, dashboard=options.dashboard,
+                    scratch_root=options.state_dir / "workers" if options.workers else None,
+                    progress=progress))
+            progress(f"benchmarking {len(commits)} of {len(history)} commits on "
+                     f"{options.branch} (stride {options.stride})")
+            reporter = Reporter(options.repo, options.results_dir, options.state_dir,
+                                options.reports_dir, options.machine, options.asv_env,
+                                options.floors, progress,
+                                None if executor is None else ExecutorProbes(executor),
+                                1 if executor is None else executor.workers)
+            bench = Resumable(AsvBench(options, progress) if executor is None else
+                              DistributedBench(options.repo, options.results_dir,
+                                               options.machine, options.asv_env,
+                                               options.bench, executor,
+                                               options.state_dir / "work", progress),
+                              options.state_dir)
             tonight = night.run_night(
-                commits, history, AsvBench(options, progress), database, reporter, utc_now,
+                commits, history, bench, database, reporter, utc_now,
                 night.Settings(budget=options.budget, floors=options.floors), progress)
+            bench.finished()
         finally:
-            database.close()
+            if executor is not None:
+                _write_units(options.state_dir / "units.json", executor)
         _write_transients(options.state_dir / "transients.json", tonight.transients)
         return NightlyRun(commits, tonight.records, tonight.events, tonight.published,
                           tonight.transients, (tonight.remeasured.spent,
@@ -148,14 +176,48 @@ def utc_now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+class Resumable:
+    """A night's bench whose `measured` outlives an interrupt. A night that did not finish
+    (interrupted, or stopped by an error) left its answer in STATE/unfinished-night.json: the
+    commits it found measured count as tonight's again, so the night that resumes has the
+    re-measurement budget the interrupted one had."""
+
+    def __init__(self, bench: AsvBench | DistributedBench, state_dir: Path) -> None:
+        self.bench, self.marker = bench, state_dir / "unfinished-night.json"
+
+    def measured(self) -> set[str]:
+        if self.marker.is_file():
+            kept = files.read_json(self.marker, "unfinished night's record",
+                                   "remove it to count every measured commit as measured")
+            return set(kept.get("measured", ()))
+        held = self.bench.measured()
+        files.write_json(self.marker, {"version": UNFINISHED_NIGHT_VERSION,
+                                       "measured": sorted(held)})
+        return held
+
+    def finished(self) -> None:
+        """Tonight ran to its end: the next night starts from the results store."""
+        self.marker.unlink(missing_ok=True)
+
+    def run(self, commits: Sequence[str]) -> None:
+        self.bench.run(commits)
+
+    def series(self) -> list[Series]:
+        return self.bench.series()
+
+    def measure_again(self, requests: Sequence[remeasure.Request]
+                      ) -> Sequence[Sequence[float] | None]:
+        return self.bench.measure_again(requests)
+
+
 class AsvBench:
     """The night's benchmarks: asv runs on the repository, its results store on disk."""
 
     def __init__(self, options: NightlyOptions, progress: Progress) -> None:
         self.options, self.progress = options, progress
+        self.rounds = 0  # re-measurement rounds tonight, named in the progress
 
     def measured(self) -> set[str]:
-        """The commits the results store already holds."""
         try:
             frame = results.load_results(self.options.results_dir, repo=self.options.repo,
                                          machine=self.options.machine)
@@ -173,11 +235,12 @@ class AsvBench:
 
     def measure_again(self, requests: Sequence[remeasure.Request]
                       ) -> list[tuple[float, ...] | None]:
-        return measure_again(self.options, requests, self.progress)
+        self.rounds += 1
+        return measure_again(self.options, requests, self.progress, self.rounds)
 
 
 def measure_again(options: NightlyOptions, requests: Sequence[remeasure.Request],
-                  progress: Progress) -> list[tuple[float, ...] | None]:
+                  progress: Progress, round_: int = 1) -> list[tuple[float, ...] | None]:
     """Serve re-measurement requests with `asv run --append-samples`, one run per commit for
     the requested series; the new samples of each request (what the run added)."""
     by_commit: dict[str, list[remeasure.Request]] = {}
@@ -186,7 +249,8 @@ def measure_again(options: NightlyOptions, requests: Sequence[remeasure.Request]
     added: dict[tuple[str, str, str], tuple[float, ...] | None] = {}
     for number, (commit, wanted) in enumerate(by_commit.items(), 1):
         names = sorted({f"{r.benchmark}{r.params}" for r in wanted})
-        progress(f"re-measuring {commit[:8]} ({number} of {len(by_commit)}): "
+        progress(f"re-measuring {commit[:8]} (round {round_} of at most "
+                 f"{remeasure.MAX_ROUNDS}: commit {number} of {len(by_commit)}): "
                  f"{len(names)} series")
         before = results.samples_at(options.results_dir, options.machine, commit)
         arguments = ["run", "--machine", options.machine, "--record-samples",
@@ -204,14 +268,26 @@ def measure_again(options: NightlyOptions, requests: Sequence[remeasure.Request]
     return [added.get((r.commit, r.benchmark, r.params)) for r in requests]
 
 
+def _write_units(path: Path, executor: Executor) -> None:
+    """Every unit of work the night ran on the executor and its seconds: what
+    scripts/scaleout_projection.py projects a nightly's wall time from."""
+    files.write_json(path, {"version": UNITS_VERSION, "workers": executor.workers,
+                            "units": executor.timed, "phases": executor.phases})
+
+
 def _write_transients(path: Path, transients: Sequence[detect.Transient]) -> None:
     """Single-commit excursions, for a person to look at: never bisected or reported."""
     files.write_json(path, {"version": TRANSIENTS_VERSION, "transients": list(transients)})
 
 
 def publish(options: NightlyOptions, progress: Progress) -> Path | None:
+    """asv's dashboard, with the scripts it loads from CDNs served from its own folder."""
     done = processes.run_asv(["publish"], options.repo, env=options.asv_env)
     if done.returncode != 0:
         progress(f"asv publish failed (exit {done.returncode}); the results are still there")
         return None
-    return options.repo / ".asv" / "html"
+    html = options.repo / ".asv" / "html"
+    online = dashboard.make_offline(html)
+    if online:
+        progress(f"the dashboard still loads {online} from the network")
+    return html

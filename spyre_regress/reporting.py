@@ -21,9 +21,10 @@ from regressions.investigation import model
 from regressions.investigation.investigator import Investigator, Located, alert_target
 from regressions.investigation.model import Investigation
 from regressions.probing import suite
-from regressions.probing.prober import GitHistory, SubprocessProber
+from regressions.probing.prober import GitHistory, ProbeRunner, SubprocessProber
 from regressions.records import evidence, files, lifecycle
 from reports import scrub_investigation, write_bundle
+from reports.bundle import MARKER
 
 Progress = Callable[[str], None]
 
@@ -51,15 +52,16 @@ class Reporter:
 
     def __init__(self, repo: Path, results_dir: Path, state_dir: Path, reports_dir: Path,
                  machine: str, env: dict[str, str], floors: Sequence[tuple[str, float]],
-                 progress: Progress) -> None:
+                 progress: Progress, runner: ProbeRunner | None = None, probes: int = 1
+                 ) -> None:
         self.repo, self.results_dir = repo, results_dir
         self.state_dir, self.reports_dir = state_dir, reports_dir
         self.floors, self.progress = tuple(floors), progress
         self.saved = state_dir / "investigations"
         prober = SubprocessProber(repo, state_dir / "work", state_dir / "probe-results",
-                                  machine, progress, env)
+                                  machine, progress, env, runner)
         self.history = GitHistory(repo)
-        self.investigator = Investigator(self.history, prober, progress)
+        self.investigator = Investigator(self.history, prober, progress, probes)
         self.located: dict[int, tuple[Alert, model.Target, Located]] = {}  # tonight's
 
     def investigate(self, alert_id: int, alert: Alert) -> lifecycle.Outcome:
@@ -113,6 +115,12 @@ class Reporter:
         self.progress(f"culprit {group.culprit[:12]}: report for alert(s) "
                       f"{', '.join(map(str, group.alert_ids))} written to {bundle}")
         return Published(group.culprit, tuple(i for i, _ in present), combined, bundle)
+
+    def written(self, report: str) -> bool:
+        """A bundle is whole when its folder holds the summary (written last into the staging
+        folder that is renamed into place) and its archive exists beside it."""
+        folder = Path(report)
+        return (folder / MARKER).is_file() and folder.with_name(f"{folder.name}.tar.gz").is_file()
 
     def _saved(self, alert_id: int) -> Investigation | None:
         path = self.saved / f"alert-{alert_id:03d}.json"

@@ -59,10 +59,11 @@ def documented(subcommand: str, page: str | None = None):
 @pytest.fixture(scope="session")
 def demo_run(tmp_path_factory):
     """The README's `spyre-regress demo`, as written, from a directory outside the
-    repository: (its output directory, the finished process). Shared by the demo's tests and
-    the documented-commands test."""
+    repository: (its output directory, the finished process). Shared by the demo's tests
+    (tests/e2e/test_demo.py; the documented-commands test checks its command is this one)."""
     (command,) = documented("demo", "README.md")
     user = tmp_path_factory.mktemp("user")
     done = run_cli(*expand(command, {}), cwd=user, timeout=2400)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return user / "spyre-regress-demo", done
+

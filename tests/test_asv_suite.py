@@ -197,3 +197,48 @@ def test_the_dlfloat16_track_skips_a_commit_without_dlfloat16(monkeypatch):
     bench_numerics.NumericsStageError().setup(values, "softmax", 1, "runtime")
     with pytest.raises(NotImplementedError, match="dlfloat16"):
         bench_numerics.NumericsStageErrorDLFloat16().setup(values, "softmax", 1, "runtime")
+
+
+PRELOADED = """
+import json, os, sys, warnings
+warnings.simplefilter("ignore")
+from benchmarks import bench_compile, bench_compile_work, bench_execute, bench_numerics, prepare
+threads = len(os.listdir("/proc/self/task"))
+before = set(sys.modules)
+fn, inputs = prepare.workload("attention", 8, 64)
+prepare.spyre_sim.compile(fn, inputs).run(*inputs)
+late = sorted(m for m in set(sys.modules) - before if m.split(".")[0] in ("torch", "functorch"))
+print(json.dumps({"threads": threads, "late": late}))
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads in /proc")
+def test_the_suite_imports_what_a_first_compile_would_and_still_forks_with_one_thread():
+    """asv's forkserver imports the suite once and forks every benchmark from it: a first
+    compile in the child then imports no torch module of its own, and the server holds one
+    thread (OMP_NUM_THREADS=1, as asv.conf.json sets it) when it forks."""
+    done = subprocess.run([sys.executable, "-c", PRELOADED], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300,
+                          env={"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1",
+                               "OPENBLAS_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found == {"threads": 1, "late": []}
+
+
+def test_max_rel_is_defined_once_the_benchmarks_and_the_reports_agree():
+    """The numerics benchmark's max rel (`track_max_rel_error`) and the reports' (the
+    reproducer harness, regressions/probing/harness.py) are one quantity with one value."""
+    from regressions import metrics
+    from regressions.probing import harness
+
+    width = workloads.NUMERICS_WIDTHS["linear"]
+    benchmark = bench_numerics.stage_errors("linear", 127, ["runtime"])["runtime"]
+    program, inputs = workloads.build("linear", 127, width)
+    compiled = spyre_sim.compile(program, inputs)
+    reported = harness.output_errors(compiled.run(*inputs).outputs[0],
+                                     *harness.baselines(compiled, inputs))
+    assert reported["max_abs"] == pytest.approx(benchmark["max_abs"], rel=1e-12)
+    assert reported["max_rel"] == pytest.approx(benchmark["max_rel"], rel=1e-12)
+    assert reported["max_rel"] < 2.0 ** -8  # not a per-element ratio near a zero output
+    assert "max |out - ref| / max |ref|" in metrics.ERROR_DEFINITIONS["max_rel"]

@@ -524,3 +524,21 @@ def test_the_shipped_investigation_names_the_bundled_traces_not_local_paths(tmp_
     shipped = json.loads(files["investigation.json"])
     assert shipped["traces"] == {"good": "trace_good.json", "bad": "trace_bad.json"}
     assert str(tmp_path).encode() not in b"".join(files.values())
+
+
+def test_every_figure_the_statements_quote_is_a_named_figure_of_the_report(tmp_path):
+    """One quantity, one value, one name: the causal and workaround statements quote only
+    values the Figures table lists (with program, clock and statistic), and that table names
+    no quantity twice; a figure that is not there is found."""
+    from rendered import named_twice, quoted, unexplained
+
+    folder = write_bundle(synthetic_investigation(tmp_path), tmp_path / "out")
+    report = (folder / "report.md").read_text()
+    assert len(quoted(report.split("## Figures")[0])) >= 8  # the statements do quote figures
+    assert unexplained(report) == [] and named_twice(report) == []
+    stray = report.replace("**Causal statement.** ", "**Causal statement.** It took 9.87 us. ")
+    assert unexplained(stray) == ["9.87"]
+    host = next(line for line in report.splitlines()
+                if line.startswith("| host wall time per call |"))
+    assert named_twice(report.replace(host, f"{host}\n{host}")) == [tuple(
+        cell.strip() for cell in host.split("|")[1:5])]

@@ -93,7 +93,9 @@ def test_repo_orders_history_and_names_the_bad_commit(tmp_path, outside):
     (["--results", f"{FIXTURE}/fixture"], "pass the results directory above it"),
     (["--results", str(FIXTURE), "--machine", "ci"], "machines found: fixture"),
     (["--results", str(FIXTURE), "--repo", "{tmp}"], "git says"),
-    (["--results", str(FIXTURE), "--json", "{tmp}/no/such/dir/a.json"], "cannot write"),
+    # a missing folder is created; a file where a folder should be is refused before the work
+    (["--results", str(FIXTURE), "--json", f"{FIXTURE}/fixture/machine.json/a.json"],
+     "cannot write"),
 ])
 def test_input_errors_exit_two(tmp_path, outside, args, message):
     done = detect(*[a.format(tmp=tmp_path) for a in args], cwd=outside)
@@ -113,7 +115,8 @@ def test_input_errors_exit_two(tmp_path, outside, args, message):
 def test_usage_errors_exit_two(args, outside):
     done = detect(*args, cwd=outside)
     assert done.returncode == EXIT_USAGE
-    assert "spyre-regress detect: error:" in done.stderr
+    assert done.stderr.startswith("spyre-regress: error:")
+    assert "(see `spyre-regress detect --help`)" in done.stderr
 
 
 def test_damaged_file_is_a_warning_not_a_failure(tmp_path, outside):

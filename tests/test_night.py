@@ -213,3 +213,23 @@ def test_a_runner_change_is_one_environment_alert_and_nothing_is_investigated():
     assert not [r for r in second.records
                 if any(metrics.moves_with_runner(f"{m.benchmark}{m.params}") for m in r.symptoms)]
     assert second.published == []
+
+
+def test_a_reported_culprit_whose_report_is_missing_is_published_again_and_says_why():
+    symptom = lifecycle.Symptom("device_time", "b.time_x", "()", "m", "e", 1.5, (1.4, 1.6))
+
+    def record(alert_id: int, culprit: str) -> lifecycle.AlertRecord:
+        return lifecycle.AlertRecord(alert_id, "device_time", "g" * 40, culprit, (symptom,),
+                                     "reported", culprit=culprit)
+
+    records = [record(1, "a" * 40), record(2, "b" * 40), record(3, "c" * 40)]
+    extras = {1: {"report": None}, 2: {"report": "reports/b"}, 3: {"report": "reports/c"}}
+    on_disk = {"reports/c"}  # b's bundle was deleted, or its writing never finished
+    due = night.unpublished(records, extras, set(), on_disk.__contains__)
+    assert [g.culprit[0] for g in due] == ["a", "b"]
+    assert night.missing_reports([1, 2, 3], extras, on_disk.__contains__) == {
+        1: "its report was never written (an earlier run stopped first)",
+        2: "its report reports/b is not on disk"}
+    # tonight's investigation publishes its culprit whatever the disk holds
+    assert [g.culprit[0] for g in night.unpublished(records, extras, {3}, lambda _: True)] \
+        == ["a", "c"]

@@ -70,3 +70,73 @@ def test_run_asv_names_each_step_and_says_a_long_one_is_still_running(tmp_path, 
     assert not any("====" in line or "For parameters" in line or "Collecting" in line
                    for line in lines)
     assert "Collecting torch" in done.stdout  # the whole output is kept for errors
+
+
+# A probe stand-in: processes.PROBE is run as `python -P PROBE command request result`.
+ENDING_PROBE = r'''
+import json, os, signal, sys, time
+command, request, result = sys.argv[1:]
+how = json.load(open(request))["how"]
+if how == "answer":
+    json.dump({"status": "ok"}, open(result, "w"))
+elif how == "sigkill":  # what the kernel's OOM killer does
+    os.kill(os.getpid(), signal.SIGKILL)
+elif how == "exit":
+    print("Traceback ... MemoryError", file=sys.stderr)
+    sys.exit(3)
+elif how == "ctrl-c":  # Ctrl-C in the terminal: SIGINT to the whole process group
+    os.killpg(os.getpgrp(), signal.SIGINT)
+    time.sleep(30)
+'''
+
+
+def _probe(tmp_path, monkeypatch, how: str) -> dict:
+    script = tmp_path / "probe.py"
+    script.write_text(ENDING_PROBE)
+    monkeypatch.setattr(processes, "PROBE", script)
+    return processes.run_probe(tmp_path, "work", {"how": how}, timeout=60)
+
+
+def test_a_probe_killed_from_outside_says_by_what_and_why(tmp_path, monkeypatch):
+    assert _probe(tmp_path, monkeypatch, "answer") == {"status": "ok"}
+    killed = _probe(tmp_path, monkeypatch, "sigkill")
+    assert killed["status"] == "untestable"
+    assert killed["detail"].startswith("probe killed by SIGKILL (signal 9); likely out of "
+                                       "memory"), killed
+    assert "--shape" in killed["detail"]
+    ended = _probe(tmp_path, monkeypatch, "exit")
+    assert ended["detail"] == "probe exited 3: Traceback ... MemoryError"
+
+
+def test_ctrl_c_during_a_probe_interrupts_the_run_and_is_no_measurement(tmp_path):
+    """The probe and the tool share a process group: SIGINT reaches both. Probes run in
+    worker threads (both builds at once), where no KeyboardInterrupt arrives: the probe's
+    death must come back as the interruption it is, not as an "untestable" commit."""
+    code = f"""
+import signal, sys
+from concurrent.futures import ThreadPoolExecutor
+sys.path[:0] = {[str(p) for p in sys.path if p]!r}
+from pathlib import Path
+from regressions import processes
+processes.PROBE = Path({str(tmp_path / "probe.py")!r})
+signal.signal(signal.SIGINT, lambda *_: None)  # this thread waits on: only the worker speaks
+with ThreadPoolExecutor(1) as pool:
+    future = pool.submit(processes.run_probe, Path({str(tmp_path)!r}), "work",
+                         {{"how": "ctrl-c"}})
+    try:
+        print("answer", future.result())
+    except KeyboardInterrupt:
+        print("interrupted")
+"""
+    (tmp_path / "probe.py").write_text(ENDING_PROBE)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, start_new_session=True)  # its own group: not pytest's
+    assert done.stdout.strip() == "interrupted", done.stdout + done.stderr
+
+
+def test_a_long_step_says_it_is_still_running():
+    said = []
+    with processes.still_running(said.append, "counting instructions", every=0.2):
+        time.sleep(0.7)
+    assert said and said[0].startswith("counting instructions (still running after 0 s)")
+    assert len(said) >= 2 and said[-1].endswith(" s)")

@@ -169,3 +169,31 @@ def test_is_constant():
     assert not stats.is_constant([1.0, math.inf])
     assert stats.is_constant([0.0, 0.0])
     assert not stats.is_constant([0.0, 1e-300])
+
+
+def test_the_welch_p_agrees_with_the_interval_it_is_quoted_beside():
+    """A report states a ratio's 95% interval and a p: both from one test, so p < 0.05
+    exactly when the interval excludes 1 (a Mann-Whitney p beside a Welch interval once read
+    x0.997, interval including 1, p = 0.0049)."""
+    rng = np.random.default_rng(7)
+    agree = 0
+    for shift in np.linspace(-0.02, 0.02, 41):
+        good = rng.lognormal(0.0, 0.02, 100)
+        bad = rng.lognormal(shift, 0.02, 100)
+        low, high = stats.ratio_interval(good, bad, confidence=0.95)[1:]
+        p = stats.welch_pvalue(good, bad)
+        assert (p < 0.05) == (not low <= 1 <= high), (shift, p, low, high)
+        one_sided = stats.welch_pvalue(good, bad, "greater")
+        assert (one_sided < 0.025) == (low > 1)
+        agree += p < 0.05
+    assert 5 < agree < 41  # both sides of the threshold were exercised
+    assert stats.welch_pvalue([1.0], [2.0, 3.0]) is None
+    assert stats.welch_pvalue([1.0, 1.0], [1.0, 1.0]) is None
+
+
+@pytest.mark.parametrize("alternative", ["two-sided", "greater", "less"])
+def test_the_welch_p_matches_scipys_welch_test_on_the_logs(alternative):
+    good, bad = lognormal(3, 15), lognormal(4, 11, shift=0.01, sigma=0.05)
+    ref = scipy.stats.ttest_ind(np.log(bad), np.log(good), equal_var=False,
+                                alternative=alternative)
+    assert stats.welch_pvalue(good, bad, alternative) == pytest.approx(ref.pvalue, rel=1e-9)

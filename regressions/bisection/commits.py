@@ -45,6 +45,8 @@ class Measurement:
 
 
 Measure = Callable[[str], Measurement]  # one more batch of samples for a commit
+# one more batch for each of several commits, measured at once
+MeasureMany = Callable[[Sequence[str]], Sequence[Measurement]]
 
 
 @dataclass(frozen=True)
@@ -72,26 +74,45 @@ class BisectResult:
     # every sample measured, per commit: the evidence behind each verdict
     samples: dict[str, tuple[float, ...]] = field(default_factory=dict)
     deterministic: bool = False
+    rounds: int = 0  # waves of measurement: with several probes, commits measured at once
 
 
 class _Samples:
-    """Samples gathered per commit, measured lazily in batches."""
+    """Samples gathered per commit, measured lazily in batches; `many` measures several
+    commits at once (concurrent probes), each wave counted in `rounds`."""
 
-    def __init__(self, measure: Measure) -> None:
+    def __init__(self, measure: Measure, many: MeasureMany | None = None) -> None:
         self.measure = measure
+        self.many = many or (lambda commits: [measure(c) for c in commits])
         self.by_commit: dict[str, Measurement] = {}
+        self.sizes: dict[str, int] = {}
+        self.rounds = 0
 
-    def more(self, commit: str) -> Measurement:
-        new = self.measure(commit)
-        old = self.by_commit.get(commit)
-        if old is not None and old.status == "ok" and new.status == "ok":
-            new = Measurement(commit, "ok", old.samples + new.samples, new.deterministic,
-                              tolerance=new.tolerance)
-        self.by_commit[commit] = new
-        return new
+    def more(self, *commits: str) -> None:
+        """One more batch for each of `commits`, in one wave."""
+        if not commits:
+            return
+        self.rounds += 1
+        for commit, new in zip(commits, self.many(list(commits)), strict=True):
+            self.sizes.setdefault(commit, len(new.samples))
+            old = self.by_commit.get(commit)
+            if old is not None and old.status == "ok" and new.status == "ok":
+                new = Measurement(commit, "ok", old.samples + new.samples, new.deterministic,
+                                  tolerance=new.tolerance)
+            self.by_commit[commit] = new
 
     def get(self, commit: str) -> Measurement:
-        return self.by_commit.get(commit) or self.more(commit)
+        if commit not in self.by_commit:
+            self.more(commit)
+        return self.by_commit[commit]
+
+    def batch(self, commit: str) -> int:
+        """How many samples one measurement of `commit` gives (its first batch's size)."""
+        return self.sizes.get(commit, 0)
+
+    def first(self, commits: Sequence[str]) -> None:
+        """The first batch of each of `commits` not measured yet, in one wave."""
+        self.more(*(c for c in dict.fromkeys(commits) if c not in self.by_commit))
 
 
 def _median(values: Sequence[float]) -> float | None:
@@ -103,79 +124,137 @@ def _same_value(a: float, b: float, tolerance: float = RELATIVE_EPSILON) -> bool
     return abs(a - b) / scale <= max(tolerance, RELATIVE_EPSILON)
 
 
-def _classify(samples: _Samples, commit: str, good: str, bad: str, magnitude: float,
-              max_batches: int, log: list[Step]) -> str:
-    """good / bad / skip / failed for one commit, adding batches while the verdict is unknown."""
+def _settled(samples: _Samples, commit: str, good: str, bad: str) -> Step | None:
+    """The verdict that needs no statistics, as a logged step: skip (untestable), failed,
+    the side of a failure, or an exact comparison; None when samples must be compared."""
     current = samples.get(commit)
     if current.status == "untestable":
-        log.append(Step(commit, 0, None, "-", None, "skip", current.detail))
-        return "skip"
+        return Step(commit, 0, None, "-", None, "skip", current.detail)
+    bad_failed = samples.get(bad).status == "failed"
     if current.status == "failed":
-        bad_failed = samples.get(bad).status == "failed"
-        log.append(Step(commit, 0, None, "bad" if bad_failed else "-", None,
-                        "bad" if bad_failed else "failed", current.detail))
-        return "bad" if bad_failed else "failed"
-    good_m, bad_m = samples.get(good), samples.get(bad)
-    if bad_m.status == "failed":  # a failure bisection: this commit runs, so it is good
-        log.append(Step(commit, len(current.samples), _median(current.samples), "bad", None,
-                        "good", "runs where the bad commit fails"))
-        return "good"
+        return Step(commit, 0, None, "bad" if bad_failed else "-", None,
+                    "bad" if bad_failed else "failed", current.detail)
+    if bad_failed:  # a failure bisection: this commit runs, so it is good
+        return Step(commit, len(current.samples), _median(current.samples), "bad", None,
+                    "good", "runs where the bad commit fails")
     if current.deterministic:
-        value = current.samples[0]
+        value, good_m, bad_m = current.samples[0], samples.get(good), samples.get(bad)
         verdict = "good" if _same_value(value, good_m.samples[0]) else \
             "bad" if _same_value(value, bad_m.samples[0]) else \
             ("bad" if abs(value - bad_m.samples[0]) < abs(value - good_m.samples[0]) else "good")
-        log.append(Step(commit, 1, value, "exact", None, verdict))
+        return Step(commit, 1, value, "exact", None, verdict)
+    return None
+
+
+def _compared(samples: _Samples, commit: str, good: str, bad: str, magnitude: float,
+              batches: int, max_batches: int, log: list[Step]) -> str | None:
+    """good / bad from the samples so far, the nearer end at the cap, or None (another
+    batch): only a same/different pair decides, as a lone "same" can be a miss at low
+    power."""
+    current = samples.get(commit)
+    to_good = stats.compare(samples.get(good).samples, current.samples, magnitude=magnitude)
+    to_bad = stats.compare(current.samples, samples.get(bad).samples, magnitude=magnitude)
+    n, median = len(current.samples), _median(current.samples)
+    if to_good.verdict == "same" and to_bad.verdict == "different":
+        log.append(Step(commit, n, median, "good", to_good.pvalue, "good"))
+        return "good"
+    if to_bad.verdict == "same" and to_good.verdict == "different":
+        log.append(Step(commit, n, median, "bad", to_bad.pvalue, "bad"))
+        return "bad"
+    if batches >= max_batches:
+        # Out of budget: the nearer end (in log space) wins, and the log says so.
+        good_median = _median(samples.get(good).samples)
+        bad_median = _median(samples.get(bad).samples)
+        nearer_bad = abs(math.log(median / bad_median)) < abs(math.log(median / good_median))
+        verdict = "bad" if nearer_bad else "good"
+        log.append(Step(commit, n, median, "nearest", min(to_good.pvalue, to_bad.pvalue),
+                        verdict, "unknown at the sample cap: nearest end"))
         return verdict
-    batches = 1
-    while True:
-        to_good = stats.compare(samples.get(good).samples, current.samples, magnitude=magnitude)
-        to_bad = stats.compare(current.samples, samples.get(bad).samples, magnitude=magnitude)
-        n = len(current.samples)
-        median = _median(current.samples)
-        # decide only when one end is "same" and the other "different": a lone "same" can
-        # be a miss at low power, so anything else gets another batch
-        if to_good.verdict == "same" and to_bad.verdict == "different":
-            log.append(Step(commit, n, median, "good", to_good.pvalue, "good"))
-            return "good"
-        if to_bad.verdict == "same" and to_good.verdict == "different":
-            log.append(Step(commit, n, median, "bad", to_bad.pvalue, "bad"))
-            return "bad"
-        # compare's own cap forces each verdict at low power; only a same/different pair
-        # decides, so keep adding batches up to the hard stop
-        if batches >= max_batches:
-            # Out of budget: the nearer end (in log space) wins, and the log says so.
-            good_median = _median(samples.get(good).samples)
-            bad_median = _median(samples.get(bad).samples)
-            nearer_bad = abs(math.log(median / bad_median)) < abs(math.log(median / good_median))
-            verdict = "bad" if nearer_bad else "good"
-            log.append(Step(commit, n, median, "nearest", min(to_good.pvalue, to_bad.pvalue),
-                            verdict, "unknown at the sample cap: nearest end"))
-            return verdict
-        log.append(Step(commit, n, median, "both", min(to_good.pvalue, to_bad.pvalue),
-                        "unknown", "adding a batch"))
-        samples.more(commit)
-        for end in (good, bad):  # keep the ends at least as well sampled
-            if len(samples.get(end).samples) < len(samples.get(commit).samples):
-                samples.more(end)
-        current = samples.get(commit)
-        batches += 1
+    log.append(Step(commit, n, median, "both", min(to_good.pvalue, to_bad.pvalue),
+                    "unknown", "adding a batch"))
+    return None
+
+
+def _classify(samples: _Samples, points: Sequence[str], good: str, bad: str, magnitude: float,
+              max_batches: int, log: list[Step]) -> dict[str, str]:
+    """good / bad / skip / failed for each of `points`, measured together: one wave for
+    their first batches, then, while some are unknown, one wave for another batch of each of
+    those and one for the ends that have fewer samples than them."""
+    samples.first(points)
+    verdicts: dict[str, str] = {}
+    for commit in points:
+        settled = _settled(samples, commit, good, bad)
+        if settled is not None:
+            log.append(settled)
+            verdicts[commit] = settled.verdict
+    pending, batches = [c for c in points if c not in verdicts], 1
+    while pending:
+        unknown = []
+        for commit in pending:
+            verdict = _compared(samples, commit, good, bad, magnitude, batches, max_batches,
+                                log)
+            if verdict is None:
+                unknown.append(commit)
+            else:
+                verdicts[commit] = verdict
+        # another batch of each unknown point, and of each end that would then have fewer
+        # samples than one of them (the ends at least as well sampled), in one wave
+        most = max((len(samples.get(c).samples) + samples.batch(c) for c in unknown),
+                   default=0)
+        samples.more(*unknown, *(end for end in (good, bad)
+                                 if unknown and len(samples.get(end).samples) < most))
+        pending, batches = unknown, batches + 1
+    return verdicts
+
+
+def pick_points(low: int, high: int, skipped: set[int], probes: int) -> list[int]:
+    """Up to `probes` untried commits strictly between `low` and `high`, splitting the range
+    into `probes` + 1 parts (with one probe: the middle, or the nearest untried one)."""
+    chosen: list[int] = []
+    for k in range(1, probes + 1):
+        middle = low + (high - low) * k // (probes + 1)
+        for offset in range(high - low):
+            found = next((c for c in (middle - offset, middle + offset)
+                          if low < c < high and c not in skipped and c not in chosen), None)
+            if found is not None:
+                chosen.append(found)
+                break
+    return sorted(chosen)
+
+
+def narrowed(low: int, high: int, verdicts: dict[int, str]) -> tuple[int, int]:
+    """The range after a round: the first bad point ends it, the last good one before that
+    starts it (a history that regressed once is good, then bad)."""
+    bads = [i for i, v in verdicts.items() if v == "bad"]
+    high = min(bads, default=high)
+    low = max([low, *(i for i, v in verdicts.items() if v == "good" and i < high)])
+    return low, high
 
 
 def bisect_commits(commits: Sequence[str], measure: Measure, magnitude: float | None = None,
-                   max_batches: int = MAX_BATCHES) -> BisectResult:
-    """Find the first bad commit in `commits` (first-parent order, good first, bad last)."""
+                   max_batches: int = MAX_BATCHES, probes: int = 1,
+                   measure_many: MeasureMany | None = None) -> BisectResult:
+    """Find the first bad commit in `commits` (first-parent order, good first, bad last).
+
+    With `probes` > 1, each round measures that many commits at once (`measure_many`, e.g.
+    probes on several workers), splitting the range into `probes` + 1 parts, so a range of N
+    commits takes about ceil(log_{probes+1} N) rounds; each commit's verdict is the same
+    sequential same/different/unknown test as with one probe.
+    """
     if len(commits) < 2:
         raise ValueError("bisection needs a good and a bad commit")
     good, bad = commits[0], commits[-1]
-    samples = _Samples(measure)
+    samples = _Samples(measure, measure_many)
     steps: list[Step] = []
     result = BisectResult(None, good, bad, len(commits) - 1, 0, steps)
+    # one probe: the good end alone first (a deterministic metric may never need the bad
+    # end); several: both ends in the first round
+    samples.first([good] if probes == 1 else [good, bad])
     good_m = samples.get(good)
     if good_m.status != "ok":
         raise SpyreRegressError(f"the good commit {good[:12]} does not measure ({good_m.status}: "
                          f"{good_m.detail}); pick a good commit where the benchmark runs")
-    if good_m.deterministic and _bisect_exact(commits, samples, result):
+    if good_m.deterministic and _bisect_exact(commits, samples, result, probes):
         return result
     bad_m = samples.get(bad)
     if bad_m.status == "untestable":
@@ -194,17 +273,14 @@ def bisect_commits(commits: Sequence[str], measure: Measure, magnitude: float | 
     low, high = 0, len(commits) - 1
     skipped: set[int] = set()
     while high - low > 1:
-        middle = _pick_middle(low, high, skipped)
-        if middle is None:
+        points = pick_points(low, high, skipped, probes)
+        if not points:
             break
-        verdict = _classify(samples, commits[middle], good, bad,
-                            magnitude or DEFAULT_MAGNITUDE, max_batches, steps)
-        if verdict in ("skip", "failed"):
-            skipped.add(middle)
-        elif verdict == "good":
-            low = middle
-        else:
-            high = middle
+        verdicts = _classify(samples, [commits[i] for i in points], good, bad,
+                             magnitude or DEFAULT_MAGNITUDE, max_batches, steps)
+        by_index = {i: verdicts[commits[i]] for i in points}
+        skipped |= {i for i, v in by_index.items() if v in ("skip", "failed")}
+        low, high = narrowed(low, high, by_index)
     remaining = list(commits[low + 1:high + 1])  # anything left between was skipped
     result.culprit = commits[high] if len(remaining) == 1 else None
     result.candidates = remaining if result.culprit is None else []
@@ -212,33 +288,38 @@ def bisect_commits(commits: Sequence[str], measure: Measure, magnitude: float | 
     return result
 
 
-def _bisect_exact(commits: Sequence[str], samples: _Samples, result: BisectResult) -> bool:
+def _bisect_exact(commits: Sequence[str], samples: _Samples, result: BisectResult,
+                  probes: int) -> bool:
     """Deterministic metrics: each commit measured once and compared with the good end only,
     so the bad end is measured only when the search reaches it. N commits after the good one
     leave N + 1 outcomes (one of them is first, or none differs): the good end plus
-    ceil(log2(N + 1)) builds. False, with what was measured kept, when a benchmark fails:
-    failures are bisected as their own signal by the general search."""
+    ceil(log2(N + 1)) builds with one probe. False, with what was measured kept, when a
+    benchmark fails: failures are bisected as their own signal by the general search."""
     reference = samples.get(commits[0])
     low, high = 0, len(commits)  # commits[high] would be the first differing commit
     skipped: set[int] = set()
     while high - low > 1:
-        middle = _pick_middle(low, high, skipped)
-        if middle is None:
+        points = pick_points(low, high, skipped, probes)
+        if not points:
             break
-        commit, current = commits[middle], samples.get(commits[middle])
-        if current.status == "failed":
-            return False
-        if current.status == "untestable":
-            if middle == len(commits) - 1:
-                raise SpyreRegressError(f"the bad commit {commit[:12]} cannot be tested: "
-                                        f"{current.detail}")
-            result.steps.append(Step(commit, 0, None, "-", None, "skip", current.detail))
-            skipped.add(middle)
-            continue
-        same = _same_value(current.samples[0], reference.samples[0], reference.tolerance)
-        result.steps.append(Step(commit, 1, current.samples[0], "exact", None,
-                                 "good" if same else "bad", "compared with the good end"))
-        low, high = (middle, high) if same else (low, middle)
+        samples.first([commits[i] for i in points])
+        verdicts = {}
+        for middle in points:
+            commit, current = commits[middle], samples.get(commits[middle])
+            if current.status == "failed":
+                return False
+            if current.status == "untestable":
+                if middle == len(commits) - 1:
+                    raise SpyreRegressError(f"the bad commit {commit[:12]} cannot be tested: "
+                                            f"{current.detail}")
+                result.steps.append(Step(commit, 0, None, "-", None, "skip", current.detail))
+                skipped.add(middle)
+                continue
+            same = _same_value(current.samples[0], reference.samples[0], reference.tolerance)
+            result.steps.append(Step(commit, 1, current.samples[0], "exact", None,
+                                     "good" if same else "bad", "compared with the good end"))
+            verdicts[middle] = "good" if same else "bad"
+        low, high = narrowed(low, high, verdicts)
     result.reproduced = high < len(commits)
     remaining = list(commits[low + 1:high + 1])
     result.culprit = commits[high] if result.reproduced and len(remaining) == 1 else None
@@ -249,6 +330,7 @@ def _bisect_exact(commits: Sequence[str], samples: _Samples, result: BisectResul
 
 def _keep_samples(result: BisectResult, samples: _Samples) -> None:
     result.commits_measured = len(samples.by_commit)
+    result.rounds = samples.rounds
     result.samples = {c: m.samples for c, m in samples.by_commit.items() if m.status == "ok"}
     result.deterministic = any(m.deterministic for m in samples.by_commit.values())
 
@@ -272,16 +354,5 @@ def _reproduced(samples: _Samples, good: str, bad: str, magnitude: float, max_ba
             return True
         if verdict.verdict == "same" and n >= REPRODUCE_SAMPLES:
             return False  # the alert said otherwise: dismiss it only on plenty of samples
-        samples.more(good)
-        samples.more(bad)
+        samples.more(good, bad)
     return False
-
-
-def _pick_middle(low: int, high: int, skipped: set[int]) -> int | None:
-    """The middle commit, or the nearest untried one when the middle was skipped."""
-    middle = (low + high) // 2
-    for offset in range(high - low):
-        for candidate in (middle - offset, middle + offset):
-            if low < candidate < high and candidate not in skipped:
-                return candidate
-    return None

@@ -53,18 +53,19 @@ def step_history(n_commits: int, step_at: int, step: float, untestable: int = 0,
 
 
 def bisection_quality(trials: int, commits: int, step: float, noise: float,
-                      untestable: int) -> dict:
-    """Seeded trials of `bisect_commits` on step histories: how often the culprit is right,
-    and how many commits and batches it measured."""
+                      untestable: int, probes: int = 1) -> dict:
+    """Seeded trials of `bisect_commits` on step histories, `probes` commits measured at
+    once: how often the culprit is right, how many commits and batches it measured, and in
+    how many rounds (waves of measurements that could run at the same time)."""
     from regressions.bisection.commits import bisect_commits
 
     exact = bracketed = 0
-    measured, batches = [], []
+    measured, batches, rounds = [], [], []
     for seed in range(trials):
         step_at = random.Random(seed).randrange(1, commits)
         history = step_history(commits, step_at, step, untestable, seed)
         measure, calls = history.measure_factory(noise, 10, seed + 1)
-        result = bisect_commits(history.commits, measure)
+        result = bisect_commits(history.commits, measure, probes=probes)
         exact += result.culprit == history.culprit
         # With an untestable commit right before the step no bisector can tell the two
         # apart; it must name both (git bisect: "the first bad commit could be any of").
@@ -73,6 +74,8 @@ def bisection_quality(trials: int, commits: int, step: float, noise: float,
                 c == history.culprit or c in history.untestable for c in result.candidates))
         measured.append(result.commits_measured)
         batches.append(calls["count"])
+        rounds.append(result.rounds)
     return {"trials": trials, "right": exact / trials, "bracketed": bracketed / trials,
             "mean_commits_measured": sum(measured) / trials, "max_commits_measured":
-            max(measured), "mean_batches": sum(batches) / trials}
+            max(measured), "mean_batches": sum(batches) / trials,
+            "mean_rounds": sum(rounds) / trials, "max_rounds": max(rounds)}

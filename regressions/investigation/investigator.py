@@ -11,10 +11,11 @@ from __future__ import annotations
 import ast
 import math
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from regressions import metrics
 from regressions.bisection import knobs, minimize, stages
@@ -51,8 +52,9 @@ class Prober(Protocol):
     def stages(self, commits: Sequence[str], target: Target,
                traces: Sequence[Path | None] | None = None
                ) -> list[tuple[StageAnswer, stages.Capture]]: ...  # one probe per commit
-    def knobs(self, commit: str, target: Target, scope: dict | None = None
-              ) -> KnobsAnswer | Failed: ...
+    def knobs(self, commit: str, target: Target, scope: dict | None = None,
+              part: tuple[int, int] | None = None
+              ) -> KnobsAnswer | Failed: ...  # part (i, n): knobs i, i + n, ... only
     def work(self, commits: Sequence[str], target: Target
              ) -> list[Mapping[str, int] | None]: ...  # instructions per stage, if countable
     def ratios(self, good: str, bad: str, target: Target
@@ -137,8 +139,30 @@ class Investigator:
     """Runs the steps of an investigation; `history` and `prober` do every measurement."""
 
     def __init__(self, history: History, prober: Prober,
-                 progress: Progress = lambda _: None) -> None:
+                 progress: Progress = lambda _: None, probes: int = 1) -> None:
+        """`probes`: how many probes may measure at once (workers of an executor); a metric
+        read on a wall clock is always measured one probe at a time."""
         self.history, self.prober, self.progress = history, prober, progress
+        self.probes = probes
+
+    def _in_flight(self, target: Target) -> int:
+        if self.probes == 1:  # nothing to decide (and a simulated failure names no metric)
+            return 1
+        return self.probes if target.measures.shares_host else 1
+
+    def _concurrently(self, target: Target, function: Callable[[Any], Any],
+                      items: Sequence[Any]) -> list[Any]:
+        """`function` over `items`, as many at once as probes may be in flight, in order."""
+        width = min(len(items), self._in_flight(target))
+        if width <= 1:
+            return [function(item) for item in items]
+        with ThreadPoolExecutor(width) as pool:
+            return list(pool.map(function, items))
+
+    def _bench_many(self, target: Target) -> Callable[[Sequence[str]], list[Measurement]]:
+        """Measure several commits at once (one bisection round)."""
+        return lambda commits: self._concurrently(
+            target, lambda c: self.prober.bench(c, target), commits)
 
     # -- 1. commit bisection ------------------------------------------------------------
     def bisect(self, good: str, bad: str, target: Target, magnitude: float | None = None
@@ -151,7 +175,9 @@ class Investigator:
                                     "chain; pass the older commit as --good")
         self.progress(f"bisecting {len(commits) - 1} commits between {good[:10]} and "
                       f"{bad[:10]} on {target.label}")
-        return bisect_commits(commits, lambda c: self.prober.bench(c, target), magnitude)
+        return bisect_commits(commits, lambda c: self.prober.bench(c, target), magnitude,
+                              probes=self._in_flight(target),
+                              measure_many=self._bench_many(target))
 
     # -- 2. stage bisection --------------------------------------------------------------
     def stages(self, good: str, bad: str, target: Target,
@@ -175,7 +201,7 @@ class Investigator:
         """The knob whose other value recovers most of the regression, if it recovers at
         least `knobs.RESTORED`, narrowed to its decisive application."""
         self.progress(f"toggling compiler knobs at {bad[:10]}")
-        answer = self.prober.knobs(bad, target)
+        answer = self._all_knobs(bad, target)
         if isinstance(answer, Failed):
             self.progress(f"knob probe failed: {answer.detail}")
             return None
@@ -194,6 +220,20 @@ class Investigator:
         return model.Workaround(best.knob, best.value, best.stage, program, target.metric,
                                 target.measures.probe_unit, answer.baseline, best.metric,
                                 good_metric, found.recovered, decisive, trials)
+
+    def _all_knobs(self, bad: str, target: Target) -> KnobsAnswer | Failed:
+        """Every knob's trials, the knobs shared out over the probes that may run at once
+        and merged back in the table's order."""
+        width = self._in_flight(target)
+        if width == 1:
+            return self.prober.knobs(bad, target)
+        shares = self._concurrently(target, lambda i: self.prober.knobs(
+            bad, target, part=(i, width)), list(range(width)))
+        failed = next((s for s in shares if isinstance(s, Failed)), None)
+        if failed is not None:
+            return failed
+        trials = sorted((t for s in shares for t in s.trials), key=lambda t: t.index)
+        return replace(shares[0], trials=tuple(trials))
 
     # -- 4. minimization -----------------------------------------------------------------
     def minimize(self, good: str, bad: str, target: Target,
@@ -259,13 +299,12 @@ class Investigator:
         if result.deterministic or result.kind == metrics.FAILURE:
             return result
         samples = dict(result.samples)
-        for commit in commits:
-            have = samples.get(commit, ())
-            if len(have) >= CONFIRM_SAMPLES:
-                continue
-            more = self.prober.bench(commit, target, CONFIRM_SAMPLES - len(have))
-            if more.status == "ok":
-                samples[commit] = (*have, *more.samples)
+        short = [c for c in commits if len(samples.get(c, ())) < CONFIRM_SAMPLES]
+        more = self._concurrently(target, lambda c: self.prober.bench(
+            c, target, CONFIRM_SAMPLES - len(samples.get(c, ()))), short)
+        for commit, measured in zip(short, more, strict=True):
+            if measured.status == "ok":
+                samples[commit] = (*samples.get(commit, ()), *measured.samples)
         return replace(result, samples=samples)
 
     # -- the whole investigation ---------------------------------------------------------

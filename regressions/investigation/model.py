@@ -338,12 +338,12 @@ def compare_series(name: str, unit: str, good: Sequence[float] | None,
                    bad: Sequence[float] | None,
                    confidence: float = REPORT_CONFIDENCE) -> Comparison:
     """Summaries of both builds; the ratio of geometric means with a Welch interval on log
-    samples and a two-sided Mann-Whitney p when both were measured."""
+    samples and the two-sided p of that same test, so p and interval never disagree."""
     if not good or not bad:
         return Comparison(name, unit, summarize(good) if good else None,
                           summarize(bad) if bad else None, None, None, confidence, None)
     interval = stats.ratio_interval(good, bad, confidence=confidence)
-    pvalue = stats.mann_whitney(good, bad).pvalue
+    pvalue = stats.welch_pvalue(good, bad)
     return Comparison(name, unit, summarize(good), summarize(bad), interval.ratio,
                       (interval.low, interval.high), confidence, pvalue)
 
@@ -384,8 +384,9 @@ def confirmation(program: Program, metric: metrics.Metric, good: Sequence[float]
     the interval of the ratio excluding 1 (exactly worse, for deterministic values)."""
     interval = stats.ratio_interval(good, bad, confidence=REPORT_CONFIDENCE)
     exact = stats.is_constant(good) and stats.is_constant(bad)
-    pvalue = None if exact else stats.mann_whitney(
-        good, bad, "less" if higher_is_better else "greater").pvalue
+    # one-sided, in the direction of worse, from the test behind the interval
+    pvalue = None if exact else stats.welch_pvalue(
+        good, bad, "less" if higher_is_better else "greater")
     ratio, low, high = interval
     worsening = (1 / ratio - 1) if higher_is_better else (ratio - 1)
     excludes_one = (high < 1) if higher_is_better else (low > 1)

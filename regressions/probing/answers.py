@@ -70,6 +70,7 @@ class KnobTrialAnswer:
     stage: str
     value: Any
     metric: float
+    index: int = 0  # the knob's place in the table, so shares of the knobs merge in order
 
 
 @dataclass(frozen=True)

@@ -146,10 +146,10 @@ class InProcessProber:
         patch: not counted here."""
         return [None] * len(commits)
 
-    def knobs(self, commit: str, target: Target, scope: dict | None = None
-              ) -> KnobsAnswer | Failed:
+    def knobs(self, commit: str, target: Target, scope: dict | None = None,
+              part: tuple[int, int] | None = None) -> KnobsAnswer | Failed:
         return answers.read(KnobsAnswer, self._run(commit, "knobs", self.request(
-            target, scope=scope)), "knobs")
+            target, scope=scope, part=part)), "knobs")
 
     @contextlib.contextmanager
     def ratios(self, good: str, bad: str, target: Target) -> Iterator[RatioOf]:

@@ -280,13 +280,17 @@ def cmd_knobs(request: dict) -> dict:
     quiet = {"noise_cv": 0.0}
     baseline = _metric(spyre_sim, request, program, inputs, _config(spyre_sim, request, **quiet))
     trials = []
-    for knob in spyre_sim.KNOBS:
+    first, every = request.get("part") or (0, 1)  # this probe's share of the knobs
+    for index, knob in enumerate(spyre_sim.KNOBS):
+        if index % every != first:
+            continue
         for value in knob.choices:
             if value == getattr(spyre_sim.Config(), knob.name):
                 continue
             config = _config(spyre_sim, request, **quiet, **{knob.name: value})
             trials.append({"knob": knob.name, "stage": knob.stage, "value": value,
-                           "metric": _metric(spyre_sim, request, program, inputs, config)})
+                           "metric": _metric(spyre_sim, request, program, inputs, config),
+                           "index": index})
     result = {"status": "ok", "baseline": baseline, "trials": trials}
     scope = request.get("scope")
     if scope:

@@ -18,7 +18,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from regressions import git, processes
 from regressions.bisection import minimize, stages
@@ -53,6 +53,22 @@ def probe_request(target: Target, **extra: Any) -> dict:
             "stage": target.stage, "error": target.error, **extra}
 
 
+class ProbeRunner(Protocol):
+    """Runs one probe command in a commit's checkout and returns its JSON answer: here, or
+    as a unit of work on an executor. `alone`: the probe reads a wall clock, so it runs on
+    a host with nothing else, and every such probe of one investigation on one worker."""
+
+    def __call__(self, checkout: Path, command: str, request: dict, timeout: float,
+                 env: dict[str, str], alone: bool) -> dict: ...
+
+
+def local_probe(checkout: Path, command: str, request: dict, timeout: float,
+                env: dict[str, str], alone: bool = False) -> dict:
+    """A probe subprocess on this host (one investigation's probes run one after another,
+    but for the stage capture of both ends)."""
+    return processes.run_probe(checkout, command, request, timeout=timeout, env=env)
+
+
 class GitHistory:
     """First-parent history and commit metadata of a repository."""
 
@@ -78,11 +94,13 @@ class SubprocessProber:
 
     def __init__(self, repo: Path, work_dir: Path, results_dir: Path | None = None,
                  machine: str = "bisect", progress: Progress = lambda _: None,
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None, runner: ProbeRunner | None = None
+                 ) -> None:
         self.repo = Path(repo).resolve()
         self.work_dir = Path(work_dir).resolve()
         self.results_dir, self.machine, self.progress = results_dir, machine, progress
         self.env = dict(env or {})  # for every probe, e.g. the benchmark grid
+        self.runner = runner or local_probe
         self.checkouts = processes.Checkouts(self.repo, self.work_dir / "checkouts")
         self.suite = suite.copy_suite(self.repo, self.work_dir)
         self.workloads = self.suite / suite.CATALOGUE
@@ -93,9 +111,10 @@ class SubprocessProber:
     def request(self, target: Target, **extra: Any) -> dict:
         return probe_request(target, workloads=str(self.workloads), **extra)
 
-    def _run(self, commit: str, command: str, request: dict, timeout: float = 600.0) -> dict:
-        return processes.run_probe(self.checkouts.path(commit), command, request, env=self.env,
-                                   timeout=timeout)
+    def _run(self, commit: str, command: str, request: dict, timeout: float = 600.0,
+             alone: bool = False) -> dict:
+        return self.runner(self.checkouts.path(commit), command, request, timeout, self.env,
+                           alone)
 
     def _work(self, commit: str, target: Target) -> WorkAnswer | Failed:
         """The suite's compile_work measurement of the target's program at one commit."""
@@ -110,8 +129,10 @@ class SubprocessProber:
             return Failed("untestable", "the benchmark suite has no compile_work.py, so "
                           "instructions cannot be counted")
         started = time.monotonic()
-        answer = answers.read(WorkAnswer, self._run(commit, "work", self.request(
-            target, compile_work=str(module), config={}), timeout=WORK_TIMEOUT_S), "work")
+        with processes.still_running(self.progress, f"counting instructions at {commit[:10]} "
+                                     "under valgrind"):
+            answer = answers.read(WorkAnswer, self._run(commit, "work", self.request(
+                target, compile_work=str(module), config={}), timeout=WORK_TIMEOUT_S), "work")
         self.progress(f"counted instructions at {commit[:10]}: {answer.status} "
                       f"({time.monotonic() - started:.0f} s under valgrind)")
         return answer
@@ -134,7 +155,8 @@ class SubprocessProber:
         started = time.monotonic()
         answer = answers.read(BenchAnswer, self._run(
             commit, "bench", {"suite": str(self.suite), "benchmark": target.benchmark,
-                              "params": list(target.params), "samples": samples}), "bench")
+                              "params": list(target.params), "samples": samples},
+            alone=not target.measures.shares_host), "bench")
         measured = () if isinstance(answer, Failed) else answer.samples
         self.progress(f"measured {commit[:10]}: {answer.status} ({len(measured)} samples, "
                       f"{time.monotonic() - started:.1f} s)")
@@ -162,16 +184,17 @@ class SubprocessProber:
         if root.exists():
             shutil.rmtree(root)
         answer = answers.read(StageAnswer, self._run(commit, "stages", self.request(
-            target, capture_dir=str(root), trace=str(trace) if trace else None)), "stages")
+            target, capture_dir=str(root), trace=str(trace) if trace else None),
+            alone=not target.measures.shares_host), "stages")
         if isinstance(answer, Failed):
             raise SpyreRegressError(f"the stage probe failed at {commit[:12]}: "
                                     f"{answer.detail}")
         return answer, captures.load_capture(captures.single_capture(root))
 
-    def knobs(self, commit: str, target: Target, scope: dict | None = None
-              ) -> KnobsAnswer | Failed:
+    def knobs(self, commit: str, target: Target, scope: dict | None = None,
+              part: tuple[int, int] | None = None) -> KnobsAnswer | Failed:
         return answers.read(KnobsAnswer, self._run(commit, "knobs", self.request(
-            target, scope=scope)), "knobs")
+            target, scope=scope, part=part), alone=not target.measures.shares_host), "knobs")
 
     @contextlib.contextmanager
     def ratios(self, good: str, bad: str, target: Target) -> Iterator[RatioOf]:
@@ -199,7 +222,9 @@ class SubprocessProber:
                ) -> TimingAnswer | Failed:
         request = self.request(target, source=source, iterations=iterations)
         request["config"] = {"noise_seed": None}  # independent run-to-run noise per build
-        return answers.read(TimingAnswer, self._run(commit, "timing", request), "timing")
+        # the report's host wall time: both builds on the clock worker, never beside other work
+        return answers.read(TimingAnswer, self._run(commit, "timing", request, alone=True),
+                            "timing")
 
     def full_candidate(self, target: Target) -> minimize.Candidate:
         """The probe workload's captured ATen graph, from today's catalogue (loaded by path)."""

@@ -14,6 +14,7 @@ import json
 import math
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -121,3 +122,193 @@ def record_measurement(results_dir: Path, machine: str, env_name: str, commit: s
     if not machine_file.exists():
         write_json(machine_file, {"machine": machine, "version": 1})
     return path
+
+
+# --- merging result documents from many runs (asv has no tool for it: asv issue #1362) ----
+
+class MergeRefused(ValueError):
+    """Two documents that must not be merged; the message names the file and the field."""
+
+
+def merge_document(into: dict | None, new: dict, source: str) -> dict:
+    """`new`'s results added to `into`, two result documents of one commit, environment and
+    machine: benchmarks only one holds are kept as they are, a benchmark both hold gets the
+    new samples appended and its statistics recomputed over all of them (as asv run
+    --append-samples does; a `track_` value or a failure is replaced). A row whose
+    `started_at` equals the stored one is the same run, merged before, and changes nothing.
+
+    Raises:
+        MergeRefused: the machine's params, the commit or environment, or a benchmark's
+            version differ (`source` names the new document in the message).
+    """
+    if new.get("version") != ASV_RESULTS_VERSION:
+        raise MergeRefused(f"{source}: results format `version` {new.get('version')!r}; "
+                           f"merging reads version {ASV_RESULTS_VERSION} (run `asv update`)")
+    if into is None:
+        return json.loads(json.dumps(new))
+    for key in ("commit_hash", "env_name"):
+        if into.get(key) != new.get(key):
+            raise MergeRefused(f"{source}: `{key}` is {new.get(key)!r}, the store has "
+                               f"{into.get(key)!r}")
+    for key in sorted(set(into.get("params", {})) | set(new.get("params", {}))):
+        if into["params"].get(key) != new["params"].get(key):
+            raise MergeRefused(f"{source}: machine param `params.{key}` is "
+                               f"{new['params'].get(key)!r}, the store has "
+                               f"{into['params'].get(key)!r}; results of different machines "
+                               "belong under different machine names")
+    merged = json.loads(json.dumps(into))
+    stored_columns, new_columns = merged["result_columns"], new["result_columns"]
+    for name, row in new["results"].items():
+        cells = dict(zip(new_columns, row, strict=False))
+        old = merged["results"].get(name)
+        if old is None:
+            merged["results"][name] = [cells.get(c) for c in stored_columns]
+            continue
+        old_cells = dict(zip(stored_columns, old, strict=False))
+        if old_cells.get("version") != cells.get("version"):
+            raise MergeRefused(f"{source}: benchmark {name} has `version` "
+                               f"{cells.get('version')!r}, the store has "
+                               f"{old_cells.get('version')!r}: they measure different code")
+        if old_cells.get("started_at") == cells.get("started_at"):
+            continue
+        merged["results"][name] = [_appended(old_cells, cells).get(c) for c in stored_columns]
+    merged["durations"] = {**merged.get("durations", {}), **new.get("durations", {})}
+    return merged
+
+
+def _appended(old: dict, new: dict) -> dict:
+    """One benchmark's row with a later run's combinations added to it."""
+    combos = len(new.get("result") or old.get("result") or [])
+    out = {column: _cell_list(old, column, combos) for column in ("result", *_STATS, "samples")}
+    out.update(params=old.get("params"), version=old.get("version"),
+               started_at=new.get("started_at"), duration=new.get("duration"), profile=None)
+    for index in range(combos):
+        value = _cell(new, "result", index)
+        if isinstance(value, float) and math.isnan(value):
+            continue  # not run this time: the stored value stands
+        samples = _cell(new, "samples", index)
+        if value is None or samples is None:  # a failure, or a value asv keeps alone
+            out["result"][index] = value
+            out["samples"][index] = None
+            for name in _STATS:
+                out[name][index] = _cell(new, name, index)
+            continue
+        _set_cells(out, index, [*(_cell(old, "samples", index) or []), *samples])
+    return out
+
+
+def _set_cells(cells: dict, index: int, samples: Sequence[float]) -> None:
+    median, low, high, q25, q75 = _stats(samples)
+    cells["result"][index] = median
+    for name, value in zip(_STATS, (low, high, q25, q75, 1, len(samples)), strict=True):
+        cells[name][index] = value
+    cells["samples"][index] = [float(s) for s in samples]
+
+
+def _cell(cells: dict, column: str, index: int) -> Any:
+    values = cells.get(column)
+    return values[index] if isinstance(values, list) and index < len(values) else None
+
+
+def _cell_list(cells: dict, column: str, combos: int) -> list:
+    values = cells.get(column)
+    return list(values) if isinstance(values, list) else [None] * combos
+
+
+@dataclass(frozen=True)
+class Store:
+    """An asv results directory read into memory: what one shard, worker or run wrote."""
+
+    source: str  # where it was read, for messages
+    benchmarks: dict
+    machines: dict[str, dict]  # machine name -> machine.json
+    results: dict[tuple[str, str], dict]  # (machine, file name) -> result document
+
+
+@dataclass(frozen=True)
+class Merged:
+    """What a merge wrote: result files (new or changed), and the machines."""
+
+    files: tuple[Path, ...]
+    machines: tuple[str, ...]
+
+
+def read_store(path: Path) -> Store:
+    """The results directory `path` (benchmarks.json, one folder per machine)."""
+    path = Path(path)
+    listed = path / "benchmarks.json"
+    if not listed.is_file():
+        raise MergeRefused(f"{path} has no benchmarks.json: pass a results directory asv "
+                           "wrote (`results_dir`)")
+    machines, results = {}, {}
+    for folder in sorted(d for d in path.iterdir() if d.is_dir()):
+        machine_file = folder / "machine.json"
+        machines[folder.name] = _read(machine_file) if machine_file.is_file() else \
+            {"machine": folder.name, "version": 1}
+        for file in sorted(folder.glob("*.json")):
+            if file.name != "machine.json":
+                results[folder.name, file.name] = _read(file)
+    return Store(str(path), _read(listed), machines, results)
+
+
+def merge_stores(sources: Sequence[Path], into: Path) -> Merged:
+    """The asv results directories `sources` merged into the results directory `into`."""
+    return merge_into(into, [read_store(s) for s in sources])
+
+
+def merge_into(into: Path, stores: Sequence[Store]) -> Merged:
+    """`stores` merged into the results directory `into`: `benchmarks.json` as the union of
+    the benchmark lists, each machine's `machine.json`, each result document through
+    `merge_document`. Everything is checked before anything is written, so a refusal
+    leaves `into` as it was.
+
+    Raises:
+        MergeRefused: a document, a machine or a benchmark's version that does not match.
+    """
+    into = Path(into)
+    stored = into / "benchmarks.json"
+    benchmarks = _read(stored) if stored.is_file() else {}
+    machines: dict[str, dict] = {}
+    pending: dict[Path, dict] = {}
+    for store in stores:
+        benchmarks = _merged_benchmarks(benchmarks, store.benchmarks, store.source)
+        for name, machine in store.machines.items():
+            existing = into / name / "machine.json"
+            known = machines.get(name) or (_read(existing) if existing.is_file() else None)
+            if known is not None and known != machine:
+                raise MergeRefused(f"{store.source}: machine {name!r} is described "
+                                   f"differently from the store's {existing}: name the "
+                                   "machines apart")
+            machines[name] = machine
+        for (name, file), document in store.results.items():
+            target = into / name / file
+            base = pending.get(target) or (_read(target) if target.is_file() else None)
+            pending[target] = merge_document(base, document, f"{store.source}/{name}/{file}")
+    for name, machine in machines.items():
+        write_json(into / name / "machine.json", machine)
+    for target, document in pending.items():
+        write_text(target, json.dumps(document, allow_nan=True) + "\n")
+    write_json(stored, benchmarks)
+    return Merged(tuple(pending), tuple(machines))
+
+
+def _merged_benchmarks(known: dict, new: dict, source: str) -> dict:
+    for name, entry in new.items():
+        if not isinstance(entry, dict) or name not in known:
+            continue
+        if known[name].get("version") != entry.get("version"):
+            raise MergeRefused(f"{source}: benchmark {name} has `version` "
+                               f"{entry.get('version')!r}, the store has "
+                               f"{known[name].get('version')!r}: the shards ran different "
+                               "benchmark suites")
+    return {**known, **new}
+
+
+def _read(path: Path) -> dict:
+    try:
+        document = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as error:
+        raise MergeRefused(f"{path} is not a readable asv JSON document ({error})") from None
+    if not isinstance(document, dict):
+        raise MergeRefused(f"{path} is not an asv JSON document")
+    return document

@@ -19,12 +19,19 @@ from regressions.errors import SpyreRegressError
 
 
 def write_text(path: Path, text: str) -> Path:
+    """`text` at `path`, atomically; the temporary file never outlives a failure."""
     path = Path(path)
+    if path.is_dir():
+        raise SpyreRegressError(f"{path} is a directory; pass a file path")
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(handle, "w") as stream:
-        stream.write(text)
-    os.replace(temporary, path)
+    try:
+        with os.fdopen(handle, "w") as stream:
+            stream.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
     return path
 
 

@@ -109,6 +109,14 @@ def read_file(path: Path, machine: str, meta: dict[str, dict], into: Columns) ->
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         log.warning("skipping %s: not readable JSON (%s)", path, exc)
         return
+    read_document(doc, machine, meta, into, str(path))
+
+
+def read_document(doc: object, machine: str, meta: dict[str, dict], into: Columns,
+                  source: str) -> None:
+    """Add the points of one asv result document to `into` (`source` names it in
+    warnings): a file's, or one a worker sent back."""
+    path = source
     if not isinstance(doc, dict) or doc.get("version") != ASV_RESULTS_VERSION:
         version = doc.get("version") if isinstance(doc, dict) else None
         log.warning("skipping %s: asv results format version %r, expected %d (`asv update` "

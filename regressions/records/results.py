@@ -29,7 +29,13 @@ from regressions import git
 from regressions.detection.detect import Series
 from regressions.errors import SpyreRegressError
 from regressions.records.asv_documents import ASV_RESULTS_VERSION, has_samples
-from regressions.records.result_columns import COLUMNS, Columns, asv_type_of, read_file
+from regressions.records.result_columns import (
+    COLUMNS,
+    Columns,
+    asv_type_of,
+    read_document,
+    read_file,
+)
 
 __all__ = ["COLUMNS", "asv_type_of", "load_results", "samples_at", "series_from_frame"]
 log = logging.getLogger(__name__)
@@ -251,12 +257,30 @@ def samples_at(results_dir: Path | str, machine: str, commit: str
     for path in sorted((root / machine).glob(f"{commit[:8]}-*.json")):
         columns = Columns()
         read_file(path, machine, meta, columns)
-        points = columns.frame()
-        for benchmark, params, status, samples, value in zip(
-                points["benchmark"], points["params"], points["status"], points["samples"],
-                points["value"], strict=True):
-            if points["commit"].iloc[0] != commit or status == "skipped":
-                continue
-            found[benchmark, params] = None if status == "failed" \
-                else tuple(samples) if samples else (value,)
+        found.update(point_samples(columns, commit))
+    return found
+
+
+def document_samples(document: object, machine: str, meta: dict[str, dict], source: str
+                     ) -> dict[tuple[str, str], tuple[float, ...] | None]:
+    """What one asv result document (a worker's, named `source` in warnings) holds, as
+    `samples_at` gives it for a file."""
+    columns = Columns()
+    read_document(document, machine, meta, columns, source)
+    return point_samples(columns)
+
+
+def point_samples(columns: Columns, commit: str | None = None
+                  ) -> dict[tuple[str, str], tuple[float, ...] | None]:
+    """(benchmark, params) -> samples (or the one value), None where it failed, of the
+    points read into `columns` (of `commit` only, when given); skipped ones left out."""
+    points = columns.frame()
+    found: dict[tuple[str, str], tuple[float, ...] | None] = {}
+    for benchmark, params, status, samples, value, at in zip(
+            points["benchmark"], points["params"], points["status"], points["samples"],
+            points["value"], points["commit"], strict=True):
+        if (commit is not None and at != commit) or status == "skipped":
+            continue
+        found[benchmark, params] = None if status == "failed" \
+            else tuple(samples) if samples else (value,)
     return found

@@ -3,14 +3,17 @@
 Command modules import what pulls in torch or matplotlib inside `run()`, so `--help`,
 `--version` and usage errors answer without loading the compiler.
 
-Exit codes: 0 success / nothing regressed, 1 regressions found, 2 usage or input error (one
-line naming the problem and the fix), 70 a fault of the tool itself (one line saying where
-the traceback was written), 130 interrupted.
+Exit codes (`EXIT_CODES`, printed by `--help` and listed in the README): 0 success / nothing
+regressed, 1 regressions found or a negative answer, 2 usage or input error (one line naming
+the problem and the fix), 70 a fault of the tool itself (one line saying where the traceback
+was written), 130 interrupted, 141 the reader of the output went away (`| head`: quiet, as
+a program killed by SIGPIPE).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -21,11 +24,13 @@ from regressions.errors import SpyreRegressError
 from spyre_regress import __version__
 from spyre_regress.cli import (
     alerts,
+    benchmark,
     bisect,
     common,
     demo,
     detect,
     knobs,
+    merge_results,
     minimize,
     nightly,
     report,
@@ -33,14 +38,29 @@ from spyre_regress.cli import (
 )
 
 # In the order of the workflow: try it, run it nightly, then each step by hand.
-COMMANDS = (demo, nightly, detect, bisect, stages, knobs, minimize, report, alerts)
-EXIT_FAULT, EXIT_INTERRUPTED = 70, 130
+COMMANDS = (demo, nightly, detect, bisect, stages, knobs, minimize, report, alerts, benchmark,
+            merge_results)
+EXIT_FAULT, EXIT_INTERRUPTED, EXIT_PIPE = 70, 130, 141
+EXIT_CODES = ("exit codes: 0 nothing regressed or the answer was found, 1 regressions found "
+              "or a negative answer (each command's --help says which), 2 usage or input "
+              "error, 70 a fault of the tool (the traceback's file is named), 130 "
+              "interrupted, 141 output pipe closed")
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with a usage error as one line naming the problem and where help is, like
+    every other input error (exit 2)."""
+
+    def error(self, message: str):
+        self.exit(common.EXIT_USAGE, f"spyre-regress: error: {message} (see `{self.prog} "
+                                     "--help`)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="spyre-regress",
-        description="Regression benchmarking for the Spyre torch.compile backend.")
+        description="Regression benchmarking for the Spyre torch.compile backend.",
+        epilog=EXIT_CODES)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:
@@ -51,7 +71,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return int(args.handler(args))
+        code = int(args.handler(args))
+        sys.stdout.flush()  # a closed pipe shows here, not at exit as an ignored exception
+        return code
+    except BrokenPipeError:
+        return _pipe_closed()
     except SpyreRegressError as exc:
         print(f"spyre-regress: error: {exc}", file=sys.stderr)
         return common.EXIT_USAGE
@@ -66,6 +90,15 @@ def main(argv: list[str] | None = None) -> int:
         return common.EXIT_USAGE
     except Exception as exc:
         return _fault(exc)
+
+
+def _pipe_closed() -> int:
+    """The reader of our output went away (`spyre-regress alerts | head -1`): say nothing,
+    and keep the interpreter's final flush from raising again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return EXIT_PIPE
 
 
 def _fault(exc: Exception) -> int:

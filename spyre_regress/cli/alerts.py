@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import textwrap
 from pathlib import Path
 
 from regressions.errors import SpyreRegressError
@@ -64,9 +65,12 @@ def print_records(records, extras: dict) -> None:
         print(fit(f"    {len(r.symptoms)} series: "
                   + ", ".join(f"{s.benchmark.rsplit('.', 1)[-1]}{s.params}"
                               for s in r.symptoms)))
-        for label, value in (("report", extra.get("report")), ("note", r.note)):
-            if value:
-                print(fit(f"    {label}: {value}"))
+        if extra.get("report"):
+            print(f"    report: {extra['report']}")  # whole, however long: it is copied
+        if r.note:
+            print(textwrap.fill(f"note: {r.note}", WIDTH, initial_indent="    ",
+                                subsequent_indent="      ", break_on_hyphens=False,
+                                break_long_words=False))
 
 
 def print_transients(transients: list) -> None:

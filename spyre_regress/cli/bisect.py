@@ -31,7 +31,10 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    good, bad = checks.repository_and_refs(args.repo, args.good, args.bad)
+    good, bad = checks.commit_range(args.repo, args.good, args.bad)
+    checks.writable_file(args.json, "--json")
+    checks.writable_dir(args.work_dir, "--work-dir")
+    checks.writable_dir(args.results, "--results")
     import pandas as pd  # after the checks: pandas, scipy
 
     from regressions.bisection.commits import BISECTION_VERSION

@@ -4,7 +4,9 @@ the closest valid values, and the fix (`SpyreRegressError`, exit 2)."""
 from __future__ import annotations
 
 import difflib
+import os
 import re
+import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -32,6 +34,58 @@ def repository_and_refs(repo: Path, *refs: str) -> list[str]:
     """Full shas of `refs` in `repo`, after checking that `repo` is a git repository."""
     git.check_repository(repo)
     return [git.resolve(repo, ref) for ref in refs]
+
+
+def commit_range(repo: Path, good: str, bad: str) -> tuple[str, str]:
+    """(good sha, bad sha): two commits of `repo`, `good` an ancestor of `bad` on its
+    first-parent chain, which is what bisection walks."""
+    good_sha, bad_sha = repository_and_refs(repo, good, bad)
+    if good_sha == bad_sha:
+        raise SpyreRegressError(f"--good {good} and --bad {bad} are the same commit "
+                                f"{good_sha[:12]}; pass an older commit as --good")
+    if good_sha not in git.first_parent_history(repo, bad_sha):
+        raise SpyreRegressError(f"--good {good} ({good_sha[:12]}) is not on the first-parent "
+                                f"history of --bad {bad} ({bad_sha[:12]}); pass an older "
+                                "commit of that branch as --good")
+    return good_sha, bad_sha
+
+
+def writable_file(path: Path | None, option: str) -> None:
+    """`path` can be written as a file: not a directory, and its nearest existing ancestor a
+    directory we may create files in. Checked before the work, so a long run does not end
+    in a refusal to write its result."""
+    if path is None:
+        return
+    if path.is_dir():
+        raise SpyreRegressError(f"{option} {path} is a directory; pass a file path")
+    _creatable(path.parent, f"{option} {path}")
+
+
+def writable_dir(path: Path | None, option: str) -> None:
+    """`path` is a directory we may write in, or can be created as one."""
+    if path is None:
+        return
+    if path.exists() and not path.is_dir():
+        raise SpyreRegressError(f"{option} {path} is a file; pass a directory (it is created "
+                                "if missing)")
+    _creatable(path, f"{option} {path}")
+
+
+def _creatable(directory: Path, what: str) -> None:
+    """Create (and remove) a file in `directory` or its nearest existing ancestor: the one
+    test that also holds for root and read-only mounts, where permission bits say nothing."""
+    existing = Path(os.path.abspath(directory))
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise SpyreRegressError(f"cannot write {what}: {existing} is not a directory; pass "
+                                "a path inside a directory")
+    try:
+        with tempfile.TemporaryFile(dir=existing, prefix=".spyre-regress-check-"):
+            pass
+    except OSError as exc:
+        raise SpyreRegressError(f"cannot write {what}: {existing} refuses new files "
+                                f"({exc.strerror}); pass a writable path") from None
 
 
 def workload(repo: Path, name: str) -> str:

@@ -17,6 +17,10 @@ from regressions.records import files
 
 EXIT_OK, EXIT_REGRESSED, EXIT_USAGE = 0, 1, 2
 _STARTED = [time.monotonic()]
+# The largest program a probe is asked to build: 8x the catalogue's largest sequence length
+# (benchmarks/workloads.SEQ_LENGTHS) and 4x its widest model. Beyond them a typo (seq 99999)
+# would only show minutes later as a probe killed for want of memory.
+MAX_SEQ, MAX_WIDTH = 8192, 16384
 
 
 def progress(message: str) -> None:
@@ -42,6 +46,25 @@ def rate(text: str) -> float:
     return value
 
 
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+    return value
+
+
+def scheduler_address(text: str) -> str:
+    from spyre_regress.executor import ADDRESS  # the executor's own rule, without Dask
+
+    if not ADDRESS.match(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a scheduler address; give "
+                                         "tcp://HOST:PORT, e.g. tcp://10.0.0.5:8786")
+    return text
+
+
 def regex(text: str) -> str:
     try:
         re.compile(text)
@@ -58,15 +81,41 @@ def threshold(text: str) -> tuple[str, float]:
         value = -1.0
     if not sep or not pattern or not value >= 0:
         raise argparse.ArgumentTypeError(
-            f"{text!r} is not REGEX=FRACTION with a fraction >= 0, e.g. 'compile\\.=0.1'")
+            f"{text!r} is not REGEX=FRACTION with a fraction >= 0 (0.05 is 5%), e.g. "
+            "'compile\\.=0.1'")
     return regex(pattern), value
+
+
+def say_large_floors(floors: list[tuple[str, float]]) -> None:
+    """A floor above 100% is allowed (only regressions worse than x2 and more), but is more
+    often a percentage typed as a fraction: say what it means, once per floor."""
+    for pattern, value in floors:
+        if value > 1:
+            print(f"spyre-regress: warning: --threshold '{pattern}={value:g}' is a floor of "
+                  f"{value:.0%}: only regressions worse than x{1 + value:.2f} are reported "
+                  f"there; for {value:g}% pass {value / 100:g}", file=sys.stderr)
 
 
 def sequence_length(text: str) -> int:
     digits = text[3:] if text.startswith("seq") else text
-    if not digits.isdigit() or int(digits) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a sequence length, e.g. 127")
+    if not digits.isdigit() or not 1 <= int(digits) <= MAX_SEQ:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a sequence length from 1 to "
+                                         f"{MAX_SEQ}, e.g. 127")
     return int(digits)
+
+
+def width(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= MAX_WIDTH:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a model width from 1 to "
+                                         f"{MAX_WIDTH}, e.g. 512")
+    return int(text)
+
+
+def positive(text: str) -> int:
+    """A count of at least 1 (--stride, --alert)."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+    return int(text)
 
 
 @contextlib.contextmanager
@@ -80,6 +129,8 @@ def work_dir(path: Path | None) -> Iterator[Path]:
 
 
 def write_json(path: Path | None, document: object, version: int) -> None:
+    """The command's result as a versioned JSON file; `path` was checked writable before the
+    work (`checks.writable_file`)."""
     if path is not None:
         files.write_json(path, {"version": version, **codec.to_json(document)})
         print(f"wrote {path}")

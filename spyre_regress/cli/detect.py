@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 from regressions import git
 from regressions.detection.alerts import Alert, alerts_to_json, cluster_alerts
 from regressions.errors import SpyreRegressError
-from spyre_regress.cli import common
+from regressions.records import files
+from spyre_regress.cli import checks, common
 
 if TYPE_CHECKING:  # scipy and pandas: imported once the command runs
     import pandas as pd
@@ -29,7 +30,8 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--repo", type=Path, metavar="PATH",
                    help="checkout of the benchmarked project: order commits by the "
                         "first-parent history of its HEAD (default: by commit date)")
-    p.add_argument("--json", type=Path, metavar="FILE", help="also write the alerts")
+    p.add_argument("--json", type=Path, metavar="FILE", help="also write the alerts (the "
+                   "file `report --alerts` reads)")
     p.add_argument("--machine", metavar="NAME", help="only this asv machine's results")
     p.add_argument("--threshold", action="append", default=[], type=common.threshold,
                    metavar="REGEX=FRACTION",
@@ -50,6 +52,8 @@ def run(args: argparse.Namespace) -> int:
     from regressions.detection import detect
     from regressions.records import results
 
+    checks.writable_file(args.json, "--json")
+    common.say_large_floors(args.threshold)
     common.show_warnings()
     frame = results.load_results(args.results, repo=args.repo, machine=args.machine)
     series = results.series_from_frame(frame, higher_is_better=args.higher_is_better)
@@ -70,22 +74,25 @@ def run(args: argparse.Namespace) -> int:
             commits += f" ({git.commit_info(args.repo, alert.bad_commit).subject})"
         print(f"\nalert {number}: {alert.kind}, {len(alert.members)} member(s), {commits}; "
               f"probe {alert.probe.name}")
-        print(members_table(alert).to_string(index=False))
+        places = {f"{r.machine}/{r.env}" for r in alert.members}
+        if len(places) == 1:  # said once, so the table fits a terminal
+            print(f"machine/env: {places.pop()}")
+        print(members_table(alert, len(places) > 1).to_string(index=False))
     if args.json is not None:
         try:
-            args.json.write_text(json.dumps(alerts_to_json(alerts, found.environment),
-                                            indent=2) + "\n")
+            files.write_text(args.json, json.dumps(alerts_to_json(alerts, found.environment),
+                                                   indent=2) + "\n")
         except OSError as exc:
             raise SpyreRegressError(f"cannot write {args.json}: {exc.strerror}; pass a "
                                     "writable --json path") from None
     return common.EXIT_REGRESSED if alerts or found.environment else common.EXIT_OK
 
 
-def members_table(alert: Alert) -> pd.DataFrame:
+def members_table(alert: Alert, places: bool = True) -> pd.DataFrame:
     import pandas as pd
 
     return pd.DataFrame([{
-        "benchmark": r.name, "machine/env": f"{r.machine}/{r.env}",
+        "benchmark": r.name, **({"machine/env": f"{r.machine}/{r.env}"} if places else {}),
         "ratio": common.fmt(r.ratio, ".3f"),
         "99% CI": "-" if r.ci is None else
         f"[{common.fmt(r.ci[0], '.3f')}, {common.fmt(r.ci[1], '.3f')}]",

@@ -4,24 +4,30 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from pathlib import Path
 
 from regressions import git
-from spyre_regress.cli import common
+from spyre_regress.cli import checks, common
 
 CLOSED = ("withdrawn", "fixed", "invalid")  # lifecycle states nobody needs to see nightly
+WIDTH = 100  # terminal columns the listing keeps to (report paths stay whole)
 
 
 def add(sub: argparse._SubParsersAction) -> None:
     p = common.add_parser(
         sub, "nightly", "benchmark new commits, detect, investigate, report",
         "asv on the branch's commits (every --stride-th and the newest), detect, then "
-        "investigate and report each new alert once (docs/nightly.md). Exit 1 when a new "
-        "alert was found.",
+        "investigate and report each new alert once (docs/nightly.md). Exit 1 when a report "
+        "was written tonight (a regression confirmed by its investigation), 0 otherwise.",
         "spyre-regress nightly --repo . --stride 3 --reports reports-out")
-    p.add_argument("--repo", required=True, type=Path, metavar="PATH")
-    p.add_argument("--branch", default="main")
-    p.add_argument("--stride", type=int, default=1, metavar="N",
+    p.add_argument("--repo", required=True, type=Path, metavar="PATH",
+                   help="checkout of the benchmarked project with its asv.conf.json and full "
+                        "history")
+    p.add_argument("--branch", default="main", metavar="NAME",
+                   help="the branch whose first-parent commits are benchmarked (default "
+                        "%(default)s)")
+    p.add_argument("--stride", type=common.positive, default=1, metavar="N",
                    help="benchmark every N-th commit and the newest (default %(default)s)")
     p.add_argument("--bench", type=common.regex, metavar="REGEX", help="asv --bench selection")
     p.add_argument("--state", type=Path, metavar="DIR",
@@ -31,6 +37,15 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--machine", default="nightly", help="asv machine name")
     p.add_argument("--threshold", action="append", default=[], type=common.threshold,
                    metavar="REGEX=FRACTION", help="as for detect")
+    scale = p.add_mutually_exclusive_group()
+    scale.add_argument("--workers", type=common.positive_int, metavar="N",
+                       help="run the night's benchmarks, re-measurement and probes on an "
+                       "embedded Dask cluster of N worker processes on this host "
+                       "(docs/scale-out.md); default: one process tree, serially")
+    scale.add_argument("--scheduler", type=common.scheduler_address, metavar="tcp://HOST:PORT",
+                       help="run them on the Dask cluster at this address instead")
+    p.add_argument("--dashboard", action="store_true",
+                   help="with --workers: serve the cluster's dashboard on localhost:8787")
     p.set_defaults(handler=run)
 
 
@@ -38,17 +53,23 @@ def run(args: argparse.Namespace) -> int:
     from spyre_regress import nightly
 
     common.show_warnings()
+    common.say_large_floors(args.threshold)
     git.check_repository(args.repo)
     state = args.state or args.repo / ".spyre-regress"
+    checks.writable_dir(state, "--state")
+    checks.writable_dir(args.reports or state / "reports", "--reports")
     options = nightly.NightlyOptions(args.repo.resolve(), state.resolve(),
                                      (args.reports or state / "reports").resolve(),
                                      args.branch, args.stride, args.bench, args.machine,
-                                     floors=tuple(args.threshold))
+                                     floors=tuple(args.threshold), workers=args.workers,
+                                     scheduler=args.scheduler, dashboard=args.dashboard)
     outcome = nightly.run(options, common.progress)
     for event in outcome.environment_events:  # the machine changed: never investigated
         print(f"environment alert {event.alert_id}: {event.note}")
     for event in outcome.events:
-        print(f"alert {event.alert_id}: {event.before or '-'} -> {event.after}: {event.note}")
+        print(textwrap.fill(f"alert {event.alert_id}: {event.before or '-'} -> {event.after}: "
+                            f"{event.note}", WIDTH, subsequent_indent="    ",
+                            break_long_words=False, break_on_hyphens=False))
     for done in outcome.published:
         print(f"culprit {done.culprit[:12]} (alert(s) {', '.join(map(str, done.alert_ids))}): "
               f"{done.bundle}")
@@ -58,10 +79,11 @@ def run(args: argparse.Namespace) -> int:
             print(f"alert {record.id}: {record.kind} {record.good_commit[:10]}.."
                   f"{record.bad_commit[:10]} culprit {(record.culprit or '-')[:12]} [{state}]")
     spent, budget = outcome.remeasured
-    print(f"{len(outcome.records)} alert record(s); {len(outcome.published)} report(s) written "
-          f"tonight; {len(outcome.environment_events)} new environment alert(s); "
-          f"{len(outcome.transients)} transient(s); re-measured {spent} of {budget} extra "
-          "samples (`spyre-regress alerts` lists them all)")
+    print(textwrap.fill(f"{len(outcome.records)} alert record(s); {len(outcome.published)} "
+                        f"report(s) written tonight; {len(outcome.environment_events)} new "
+                        f"environment alert(s); {len(outcome.transients)} transient(s); "
+                        f"re-measured {spent} of {budget} extra samples (`spyre-regress "
+                        "alerts` lists them all)", WIDTH))
     for failure in outcome.failures:
         print(f"spyre-regress: warning: {failure}", file=sys.stderr)
     return common.EXIT_REGRESSED if outcome.new_reports else common.EXIT_OK

@@ -10,14 +10,15 @@ from regressions.detection.alerts import alerts_from_json
 from regressions.errors import SpyreRegressError
 from regressions.probing import suite
 from regressions.records import files
-from spyre_regress.cli import common
+from spyre_regress.cli import checks, common
 
 
 def add(sub: argparse._SubParsersAction) -> None:
     p = common.add_parser(
         sub, "report", "investigate an alert and write its upstream bundle",
         "Bisect commit, stage and knob, minimize, time both builds and write report.md/html, "
-        "reproducer and evidence (docs/reports.md). Or render a saved investigation.",
+        "reproducer and evidence (docs/reports.md). Or render a saved investigation. Exit 0: "
+        "the bundle was written; 1: the alert does not reproduce (nothing is written).",
         "spyre-regress report --repo . --alerts alerts.json --results .asv/results "
         "--out reports-out")
     p.add_argument("--repo", type=Path, metavar="PATH", help="the benchmarked checkout")
@@ -27,17 +28,21 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--results", type=Path, metavar="DIR", help="the asv results directory")
     p.add_argument("--investigation", type=Path, metavar="FILE",
                    help="render a saved model.json instead of investigating")
-    p.add_argument("--work-dir", type=Path, metavar="DIR")
-    p.add_argument("--out", required=True, type=Path, metavar="DIR")
+    p.add_argument("--work-dir", type=Path, metavar="DIR",
+                   help="where checkouts and captures go (default: a temporary directory)")
+    p.add_argument("--out", required=True, type=Path, metavar="DIR",
+                   help="where the bundle (a folder and its .tar.gz) is written")
     p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from regressions.investigation import model
-    from regressions.investigation.investigator import Investigator, alert_target
+    from regressions.investigation.investigator import Investigator, NotReproduced, alert_target
     from regressions.probing.prober import GitHistory, SubprocessProber
     from reports import scrub_investigation, write_bundle
 
+    checks.writable_dir(args.out, "--out")
+    checks.writable_dir(args.work_dir, "--work-dir")
     if args.investigation is not None:
         found = model.load(
             files.read_json(args.investigation, "investigation",
@@ -62,7 +67,12 @@ def run(args: argparse.Namespace) -> int:
             prober = SubprocessProber(args.repo, work, work / "probe-results",
                                       progress=common.progress)
             investigator = Investigator(GitHistory(args.repo), prober, common.progress)
-            found = investigator.investigate(alert, target, args.out)
+            try:
+                found = investigator.investigate(alert, target, args.out)
+            except NotReproduced as answer:  # an answer, not a usage error
+                print(f"alert {args.alert} of {args.alerts} does not reproduce: {answer}; no "
+                      "bundle written")
+                return common.EXIT_REGRESSED
             files.write_json(args.out / "model.json", scrub_investigation(found))
             bundle = write_bundle(found, args.out)
         print(f"wrote {bundle}")

@@ -11,7 +11,7 @@ def add(sub: argparse._SubParsersAction) -> None:
     p = common.add_parser(
         sub, "stages", "name the first compiler stage where two builds differ",
         "Compile the probe at both commits with stage capture and diff the canonical "
-        "artifacts (docs/bisection.md).",
+        "artifacts (docs/bisection.md). Exit 0: the report was printed.",
         "spyre-regress stages --repo . --good HEAD~1 --bad HEAD --workload mlp --shape 127")
     targets.add_range_arguments(p)
     targets.add_workload_arguments(p)
@@ -37,8 +37,9 @@ def run(args: argparse.Namespace) -> int:
     for kernel in [k for k in report.kernels if k.delta_us][:10]:
         print(f"kernel {kernel.name}: {common.fmt(kernel.good_us, '.1f')} -> "
               f"{common.fmt(kernel.bad_us, '.1f')} us (noise-free device time per call)")
-    print(f"first divergent stage: {report.first_divergent_stage} ({report.basis}); "
-          f"numerics first diverge at: {report.numerics_first_divergent_stage}")
+    print(f"first divergent stage: {report.first_divergent_stage or 'none'} "
+          f"({report.basis or 'no artifact or stage time differs'}); first stage whose "
+          f"executed output drifts: {report.numerics_first_divergent_stage or 'none'}")
     if report.diff:
         print(report.diff[:4000])
     common.write_json(args.json, report, stages.STAGE_REPORT_VERSION)

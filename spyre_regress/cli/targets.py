@@ -25,14 +25,15 @@ def add_range_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", type=Path, metavar="FILE", help="also write the result as JSON")
 
 
-def add_workload_arguments(p: argparse.ArgumentParser) -> None:
+def add_workload_arguments(p: argparse.ArgumentParser,
+                           choices: tuple[str, ...] = metrics.PROBE_METRICS) -> None:
     p.add_argument("--workload", required=True, metavar="NAME",
                    help="a workload of benchmarks/workloads.py, e.g. mlp")
     p.add_argument("--shape", required=True, type=common.sequence_length, metavar="SHAPE",
-                   help="sequence length, e.g. 127 or seq127")
-    p.add_argument("--width", type=int, metavar="N", help="model width (default: the "
-                   "workload's)")
-    p.add_argument("--metric", choices=metrics.PROBE_METRICS, default="device_time",
+                   help=f"sequence length, 1 to {common.MAX_SEQ}, e.g. 127 or seq127")
+    p.add_argument("--width", type=common.width, metavar="N",
+                   help=f"model width, 1 to {common.MAX_WIDTH} (default: the workload's)")
+    p.add_argument("--metric", choices=choices, default="device_time",
                    help="what regressed (default %(default)s)")
     p.add_argument("--stage", choices=spyre_sim.STAGES, help="compile_time: the stage to time")
     p.add_argument("--error", choices=metrics.ERRORS, default="rmse_ratio",
@@ -41,8 +42,10 @@ def add_workload_arguments(p: argparse.ArgumentParser) -> None:
 
 def range_and_target(args: argparse.Namespace) -> tuple[str, str, Target]:
     """(good sha, bad sha, target), every argument checked before anything slow runs."""
-    good, bad = checks.repository_and_refs(args.repo, args.good, args.bad)
+    good, bad = checks.commit_range(args.repo, args.good, args.bad)
     checks.workload(args.repo, args.workload)
+    checks.writable_file(args.json, "--json")
+    checks.writable_dir(args.work_dir, "--work-dir")
     return good, bad, target(args)
 
 

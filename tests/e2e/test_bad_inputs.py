@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import SCRIPT, run_cli, user_environment
 
 from regressions.detection.alerts import Alert, alerts_to_json
 from regressions.detection.detect import Regression
@@ -17,7 +18,8 @@ from regressions.groundtruth import scratch
 from regressions.records import alert_store, lifecycle
 from spyre_regress import cli
 
-EXIT_USAGE, EXIT_FAULT = 2, 70
+EXIT_USAGE, EXIT_FAULT, EXIT_PIPE = 2, 70, 141
+FIXTURE_RESULTS = Path(__file__).parent.parent / "fixtures" / "asv_results"
 DEVICE = "bench_execute.ExecuteDeviceTime.time_device"
 
 
@@ -161,14 +163,17 @@ def test_alerts_refuses_an_unknown_id_or_status_and_changes_nothing(files, outsi
                 "does not exist", "run `spyre-regress nightly` first")
     listing = run_cli("alerts", "--state", state, cwd=outside)
     assert listing.returncode == 0 and " 1 reported " in listing.stdout
-    assert max(len(line) for line in listing.stdout.splitlines()) <= 100  # fits the terminal
+    report = str(files["root"] / ("reports/" + "alert-001/" + "x" * 150))
+    assert f"    report: {report}\n" in listing.stdout  # whole, to be copied
+    assert max(len(line) for line in listing.stdout.splitlines()
+               if not line.startswith("    report: ")) <= 100  # the rest fits the terminal
 
 
 def test_version_and_an_example_in_every_help(outside):
     done = run_cli("--version", cwd=outside)
     assert done.returncode == 0 and re.fullmatch(r"spyre-regress \d+\.\d+\.\d+\n", done.stdout)
     for command in cli.COMMANDS:
-        name = command.__name__.rsplit(".", 1)[1]
+        name = command.__name__.rsplit(".", 1)[1].replace("_", "-")
         shown = run_cli(name, "--help", cwd=outside)
         last = shown.stdout.rstrip().splitlines()[-2:]
         assert shown.returncode == 0 and last[0] == "example:", shown.stdout
@@ -197,3 +202,137 @@ def test_a_path_the_system_refuses_is_a_usage_error(monkeypatch, capsys):
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line == ("spyre-regress: error: cannot use /srv/reports/out.json: Permission "
                     "denied; check the path and its permissions")
+
+
+
+# --- state, pipes, ranges, outputs ---------------------------------------------------------
+
+@pytest.mark.parametrize("content, phrase", [
+    (b"", "is empty"),
+    (b"not a database at all\n" * 50, "is not an SQLite database"),
+    (b"SQLite format 3\x00" + bytes(range(256)) * 20, "cannot be used (file is not a database)"),
+])
+@pytest.mark.parametrize("command", ["alerts", "nightly"])
+def test_a_damaged_alert_database_is_refused_and_left_as_it_was(command, content, phrase,
+                                                                 repo, tmp_path, outside):
+    state = tmp_path / "state"
+    state.mkdir()
+    database = state / "alerts.sqlite"
+    database.write_bytes(content)
+    args = ["--state", str(state)] + (["--repo", str(repo)] if command == "nightly" else [])
+    done = run_cli(command, *args, cwd=outside)
+    usage_error(done, str(database), phrase, "restore it from a backup, or move it away")
+    assert database.read_bytes() == content  # nothing rewritten: the history is still there
+    assert sorted(p.name for p in state.iterdir()) == ["alerts.sqlite"]  # and no lock left
+
+
+def test_another_programs_database_is_refused(tmp_path, outside):
+    import sqlite3
+
+    state = tmp_path / "state"
+    state.mkdir()
+    connection = sqlite3.connect(state / "alerts.sqlite")
+    connection.execute("CREATE TABLE users (name TEXT)")
+    connection.commit()
+    connection.close()
+    before = (state / "alerts.sqlite").read_bytes()
+    usage_error(run_cli("alerts", "--state", str(state), cwd=outside),
+                "an SQLite database of another program", "['users']")
+    assert (state / "alerts.sqlite").read_bytes() == before
+
+
+def closed_pipe(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """`spyre-regress ARGS | head -0`: the reader is gone before the first line is written."""
+    process = subprocess.Popen([str(SCRIPT), *args], cwd=cwd, env=user_environment(),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process.stdout.close()
+    stderr = process.stderr.read()
+    return subprocess.CompletedProcess(args, process.wait(timeout=300), "", stderr)
+
+
+def test_a_closed_pipe_is_a_quiet_exit(files, outside):
+    for args in (["alerts", "--state", str(files["state"])],
+                 ["detect", "--results", str(FIXTURE_RESULTS)]):
+        done = closed_pipe(*args, cwd=outside)
+        assert (done.returncode, done.stderr) == (EXIT_PIPE, ""), (args, done)
+    # as a shell pipeline: head has what it asked for, and nothing else is said
+    shown = subprocess.run(f"'{SCRIPT}' detect --results '{FIXTURE_RESULTS}' | head -2",
+                           shell=True, cwd=outside, env=user_environment(),
+                           capture_output=True, text=True, timeout=300)
+    assert len(shown.stdout.splitlines()) == 2 and "Error" not in shown.stderr, shown.stderr
+
+
+@pytest.mark.parametrize("args, phrases", [
+    (["stages", *RANGE, *WORKLOAD, "--width", "-1"],
+     ("argument --width: '-1' is not a model width from 1 to 16384", "stages --help")),
+    (["knobs", *RANGE, "--workload", "mlp", "--shape", "99999"],
+     ("argument --shape: '99999' is not a sequence length from 1 to 8192",)),
+    (["minimize", *RANGE, *WORKLOAD, "--metric", "compile_time", "--out", "x.py"],
+     ("argument --metric: invalid choice: 'compile_time'", "'device_time', 'numerics'")),
+    (["nightly", "--stride", "0"], ("argument --stride: '0' is not a whole number",)),
+    (["nightly", "--threshold", "compile=-1"],
+     ("'compile=-1' is not REGEX=FRACTION with a fraction >= 0 (0.05 is 5%)",)),
+    (["stages", "--good", "HEAD", "--bad", "HEAD", *WORKLOAD],
+     ("--good HEAD and --bad HEAD are the same commit", "pass an older commit as --good")),
+    (["bisect", "--good", "HEAD", "--bad", "HEAD~1", "--bench", "Execute"],
+     ("is not on the first-parent history of --bad HEAD~1", "pass an older commit")),
+])
+def test_numbers_and_ranges_are_checked_before_anything_runs(args, phrases, repo, outside):
+    command, rest = args[0], args[1:]
+    usage_error(run_cli(command, "--repo", str(repo), *rest, cwd=outside, timeout=60),
+                *phrases)
+
+
+@pytest.mark.parametrize("args, phrases", [
+    (["minimize", *RANGE, *WORKLOAD, "--out", "{root}"], ("--out", "is a directory")),
+    (["bisect", *RANGE, "--bench", "Execute", "--json", "{plain}/bisect.json"],
+     ("cannot write --json", "plain.txt is not a directory")),
+    (["stages", *RANGE, *WORKLOAD, "--json", "{root}"], ("--json", "is a directory")),
+    (["nightly", "--reports", "{plain}"], ("--reports", "is a file; pass a directory")),
+    (["report", "--alerts", "{alerts}", "--results", "{results}", "--out", "{plain}/out"],
+     ("cannot write --out", "is not a directory")),
+])
+def test_outputs_are_checked_writable_before_the_work_and_nothing_is_left(
+        args, phrases, files, repo, outside):
+    given = [a.format(**files) for a in args]
+    before = sorted(p.name for p in files["root"].iterdir())
+    done = run_cli(given[0], "--repo", str(repo), *given[1:], cwd=outside, timeout=60)
+    usage_error(done, *phrases)
+    assert "bisecting" not in done.stderr  # refused before the work
+    assert sorted(p.name for p in files["root"].iterdir()) == before  # no temp file left
+
+
+def test_a_regression_that_does_not_reproduce_is_an_answer_not_a_usage_error(
+        monkeypatch, files, repo, tmp_path, capsys):
+    """`report` on an alert whose bisection finds no change exits 1 and says so: an answer,
+    as bisect's. The investigation is replaced by the answer it gives for such an alert."""
+    from regressions.bisection.commits import BisectResult
+    from regressions.investigation import investigator
+
+    def not_reproduced(self, alert, target, out_dir, floors=()):
+        raise investigator.NotReproduced("the regression did not reproduce between aaaa and "
+                                         "bbbb", BisectResult(None, "a", "b", 1, 2, []))
+
+    monkeypatch.setattr(investigator.Investigator, "investigate", not_reproduced)
+    (files["results"] / "benchmarks.json").write_text(json.dumps({"version": 2, DEVICE: {
+        "name": DEVICE, "type": "time", "params": [["'mlp'"], ["127"]],
+        "param_names": ["workload", "seq"], "unit": "seconds", "version": "1"}}))
+    try:
+        code = cli.main(["report", "--repo", str(repo), "--alerts", str(files["alerts"]),
+                         "--results", str(files["results"]), "--out", str(tmp_path / "out")])
+    finally:
+        (files["results"] / "benchmarks.json").unlink()
+    assert code == 1
+    out = capsys.readouterr().out
+    assert out.startswith("alert 1 of ") and "does not reproduce: the regression did not " \
+        "reproduce between aaaa and bbbb; no bundle written" in out
+    assert not list((tmp_path / "out").glob("**/report.md"))
+
+
+def test_a_floor_above_100_percent_is_said_not_taken_silently(outside):
+    done = run_cli("detect", "--results", str(FIXTURE_RESULTS), "--threshold", "compile=5",
+                   cwd=outside)
+    assert done.returncode in (0, 1)  # allowed: a floor of 500% is a choice one can make
+    assert done.stderr.splitlines()[0] == (
+        "spyre-regress: warning: --threshold 'compile=5' is a floor of 500%: only regressions "
+        "worse than x6.00 are reported there; for 5% pass 0.05")

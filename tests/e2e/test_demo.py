@@ -1,10 +1,15 @@
 """`spyre-regress demo` end to end: the project's integration test (slow; runs in CI)."""
 
 import json
+import shutil
+import subprocess
+import sys
 import tarfile
 from pathlib import Path
 
+import asv
 import pytest
+from doc_commands import ROOT
 
 pytestmark = pytest.mark.slow
 
@@ -22,7 +27,7 @@ def test_every_injected_regression_is_found_with_culprit_and_stage(demo):
     out, _ = demo
     truth = json.loads((out / "ground_truth.json").read_text())["regressions"]
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["version"] == 2 and len(truth) >= 3
+    assert summary["version"] == 3 and len(truth) >= 3 and summary["as_planted"]
     assert len({t["kind"] for t in truth}) == 3 and len({t["stage"] for t in truth}) == 3
     found = {(r["commit"], r["stage"], r["kind"]) for r in summary["regressions"]}
     assert found == {(t["commit"], t["stage"], t["kind"]) for t in truth}
@@ -70,16 +75,16 @@ def test_each_figure_has_one_value_wherever_it_is_quoted(demo):
         found = load(json.loads((bundle / "investigation.json").read_text()))
         report, html = (bundle / "report.md").read_text(), (bundle / "report.html").read_text()
         statement = json.loads((bundle / "summary.json").read_text())["causal_statement"]
-        c, error = found.confirmation, found.target.error
+        c, error, metric = found.confirmation, found.target.error, found.target.measures
         figure = confirmation_figure(c)
         assert figure in done.stdout and figure in statement and figure in html
-        good, bad = (metric_value(v, c.unit, c.metric, error)
+        good, bad = (metric_value(v, c.unit, metric, error)
                      for v in (c.good_median, c.bad_median))
         assert f"at the parent and {bad}" in statement and f"measured {good}" in statement
         assert c.program.width is not None  # the width it ran at, as every other quote says
         for step in [s for s in found.bisect.steps if s.commit == found.commits.culprit.sha]:
             if step.n == c.bad_n:  # the same samples: the same median in the bisection table
-                assert f"| **{metric_value(step.median, c.unit, c.metric, error)}** |" in report
+                assert f"| **{metric_value(step.median, c.unit, metric, error)}** |" in report
         reproducer = " ".join((bundle / "reproducer.py").read_text().split())  # unwrapped
         device = found.timing.device
         if device.ratio is not None:
@@ -98,3 +103,52 @@ def test_each_figure_has_one_value_wherever_it_is_quoted(demo):
             stage = found.stages.numerics["bad"]["runtime"][error]
             assert f"{stage:.4g}" == f"{c.bad_median:.4g}"
             assert f"→ {stage:.4g}× eager DLFloat16's" in statement
+
+
+def test_the_dashboard_draws_its_graphs_with_no_network(demo, tmp_path):
+    """Headless Chromium in a network namespace with loopback only: the published dashboard
+    draws the device-time graph; asv's own page, which loads its scripts from CDNs, does not
+    (the check can tell the two apart)."""
+    out, _ = demo
+    script = ROOT / "scripts" / "screenshot_dashboard.py"
+    original = tmp_path / "asv-html-as-asv-wrote-it"
+    shutil.copytree(out / "asv-html", original)
+    shutil.copy(Path(asv.__file__).parent / "www" / "index.html", original / "index.html")
+    seen = {}
+    for name, html in (("offline", out / "asv-html"), ("original", original)):
+        done = subprocess.run([sys.executable, str(script), str(html), "--out",
+                               str(tmp_path / f"{name}.png"), "--graph",
+                               "bench_execute.ExecuteDeviceTime.time_device"],
+                              capture_output=True, text=True, timeout=600)
+        if done.returncode in (2, 3):  # no chromium, or no network namespace here
+            pytest.skip(done.stderr.strip())
+        assert done.returncode == 0, done.stderr
+        seen[name] = json.loads(done.stdout)
+    assert seen["offline"]["network"] == "own network namespace, interfaces ['lo']"
+    assert seen["offline"]["graphs"] >= 1 and not seen["offline"]["load_error"]
+    assert seen["original"]["graphs"] == 0 and seen["original"]["load_error"]
+
+
+def test_each_bundle_names_every_figure_it_quotes_once(demo):
+    """A bundle of each kind, read as rendered: the statements quote only figures the
+    Figures table lists with their program, clock and statistic, none named twice; the
+    per-stage error table is in pipeline order."""
+    from rendered import named_twice, quoted, statements, tables, unexplained
+
+    out, _ = demo
+    kinds = set()
+    for regression in json.loads((out / "summary.json").read_text())["regressions"]:
+        bundle = Path(regression["report"])
+        report = (bundle / "report.md").read_text()
+        kinds.add(regression["kind"])
+        assert quoted(statements(report)), bundle  # there are figures to check
+        assert unexplained(report) == [], bundle
+        assert named_twice(report) == [], bundle
+        assert len(tables(report)["Figures"]) > 4  # header, rule and the figures
+        lines = report.splitlines()
+        if "| stage output |" in report:  # the error after each stage: in pipeline order
+            start = next(i for i, line in enumerate(lines) if line.startswith("| stage output"))
+            listed = [line.split("|")[1].strip(" *") for line in lines[start + 2:]
+                      if line.startswith("| ")][:5]
+            assert listed == ["decompose", "lower", "layout", "kernel", "runtime"], listed
+    assert kinds == {"device_time", "compile_time", "numerics"}

@@ -20,17 +20,19 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import tarfile
 from pathlib import Path
 
 import pytest
-from conftest import SCRIPT, isolated_home, run_cli, user_environment
+from conftest import SCRIPT, documented, isolated_home, run_cli, user_environment
 from doc_commands import ROOT, expand, fenced_commands
 
 from regressions import git
 from regressions.groundtruth import scenarios
 from regressions.groundtruth import scratch as scratch_history
+from regressions.records import results as results_store
 
 pytestmark = pytest.mark.slow
 
@@ -246,14 +248,42 @@ def _alerts(scratch, command, work):
     assert done.returncode == 0, done.stderr
     assert re.search(rf"^\s+1 (reported|acknowledged) .*culprit {scratch.culprit[:10]}",
                      done.stdout, re.MULTILINE), done.stdout
-    assert max(len(line) for line in done.stdout.splitlines()) <= 100
+    # 100 columns, but for a report's path: printed whole, however long, to be copied
+    assert all(len(line) <= 100 for line in done.stdout.splitlines()
+               if not line.lstrip().startswith("report: /"))
     return done
 
 
-def _demo(scratch, command, work, demo_run):
-    out, done = demo_run  # conftest ran exactly this command
-    assert (out / "summary.json").is_file() and "culprit" in done.stdout
+def _benchmark(scratch, command, work):
+    """One shard of the suite on the workflow's commits, all of them measured already."""
+    done = run_documented(command, {"--repo": str(scratch.workspace), "--machine": "ci"},
+                          work, scratch)
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"^shard 1/2: bench_", done.stdout, re.MULTILINE), done.stdout
     return done
+
+
+def _merge_results(scratch, command, work):
+    """The workflow's results merged with a copy of themselves: one store, nothing
+    doubled (the same runs merge once)."""
+    results = scratch.workspace / ".asv" / "results"
+    copy = work / "copy"
+    shutil.copytree(results, copy)
+    into = work / "merged"
+    done = run_documented(command, {"merge-results": (str(results), str(copy)),
+                                    "--into": str(into)}, work, scratch)
+    assert done.returncode == 0, done.stderr
+    key = ["benchmark", "params", "commit"]
+    merged = results_store.load_results(into).set_index(key)["samples"]
+    original = results_store.load_results(results).set_index(key)["samples"]
+    assert merged.sort_index().tolist() == original.sort_index().tolist()
+    return done
+
+
+def _demo(scratch, command, work):
+    """The demo's command is the one conftest's `demo_run` runs for tests/e2e/test_demo.py
+    (run there, once: it takes minutes)."""
+    assert documented("demo", "README.md") == [command]
 
 
 def _range(scratch) -> dict:
@@ -262,15 +292,16 @@ def _range(scratch) -> dict:
 
 
 RUNNERS = {"detect": _detect, "bisect": _bisect, "stages": _stages, "knobs": _knobs,
-           "minimize": _minimize, "report": _report, "nightly": _nightly, "alerts": _alerts}
+           "minimize": _minimize, "report": _report, "nightly": _nightly, "alerts": _alerts,
+           "benchmark": _benchmark, "merge-results": _merge_results}
 
 
 @pytest.mark.parametrize("command", fenced_commands(), ids=lambda c: c.id)
-def test_documented_command_works(command, scratch, workflow_run, tmp_path, request):
+def test_documented_command_works(command, scratch, workflow_run, tmp_path):
     """Each fenced command of README.md and docs/*.md, with the test's values for its
     placeholders; a subcommand no runner here knows fails, so a new command needs a test."""
     if command.subcommand == "demo":
-        _demo(scratch, command, tmp_path, request.getfixturevalue("demo_run"))
+        _demo(scratch, command, tmp_path)
         return
     assert command.subcommand in RUNNERS, f"{command.id}: no test runs this command"
     RUNNERS[command.subcommand](scratch, command, tmp_path)
@@ -280,5 +311,5 @@ def test_every_subcommand_is_documented_and_run():
     from spyre_regress.cli import COMMANDS
 
     documented = {c.subcommand for c in fenced_commands()}
-    assert documented == {c.__name__.rsplit(".", 1)[1] for c in COMMANDS}
+    assert documented == {c.__name__.rsplit(".", 1)[1].replace("_", "-") for c in COMMANDS}
     assert documented <= set(RUNNERS) | {"demo"}

@@ -17,6 +17,7 @@ from conftest import run_cli
 
 from regressions.groundtruth import scenarios, scratch
 from regressions.investigation import investigator
+from regressions.investigation.investigator import good_metric, target_for
 from regressions.investigation.model import Target
 from regressions.probing.prober import GitHistory, SubprocessProber
 
@@ -48,8 +49,7 @@ def _scenario(tmp_path: Path, name: str):
     records = scratch.build(tmp_path / "repo", [None, name, None])
     investigator = _investigator(tmp_path / "repo", tmp_path / "work")
     (benchmark, names), params = CASES[name]
-    target = investigator.target_for(benchmark, params, names, {"layernorm": 512},
-                                    stage_width=1024)
+    target = target_for(benchmark, params, names, {"layernorm": 512}, stage_width=1024)
     return records, investigator, target
 
 
@@ -78,7 +78,7 @@ def test_knob_bisection_finds_the_work_division_workaround(tmp_path):
     injected = next(r.sha for r in records if r.injection == "workdiv_m127")
     good = investigator.history.parent(injected)
     report = investigator.stages(good, injected, target)
-    workaround = investigator.knobs(injected, target, investigator.good_metric(report, target))
+    workaround = investigator.knobs(injected, target, good_metric(report, target))
     assert workaround.knob == "work_division" and workaround.value == "output_first"
     assert workaround.recovered >= 0.75
     assert workaround.decisive_application.startswith("decision work_division#")
@@ -110,7 +110,7 @@ def test_cli_stages_writes_json(tmp_path, outside):
                    "--width", "256", "--json", str(out), cwd=outside)
     assert done.returncode == 0, done.stderr
     data = json.loads(out.read_text())
-    assert data["version"] == 2 and data["first_divergent_stage"] == "lower"
+    assert data["version"] == 3 and data["first_divergent_stage"] == "lower"
     assert data["stage_diff_lines"] > 0 and "first divergent stage: lower" in done.stdout
 
 

@@ -1,0 +1,211 @@
+"""Every figure a report quotes, listed once with what it is: the report's "Figures" table.
+
+A number in a report is only readable with four things beside it: the quantity, the program
+it was measured on, the clock or counter that read it (and which probe), and the statistic
+(a median of n samples, a deterministic value, a sum). Two figures that measure different
+things get different names here; one that is quoted twice is one row, formatted by the same
+function wherever the text quotes it (`reports.narrative`). tests/e2e/test_demo.py reads the
+demo's rendered bundles and checks that every figure of the causal and workaround statements
+is a value of this table (or of the per-kernel table), and that no row is named twice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from regressions import metrics
+from regressions.investigation.model import Comparison, Investigation
+from reports.analysis import KernelChanges
+from reports.narrative import (
+    WELCH,
+    WELCH_ONE_SIDED,
+    benchmark_program,
+    confirmation_figure,
+    error_value,
+    interval,
+    knob_quantity,
+    metric_value,
+    pvalue,
+    quantity,
+)
+
+
+@dataclass(frozen=True)
+class Figure:
+    quantity: str
+    program: str
+    measured_by: str  # the clock or counter, and the probe or benchmark that read it
+    statistic: str
+    good: str
+    bad: str
+    change: str = ""  # bad / good, with its interval where there is one
+    p: str = ""  # the p-value and its test
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        return (self.quantity, self.program, self.measured_by, self.statistic)
+
+
+def _ratio(good: float | None, bad: float | None) -> str:
+    return f"×{bad / good:.3f}" if good and bad is not None else ""
+
+
+def confirmation(found: Investigation) -> list[Figure]:
+    c, target = found.confirmation, found.target
+    if c is None:
+        return []
+    metric = metrics.by_name(c.metric)
+    statistic = ("one deterministic value per build" if c.pvalue is None else
+                 f"median of {c.good_n} / {c.bad_n} samples; ratio of geometric means")
+    name = metric.label
+    if metric.errors and target.error:
+        name += f" ({metrics.ERROR_NAMES[target.error]})"
+    if metric.per_stage and target.stage:
+        name += f" of the {target.stage} stage alone"
+    return [Figure(name, c.program.describe(),
+                   f"the benchmark {target.label}" + (f", {metric.clock}" if metric.clock
+                                                       else ""), statistic,
+                   metric_value(c.good_median, c.unit, metric, target.error),
+                   metric_value(c.bad_median, c.unit, metric, target.error),
+                   confirmation_figure(c),
+                   "exact" if c.pvalue is None else f"{pvalue(c.pvalue)} ({WELCH_ONE_SIDED})")]
+
+
+def _timed(c: Comparison, program: str, measured_by: str) -> Figure:
+    scale, unit = (1e3, "ms") if c.unit == "s" else (1.0, c.unit)
+    digits = ".2f" if c.unit == "s" else ".1f"
+
+    def median(side) -> str:
+        return "not measured" if side is None else f"{side.median * scale:{digits}} {unit}"
+
+    change = "" if c.ratio is None else \
+        f"×{c.ratio:.3f} ({c.confidence:.0%} CI {interval(c.ci)})"
+    n = max((s.n for s in (c.good, c.bad) if s), default=0)
+    return Figure(c.name, program, measured_by,
+                  f"median of {n} synchronized iterations; ratio of geometric means",
+                  median(c.good), median(c.bad), change,
+                  "" if c.pvalue is None else f"{pvalue(c.pvalue)} ({WELCH})")
+
+
+def timing(found: Investigation) -> list[Figure]:
+    timing = found.timing
+    program = timing.program.describe()
+    rows = [_timed(timing.device, program, "the simulator's device clock, run-to-run noise on "
+                                           "(reproducer.py's timing)"),
+            _timed(timing.host, program, "the host's wall clock (reproducer.py's timing)")]
+    good, bad = (c.errors for c in timing.correctness)
+    if good is not None and bad is not None:
+        for error in ("rmse_ratio", "max_abs", "max_rel"):
+            rows.append(Figure(metrics.ERROR_NAMES[error], program,
+                               f"the output against float64 ({metrics.ERROR_DEFINITIONS[error]})",
+                               "one deterministic value per build (fixed seeds)",
+                               error_value(getattr(good, error), error),
+                               error_value(getattr(bad, error), error),
+                               _ratio(getattr(good, error), getattr(bad, error))))
+    return rows
+
+
+def evidence(found: Investigation, kernels: KernelChanges) -> list[Figure]:
+    """The stage probe's figures, on the benchmark program: noise-free device time, kernel
+    time, the first divergent stage's compile figures, the drifting stage's error."""
+    stages, program = found.stages, benchmark_program(found).describe()
+    rows = []
+    device = stages.device_time_us or {}
+    if "good" in device and "bad" in device:
+        rows.append(Figure("noise-free simulated device time per call (kernels, launch gaps "
+                           "and transfers)", program, "the simulator, noise off (stage probe)",
+                           "one deterministic run", quantity(device["good"], "us"),
+                           quantity(device["bad"], "us"),
+                           _ratio(device["good"], device["bad"])))
+    if kernels.any:
+        rows.append(Figure("kernel execution time per call, summed over the kernels", program,
+                           "the simulator, noise off (stage probe)", "sum over kernels",
+                           f"{kernels.good_total_us:.1f} us", f"{kernels.bad_total_us:.1f} us",
+                           _ratio(kernels.good_total_us, kernels.bad_total_us)))
+    row = next((d for d in stages.stages if d.stage == stages.first_divergent_stage), None)
+    if row is not None and found.target.measures.per_stage:  # compile alerts quote these
+        rows.append(Figure(f"wall time of the {row.stage} stage per cold compile", program,
+                           "the host's wall clock (stage probe: repeated compiles of the whole "
+                           "pipeline in one process)", "median of repeated compiles",
+                           quantity(row.compile_s_good, "s"), quantity(row.compile_s_bad, "s"),
+                           _ratio(row.compile_s_good, row.compile_s_bad),
+                           "" if row.compile_p is None else
+                           f"{pvalue(row.compile_p)} (two-sided Mann-Whitney)"))
+        if row.instructions_good is not None and row.instructions_bad is not None:
+            rows.append(Figure(f"instructions executed by the {row.stage} stage per cold "
+                               "compile", program, "callgrind (valgrind), counted per stage",
+                               "one count per build (repeat runs agree within "
+                               f"{metrics.instruction_counts().tolerance:.0%})",
+                               quantity(row.instructions_good, "instructions"),
+                               quantity(row.instructions_bad, "instructions"),
+                               f"{row.work_growth:+.2%}" if row.work_growth is not None
+                               else ""))
+    return rows + _drift(found, program)
+
+
+def _drift(found: Investigation, program: str) -> list[Figure]:
+    stage = found.stages.numerics_first_divergent_stage
+    numerics = found.stages.numerics or {}
+    good = (numerics.get("good") or {}).get(stage or "") or {}
+    bad = (numerics.get("bad") or {}).get(stage or "") or {}
+    if not stage or good.get("rmse_ratio") is None or bad.get("rmse_ratio") is None:
+        return []
+    return [Figure(f"RMSE ratio vs eager DLFloat16 of the {stage} stage's output", program,
+                   f"the output against float64 ({metrics.ERROR_DEFINITIONS['rmse_ratio']}; "
+                   "stage probe)", "one deterministic value per build",
+                   error_value(good["rmse_ratio"], "rmse_ratio"),
+                   error_value(bad["rmse_ratio"], "rmse_ratio"),
+                   _ratio(good["rmse_ratio"], bad["rmse_ratio"]))]
+
+
+def workaround(found: Investigation) -> list[Figure]:
+    w = found.workaround
+    if w is None:
+        return []
+    metric = metrics.by_name(w.metric)
+
+    def value(x: float) -> str:
+        return metric_value(x, w.unit, metric, found.target.error)
+
+    name = knob_quantity(metric, found.target.stage)
+    return [Figure(name, w.program.describe(), "the knob probe at the bad build (the good "
+                   "build's: the stage probe)", "one run per knob value", value(w.metric_good),
+                   value(w.metric_bad), f"with Config({w.knob}={w.value!r}): "
+                   f"{value(w.metric_with_knob)}, recovering {w.recovered:.0%}")]
+
+
+def minimized(found: Investigation) -> list[Figure]:
+    m = found.minimized
+    if m is None:
+        return []
+    label = found.target.measures.label
+    return [Figure(f"bad / good ratio of the noise-free {label}",
+                   f"the captured program ({m.ops_before} ATen op(s)) and the minimized one "
+                   f"({m.ops_after})", "the minimizer's probes (noise off)",
+                   "one deterministic run per build and program", "", "",
+                   f"{m.ratio_before:.3f} captured → {m.ratio_after:.3f} minimized")]
+
+
+def related(found: Investigation) -> list[Figure]:
+    """The culprit's other symptoms, as the causal statement quotes them."""
+    rows = []
+    for r in found.related:
+        c = r.confirmation
+        if c is None:
+            continue
+        metric = metrics.by_name(c.metric)
+        rows.append(Figure(metric.label, c.program.describe(),
+                           f"the benchmark {r.alert.probe.name} (another alert of this culprit)",
+                           "one deterministic value per build" if c.pvalue is None else
+                           f"median of {c.good_n} / {c.bad_n} samples; ratio of geometric "
+                           "means", metric_value(c.good_median, c.unit, metric),
+                           metric_value(c.bad_median, c.unit, metric), confirmation_figure(c),
+                           "exact" if c.pvalue is None else
+                           f"{pvalue(c.pvalue)} ({WELCH_ONE_SIDED})"))
+    return rows
+
+
+def figures(found: Investigation, kernels: KernelChanges) -> tuple[Figure, ...]:
+    """Every figure of the report, each once, in the order the report quotes them."""
+    return tuple([*confirmation(found), *timing(found), *evidence(found, kernels),
+                  *workaround(found), *minimized(found), *related(found)])

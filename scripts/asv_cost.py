@@ -1,0 +1,113 @@
+"""Where the wall time of an asv run goes: seconds per phase and per benchmark family.
+
+Runs asv (this interpreter's) with the given arguments, stamps every line of its output with
+the seconds since the start, and then reads the results files of the commits it ran. Prints:
+
+- environment and discovery: from the start to asv's first "For ... commit" line;
+- build and install, per commit and round: from that line to its "Benchmarking" line;
+- per family (bench_compile, bench_execute, ...): the `duration` asv records for each of its
+  benchmarks (the last round's; the time benchmarks run once per round, so the per-commit
+  figure multiplies them by the rounds seen) and the family's `setup_cache` seconds
+  (`durations` in the results file, "<setup_cache module:line>");
+- what remains: the gap to the whole run's wall time (forkserver start-ups, each round's
+  torch import, asv's own bookkeeping and printing).
+
+    python scripts/asv_cost.py continuous main HEAD
+    python scripts/asv_cost.py --log asv-continuous.log continuous --bench compile main HEAD
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+FOR_COMMIT = re.compile(r"For \S+ commit ([0-9a-f]{8}).*\(round (\d+)/(\d+)\)")
+ROUND = re.compile(r"\(round (\d+)/(\d+)\)")
+
+
+def run_stamped(args: list[str], log: Path | None) -> tuple[list[tuple[float, str]], float, int]:
+    """asv's output lines with their time stamps, the run's wall seconds and exit status."""
+    started = time.monotonic()
+    lines = []
+    with subprocess.Popen([sys.executable, "-m", "asv", *args], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, bufsize=1) as asv:
+        sink = log.open("w") if log else None
+        for line in asv.stdout:
+            stamp = time.monotonic() - started
+            lines.append((stamp, line.rstrip("\n")))
+            print(f"{stamp:8.1f} {line}", end="", flush=True)
+            if sink:
+                sink.write(f"{stamp:8.1f} {line}")
+        if sink:
+            sink.close()
+    return lines, time.monotonic() - started, asv.returncode
+
+
+def phases(lines: list[tuple[float, str]]) -> tuple[float, list[tuple[str, int, float]], int]:
+    """Seconds before the first commit, build+install seconds per (commit, round), rounds."""
+    first = next((t for t, line in lines if FOR_COMMIT.search(line)), 0.0)
+    installs, current, rounds = [], None, 1
+    for stamp, line in lines:
+        found = FOR_COMMIT.search(line)
+        if found:
+            current = (found[1], int(found[2]), stamp)
+            rounds = max(rounds, int(found[3]))
+        elif current and "Benchmarking" in line:
+            installs.append((current[0], current[1], stamp - current[2]))
+            current = None
+    return first, installs, rounds
+
+
+def family_costs(results: Path, commits: set[str], rounds: int) -> dict[str, dict[str, float]]:
+    """Per family: benchmark seconds over all commits (time benchmarks x rounds) and
+    setup_cache seconds, from the results files of `commits`."""
+    costs: dict[str, dict[str, float]] = defaultdict(lambda: {"benchmarks": 0.0,
+                                                               "setup_cache": 0.0})
+    for path in results.glob("*/*.json"):
+        if path.name == "machine.json" or path.name[:8] not in commits:
+            continue
+        doc = json.loads(path.read_text())
+        columns = doc["result_columns"]
+        for name, row in doc["results"].items():
+            family = name.split(".")[0]
+            duration = dict(zip(columns, row, strict=False)).get("duration") or 0.0
+            timed = name.split(".")[-1].startswith("time_")
+            costs[family]["benchmarks"] += duration * (rounds if timed else 1)
+        for key, seconds in doc.get("durations", {}).items():
+            found = re.match(r"<setup_cache (\w+):\d+>", key)
+            if found:
+                costs[found[1]]["setup_cache"] += seconds
+    return dict(costs)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--log", type=Path, help="also write the stamped output here")
+    parser.add_argument("--results", type=Path, default=Path(".asv/results"))
+    parser.add_argument("asv_args", nargs=argparse.REMAINDER)
+    args = parser.parse_args()
+    lines, wall, status = run_stamped(args.asv_args, args.log)
+    first, installs, rounds = phases(lines)
+    commits = {commit for commit, _, _ in installs}
+    costs = family_costs(args.results, commits, rounds)
+    print(f"\nwall {wall:.1f} s, exit {status}, {len(commits)} commits x {rounds} rounds")
+    print(f"  {'environment check + discovery':34} {first:7.1f} s")
+    build = sum(seconds for _, _, seconds in installs)
+    print(f"  {'build + install':34} {build:7.1f} s  ({len(installs)} installs)")
+    accounted = first + build
+    for family, cost in sorted(costs.items()):
+        print(f"  {family + ' setup_cache':34} {cost['setup_cache']:7.1f} s")
+        print(f"  {family + ' benchmarks':34} {cost['benchmarks']:7.1f} s")
+        accounted += cost["setup_cache"] + cost["benchmarks"]
+    print(f"  {'the rest (start-ups, asv itself)':34} {wall - accounted:7.1f} s")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,193 @@
+"""One nightly run serially and on an executor, on the same scratch history: wall times and
+whether they found and stored the same things.
+
+Builds a scratch history of `--commits` commits with three planted regressions (device time,
+compile time, numerics; regressions/groundtruth/scenarios.py), clones it twice (the same
+commits) and runs the installed `spyre-regress nightly` on each clone at stride 1: first
+serially, then with `--workers N`, one after the other on this machine. Prints, and writes
+to OUT/scaleout.json:
+
+- wall time of each whole night, and their ratio;
+- the families that may share a host: their seconds in the serial night (the durations asv
+  recorded for their benchmarks and `setup_cache`, summed over commits: no asv start-up
+  counted) against the wall time of the executor's phase that ran them (every unit's asv
+  start-up and install counted);
+- the alerts of both nights (status, culprit, first divergent stage, kind);
+- the two results stores compared point by point: deterministic values (device time,
+  instruction counts, numerics) equal, and each point's sample count.
+
+    python scripts/scaleout_night.py OUT --commits 12 --workers 2 --grid demo
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from regressions import metrics
+from regressions.groundtruth import scratch
+from regressions.records import alert_store, results
+
+SCRIPT = Path(sys.executable).with_name("spyre-regress")
+PLANTED = ("sdsc_fp16_accumulate", "quadratic_verify", "workdiv_m127")
+MACHINE = "scaleout"
+
+
+def plan(commits: int) -> list[str | None]:
+    """`commits - 1` changes after the import, the planted ones spread over the history."""
+    changes: list[str | None] = [None] * (commits - 1)
+    for k, name in enumerate(PLANTED):
+        changes[(k + 1) * len(changes) // (len(PLANTED) + 1)] = name
+    return changes
+
+
+def night(root: Path, repo: Path, extra: list[str], env: dict[str, str]) -> dict:
+    """The installed nightly on `repo`, its state under `root`: wall time, exit code, and
+    each bisection's seconds (from its "bisecting" line to the investigation's next step)."""
+    started = time.monotonic()
+    lines: list[tuple[float, str]] = []
+    with (root / "nightly.log").open("w") as log, subprocess.Popen(
+            [str(SCRIPT), "nightly", "--repo", str(repo), "--state", str(root / "state"),
+             "--reports", str(root / "reports"), "--stride", "1", "--machine", MACHINE,
+             *extra], env={**os.environ, **env}, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True) as process:
+        for line in process.stdout:
+            lines.append((time.monotonic() - started, line.rstrip()))
+            log.write(f"[{lines[-1][0]:8.1f}] {line}")
+    return {"seconds": time.monotonic() - started, "exit": process.returncode,
+            "bisections": bisections(lines)}
+
+
+def bisections(lines: list[tuple[float, str]]) -> list[dict]:
+    """Each bisection of the log: its kind and seconds (with its confirmation)."""
+    found, kind = [], None
+    for k, (at, line) in enumerate(lines):
+        if "investigating" in line:
+            kind = line.split("investigating ")[1].split()[0]
+        if "bisecting" in line and k + 1 < len(lines):
+            after = next((t for t, text in lines[k + 1:] if "capturing stages" in text
+                          or text.lstrip().startswith("alert ")), lines[-1][0])
+            found.append({"kind": kind, "line": line.strip(), "seconds": round(after - at, 1)})
+    return found
+
+
+def findings(state: Path) -> list[dict]:
+    store = alert_store.AlertStore(state / "alerts.sqlite")
+    try:
+        extras = store.extras()
+        return sorted(({"status": r.status, "kind": r.kind, "culprit": r.culprit,
+                        "stage": extras.get(r.id, {}).get("stage"),
+                        "members": len(r.symptoms)} for r in store.records()),
+                      key=lambda f: (f["culprit"] or "", f["kind"], f["members"]))
+    finally:
+        store.close()
+
+
+def shared_seconds(results_dir: Path) -> float:
+    """Seconds the serial night's asv runs spent on the families that may share a host: the
+    durations asv recorded for their benchmarks and for the `setup_cache` of their modules
+    ("<setup_cache MODULE:LINE>"), over every commit."""
+    total = 0.0
+    for path in (results_dir / MACHINE).glob("*.json"):
+        if path.name == "machine.json":
+            continue
+        document = json.loads(path.read_text())
+        names = list(document.get("results", {}))
+        for key, seconds in document.get("durations", {}).items():
+            if key.startswith("<setup_cache "):
+                module = key.removeprefix("<setup_cache ").split(":")[0]
+                served = [n for n in names if n.startswith(f"{module}.")]
+            else:
+                served = [key]
+            if seconds and served and metrics.metric_for(served[0]).shares_host:
+                total += seconds
+    return total
+
+
+def stores(serial: Path, distributed: Path, repo: Path) -> dict:
+    """Both stores, point by point."""
+    frames = [results.load_results(d, repo=repo, machine=MACHINE) for d in (serial, distributed)]
+    keyed = [{(r.benchmark, r.params, r.commit): r for r in f.itertuples()} for f in frames]
+    both = keyed[0].keys() & keyed[1].keys()
+    deterministic = [k for k in both if metrics.metric_for(k[0]).deterministic
+                     or metrics.metric_for(k[0]).name == "device_time"]
+    differing = [k for k in deterministic if keyed[0][k].status == "ok" and not
+                 _same(keyed[0][k].samples, keyed[1][k].samples, keyed[0][k].value,
+                       keyed[1][k].value)]
+    counts = [k for k in both if _count(keyed[0][k].samples) != _count(keyed[1][k].samples)]
+    return {"points": [len(k) for k in keyed], "in_both": len(both),
+            "deterministic": len(deterministic), "deterministic_differing": len(differing),
+            "differing_examples": [list(k) for k in sorted(differing)[:5]],
+            "sample_counts_differing": len(counts),
+            "sample_count_examples": [[*k, _count(keyed[0][k].samples),
+                                       _count(keyed[1][k].samples)]
+                                      for k in sorted(counts)[:10]]}
+
+
+def _count(samples) -> int:
+    return len(samples) if isinstance(samples, list | tuple) else 0
+
+
+def _same(a, b, value_a, value_b) -> bool:
+    if _count(a) and _count(b):
+        return statistics.median(a) == statistics.median(b)
+    return value_a == value_b
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path, help="a new directory")
+    parser.add_argument("--commits", type=int, default=12)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--grid", choices=("demo", "full"), default="demo")
+    parser.add_argument("--bench", help="asv --bench selection (default: the whole suite)")
+    args = parser.parse_args()
+    out = args.out.resolve()
+    out.mkdir(parents=True)
+    records = scratch.build(out / "history", plan(args.commits))
+    env = {"SPYRE_REGRESS_GRID": args.grid} if args.grid == "demo" else {}
+    extra = ["--bench", args.bench] if args.bench else []
+    runs = {}
+    for name, flags in (("serial", []), ("workers", ["--workers", str(args.workers)])):
+        root = out / name
+        root.mkdir()
+        subprocess.run(["git", "clone", "--quiet", str(out / "history"), str(root / "repo")],
+                       check=True)
+        print(f"{name}: nightly {' '.join(flags) or '(serial)'} ...", flush=True)
+        runs[name] = night(root, root / "repo", extra + flags, env)
+        print(f"  {runs[name]['seconds']:.0f} s, exit {runs[name]['exit']}", flush=True)
+    units = json.loads((out / "workers" / "state" / "units.json").read_text())
+    shared_phase = units["phases"][0]
+    assert not shared_phase["clock"], "the executor's first phase is the shared families'"
+    serial_shared = shared_seconds(out / "serial" / "repo" / ".asv" / "results")
+    report = {
+        "version": 1, "commits": len(records), "workers": args.workers, "grid": args.grid,
+        "bench": args.bench, "planted": [r.sha for r in records if r.injection],
+        "night_seconds": {k: round(v["seconds"], 1) for k, v in runs.items()},
+        "bisections": {k: v["bisections"] for k, v in runs.items()},
+        "night_ratio": round(runs["serial"]["seconds"] / runs["workers"]["seconds"], 3),
+        "exit": {k: v["exit"] for k, v in runs.items()},
+        "shared_families": {"serial_seconds": round(serial_shared, 1),
+                            "executor_phase_seconds": round(shared_phase["seconds"], 1),
+                            "units": shared_phase["units"],
+                            "ratio": round(serial_shared / shared_phase["seconds"], 3)},
+        "findings": {k: findings(out / k / "state") for k in runs},
+        "stores": stores(out / "serial" / "repo" / ".asv" / "results",
+                         out / "workers" / "repo" / ".asv" / "results",
+                         out / "serial" / "repo"),
+    }
+    report["same_findings"] = report["findings"]["serial"] == report["findings"]["workers"]
+    (out / "scaleout.json").write_text(json.dumps(report, indent=1))
+    print(json.dumps({k: v for k, v in report.items() if k != "findings"}, indent=1))
+    print("same findings:", report["same_findings"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
