@@ -138,7 +138,7 @@ INJECTIONS: dict[str, Injection] = {i.name: i for i in (
         "device: derate the DRAM model to the sustained rate of a busy bus",
         "The effective DRAM bandwidth drops from 136.5 to 100 GB/s: every memory-bound kernel "
         "slows down, device time x1.13-1.33 on the catalogue's workloads. Reverted by the next "
-        "commit in the scratch history of tests/e2e/test_nightly_edge.py.",
+        "commit in the scratch history of tests/e2e/test_reverted_excursion.py.",
         (Edit("spyre_sim/device.py", "    dram_effective_gbps: float = 136.5",
               "    dram_effective_gbps: float = 100.0  # the sustained rate of a busy bus"),),
         None, ("mlp", 128)),
