@@ -17,6 +17,10 @@ to OUT/scaleout.json:
   instruction counts, numerics) equal, and each point's sample count.
 
     python scripts/scaleout_night.py OUT --commits 12 --workers 2 --grid demo
+    python scripts/scaleout_night.py OUT --again workers   # the executor's night once more
+
+`--again workers` runs the executor's night again beside the serial one already in OUT (the
+history is rebuilt identically and checked), for a change to the executor alone.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -60,8 +65,10 @@ def night(root: Path, repo: Path, extra: list[str], env: dict[str, str]) -> dict
         for line in process.stdout:
             lines.append((time.monotonic() - started, line.rstrip()))
             log.write(f"[{lines[-1][0]:8.1f}] {line}")
-    return {"seconds": time.monotonic() - started, "exit": process.returncode,
+    done = {"seconds": time.monotonic() - started, "exit": process.returncode,
             "bisections": bisections(lines)}
+    (root / "night.json").write_text(json.dumps(done, indent=1))
+    return done
 
 
 def bisections(lines: list[tuple[float, str]]) -> list[dict]:
@@ -91,20 +98,25 @@ def findings(state: Path) -> list[dict]:
 
 def shared_seconds(results_dir: Path) -> float:
     """Seconds the serial night's asv runs spent on the families that may share a host: the
-    durations asv recorded for their benchmarks and for the `setup_cache` of their modules
-    ("<setup_cache MODULE:LINE>"), over every commit."""
+    durations asv recorded for their benchmarks (each row's `duration`) and for the
+    `setup_cache` of their modules ("<setup_cache MODULE:LINE>" in `durations`), over every
+    commit. A re-measured benchmark keeps the duration of its last run."""
     total = 0.0
     for path in (results_dir / MACHINE).glob("*.json"):
         if path.name == "machine.json":
             continue
         document = json.loads(path.read_text())
+        columns = document.get("result_columns", [])
         names = list(document.get("results", {}))
+        for name, row in document.get("results", {}).items():
+            seconds = dict(zip(columns, row, strict=False)).get("duration")
+            if seconds and metrics.metric_for(name).shares_host:
+                total += seconds
         for key, seconds in document.get("durations", {}).items():
-            if key.startswith("<setup_cache "):
-                module = key.removeprefix("<setup_cache ").split(":")[0]
-                served = [n for n in names if n.startswith(f"{module}.")]
-            else:
-                served = [key]
+            if not key.startswith("<setup_cache "):
+                continue
+            module = key.removeprefix("<setup_cache ").split(":")[0]
+            served = [n for n in names if n.startswith(f"{module}.")]
             if seconds and served and metrics.metric_for(served[0]).shares_host:
                 total += seconds
     return total
@@ -140,6 +152,15 @@ def _same(a, b, value_a, value_b) -> bool:
     return value_a == value_b
 
 
+def earlier_serial(out: Path) -> dict:
+    """The serial night an earlier run of this script left in `out`."""
+    if (out / "serial" / "night.json").is_file():
+        return json.loads((out / "serial" / "night.json").read_text())
+    earlier = json.loads((out / "scaleout.json").read_text())
+    return {"seconds": earlier["night_seconds"]["serial"], "exit": earlier["exit"]["serial"],
+            "bisections": earlier["bisections"]["serial"]}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path, help="a new directory")
@@ -147,14 +168,27 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--grid", choices=("demo", "full"), default="demo")
     parser.add_argument("--bench", help="asv --bench selection (default: the whole suite)")
+    parser.add_argument("--again", choices=("workers",),
+                        help="run only the executor's night again, beside OUT's serial one")
     args = parser.parse_args()
     out = args.out.resolve()
-    out.mkdir(parents=True)
+    runs = {}
+    if args.again:
+        runs["serial"] = earlier_serial(out)
+        shutil.rmtree(out / "workers")
+        shutil.rmtree(out / "history")
+    else:
+        out.mkdir(parents=True)
     records = scratch.build(out / "history", plan(args.commits))
     env = {"SPYRE_REGRESS_GRID": args.grid} if args.grid == "demo" else {}
     extra = ["--bench", args.bench] if args.bench else []
-    runs = {}
     for name, flags in (("serial", []), ("workers", ["--workers", str(args.workers)])):
+        if name in runs:
+            served = subprocess.run(["git", "-C", str(out / name / "repo"), "rev-parse",
+                                     "origin/HEAD"], capture_output=True, text=True, check=True)
+            assert served.stdout.strip() == records[-1].sha, "OUT's serial night is of " \
+                "another history: the same --commits, please"
+            continue
         root = out / name
         root.mkdir()
         subprocess.run(["git", "clone", "--quiet", str(out / "history"), str(root / "repo")],
