@@ -22,7 +22,7 @@ to OUT/scaleout.json:
 
     python scripts/scaleout_night.py OUT --commits 12 --workers 2 --grid demo
     python scripts/scaleout_night.py OUT --again workers   # the executor's night once more
-    python scripts/scaleout_night.py OUT --stride 6 --bench ExecuteDeviceTime  # bisections
+    python scripts/scaleout_night.py OUT --commits 24 --stride 6 --bench ExecuteDeviceTime
 
 `--again workers` runs the executor's night again beside the serial one already in OUT, on a
 clone of the serial night's history (a scratch history copies the sources it is built from,
