@@ -45,6 +45,7 @@ from pathlib import Path
 from regressions import metrics
 from regressions.groundtruth import scratch
 from regressions.records import alert_store, results
+from spyre_regress import scaleout
 
 SCRIPT = Path(sys.executable).with_name("spyre-regress")
 PLANTED = ("sdsc_fp16_accumulate", "quadratic_verify", "workdiv_m127")
@@ -109,17 +110,14 @@ def shared_seconds(results_dir: Path) -> float:
     durations asv recorded for their benchmarks (each row's `duration`) and for the
     `setup_cache` of their modules ("<setup_cache MODULE:LINE>" in `durations`), over every
     commit. A re-measured benchmark keeps the duration of its last run."""
-    total = 0.0
+    total = sum(sum(durations) for name, durations in
+                scaleout.recorded_durations(results_dir).items()
+                if metrics.metric_for(name).shares_host)
     for path in (results_dir / MACHINE).glob("*.json"):
         if path.name == "machine.json":
             continue
         document = json.loads(path.read_text())
-        columns = document.get("result_columns", [])
         names = list(document.get("results", {}))
-        for name, row in document.get("results", {}).items():
-            seconds = dict(zip(columns, row, strict=False)).get("duration")
-            if seconds and metrics.metric_for(name).shares_host:
-                total += seconds
         for key, seconds in document.get("durations", {}).items():
             if not key.startswith("<setup_cache "):
                 continue
@@ -171,11 +169,11 @@ def _count(samples) -> int:
     return len(samples) if isinstance(samples, list | tuple) else 0
 
 
-def earlier_serial(out: Path) -> dict:
-    """The serial night an earlier run of this script left in `out`."""
+def earlier_serial(out: Path, earlier: dict) -> dict:
+    """The serial night an earlier run of this script (`earlier`, its report) left in
+    `out`."""
     if (out / "serial" / "night.json").is_file():
         return json.loads((out / "serial" / "night.json").read_text())
-    earlier = json.loads((out / "scaleout.json").read_text())
     return {"seconds": earlier["night_seconds"]["serial"], "exit": earlier["exit"]["serial"],
             "bisections": earlier["bisections"]["serial"]}
 
@@ -195,10 +193,10 @@ def main() -> int:
     out = args.out.resolve()
     runs = {}
     if args.again:
-        runs["serial"] = earlier_serial(out)
+        earlier = json.loads((out / "scaleout.json").read_text())
+        runs["serial"] = earlier_serial(out, earlier)
         shutil.rmtree(out / "workers", ignore_errors=True)
         origin = out / "serial" / "repo"  # the serial night's history, commit for commit
-        earlier = json.loads((out / "scaleout.json").read_text())
         commits, planted = earlier["commits"], earlier["planted"]
     else:
         out.mkdir(parents=True)
