@@ -269,6 +269,13 @@ def shard_of(names: Sequence[str], index: int, count: int,
 
 def recorded_seconds(results_dir: Path) -> dict[str, float]:
     """Each benchmark's mean duration in the result files under `results_dir` (seconds)."""
+    return {name: sum(values) / len(values)
+            for name, values in recorded_durations(results_dir).items()}
+
+
+def recorded_durations(results_dir: Path) -> dict[str, list[float]]:
+    """Each benchmark's durations as asv recorded them, one per result file under
+    `results_dir` that has one (seconds)."""
     totals: dict[str, list[float]] = {}
     for path in Path(results_dir).glob("*/*.json"):
         if path.name == "machine.json":
@@ -282,4 +289,4 @@ def recorded_seconds(results_dir: Path) -> dict[str, float]:
                     totals.setdefault(name, []).append(float(duration))
         except (OSError, ValueError, KeyError, TypeError):
             continue  # a file asv would skip too
-    return {name: sum(values) / len(values) for name, values in totals.items()}
+    return totals

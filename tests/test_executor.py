@@ -58,6 +58,27 @@ def test_units_run_at_once_and_wall_clock_units_alone(executor, tmp_path):
     assert sum("done" in line and "left" in line for line in executor.lines) >= 6
 
 
+def test_a_phase_hands_out_a_unit_only_to_a_free_worker(executor, tmp_path, monkeypatch):
+    # the scheduler places a unit when it is submitted: submitted all at once, a unit could
+    # wait behind a long one while the other worker sat idle (a 12-commit night lost a fifth
+    # of its benchmarking to it). Never more units in flight than workers:
+    handed_out = []
+    submit = executor._submit
+
+    def one_per_free_worker(work):
+        assert sum(not future.done() for future in handed_out) < executor.workers, work.name
+        handed_out.append(submit(work))
+        return handed_out[-1]
+
+    monkeypatch.setattr(executor, "_submit", one_per_free_worker)
+    works = [Work("long", record, (str(tmp_path), "long", 2.0)),
+             *(Work(f"short {i}", record, (str(tmp_path), f"short{i}", 0.2)) for i in range(5))]
+    assert sorted(name for _, name in executor.run(works)) == \
+        ["long", *(f"short{i}" for i in range(5))]
+    runs = {p.stem: json.loads(p.read_text()) for p in tmp_path.glob("*.json")}
+    assert all(runs[f"short{i}"]["worker"] != runs["long"]["worker"] for i in range(5))
+
+
 def test_a_unit_whose_worker_died_runs_again_and_returns_once(executor, tmp_path):
     works = [Work("dies", die_once, (str(tmp_path / "marker"), "dies")),
              Work("fine", record, (str(tmp_path), "fine", 0.1))]

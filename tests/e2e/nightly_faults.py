@@ -175,6 +175,10 @@ def install(fault: str, repo: Path, steps: tuple[int, ...]) -> None:
 
 
 def main(argv: list[str]) -> int:
+    # a process started in the background of a non-interactive shell inherits SIGINT
+    # ignored, and Ctrl-C would then be lost whatever the nightly does: take it as a
+    # terminal's foreground process does
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     fault, separator, *command = argv
     assert separator == "--"
     repo = Path(command[command.index("--repo") + 1])
