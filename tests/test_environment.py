@@ -147,3 +147,21 @@ def test_every_reported_member_excludes_no_change_on_its_own():
                             + [1.02] * 10, noise=0.05, n=3)) for i in range(40)]
     for r in detect.run_detection(series).regressions:
         assert r.ci[0] > 1
+
+
+def test_the_environments_of_one_job_are_counted_together():
+    """Two environments benchmarked in one job (one runner): each moved too few series for a
+    wide cluster alone, together they are one; each environment has its alert and members."""
+    series, shifted = suite(moved=1.0)
+    clocks = [s for s in series if s.benchmark in CLOCKS][:12]  # two benchmarks, six params
+    split = [replace(s, env="py3.8" if i % 2 else "py3.9") for i, s in enumerate(clocks)]
+    alone = detect.run_detection([s for s in split if s.env == "py3.8"])
+    assert alone.environment == [] and len(alone.regressions) == 6  # 6 < ENV_MIN_SERIES
+    third = [replace(s, env="py3.8") for s in series if s.benchmark == CLOCKS[2]][:2]
+    found = detect.run_detection(split + third)  # py3.9 alone: 6 series of two benchmarks
+    assert found.regressions == []
+    assert sorted(a.env for a in found.environment) == ["py3.8", "py3.9"]
+    assert all(a.envs == ("py3.8", "py3.9") and a.measured == 14 for a in found.environment)
+    assert sorted(len(a.members) for a in found.environment) == [6, 8]
+    assert "counted with py3.9, measured in the same job" in next(
+        a for a in found.environment if a.env == "py3.8").describe()

@@ -106,8 +106,11 @@ class EnvironmentAlert:
     form a wide cluster too (hardware that speeds most benchmarks up and slows a family down:
     the machine's as well). `changed` lists the recorded parameters that differ
     (name, before, after); `members` the regressions it explains. Never bisected. Each
-    environment of a machine (asv's `env_name`) is read apart: they benchmark different
-    commits, so one change of the machine shows at each one's first commit after it."""
+    environment of a machine (asv's `env_name`) has alerts of its own: environments may
+    benchmark different commits, so one change of the machine shows at each one's first
+    commit after it. The environments measured at the same commit ran in one job, on one
+    runner, and are counted together (`envs`; the counts and ratios are the job's, `detected`
+    and the range this environment's)."""
 
     machine: str
     env: str
@@ -127,6 +130,7 @@ class EnvironmentAlert:
     against: int = 0
     changed: tuple[tuple[str, str, str], ...] = ()
     members: tuple[Regression, ...] = ()
+    envs: tuple[str, ...] = ()  # the environments of the job counted with this one, if more
 
     @property
     def share(self) -> float:
@@ -139,8 +143,10 @@ class EnvironmentAlert:
             "; nothing recorded in the result files changed"
         still = (f"; {self.still_moved} of {self.still_measured} series that cannot move with "
                  "the runner moved") if self.still_measured else ""
-        return (f"{self.machine}/{self.env}: {self.moved} of {self.measured} runner-bound "
-                f"series "
+        job = (" (counted with " + ", ".join(e for e in self.envs if e != self.env)
+               + ", measured in the same job)") if self.envs else ""
+        return (f"{self.machine}/{self.env}{job}: {self.moved} of {self.measured} "
+                f"runner-bound series "
                 f"({self.share:.0%}) measure {self.direction} at {self.bad_commit[:8]} "
                 f"({self.detected} with a detected change, median x{self.median_ratio:.3f} "
                 "worse)"
@@ -155,7 +161,7 @@ class EnvironmentAlert:
                 "median_ratio": self.median_ratio, "spread": self.spread,
                 "still_moved": self.still_moved, "still_measured": self.still_measured,
                 "against": self.against,
-                "changed": [list(c) for c in self.changed],
+                "changed": [list(c) for c in self.changed], "envs": list(self.envs),
                 "members": [m.to_dict() for m in self.members]}
 
 
@@ -166,28 +172,49 @@ def find(moves: Sequence[Move], levels: Sequence[Levels],
     coincide with a move. `levels`: every series of the run; `settings`: (machine, env) ->
     position -> (commit, the recorded machine parameters as `describe_settings` writes
     them), for the commits whose files recorded any."""
-    by_place: dict[tuple[str, str, int], list[Move]] = defaultdict(list)
+    by_place: dict[tuple[str, int], list[Move]] = defaultdict(list)
     for move in moves:
-        by_place[move.machine, move.env, move.bad_position].append(move)
+        by_place[move.machine, move.bad_position].append(move)
     by_env: dict[tuple[str, str], list[Levels]] = defaultdict(list)
     for series in levels:
         by_env[series.machine, series.env].append(series)
     changes = recorded_changes(settings or {})
     alerts = []
-    for (machine, env, position), here in sorted(by_place.items()):
-        runner = [m for m in here if m.runner]
-        changed = changes.get((machine, env, position), ())
-        if not runner or not (changed or _wide(runner)):
-            continue
-        local = [r for r in (local_ratio(s, position) for s in by_env[machine, env] if s.runner)
+    for (machine, position), pooled in sorted(by_place.items()):
+        # The environments a machine measured one commit in ran in one job, on one runner: a
+        # change of the runner shows in all of them at once, and is counted across them.
+        envs = tuple(sorted({m.env for m in pooled}))
+        measured = [s for env in envs for s in by_env[machine, env]]
+        local = [r for r in (local_ratio(s, position) for s in measured if s.runner)
                  if r is not None]
-        still = sum(_measured_at(s, position) for s in by_env[machine, env] if not s.runner)
-        alert = _shared(runner, here, local, still, changed) or (
-            _alert(runner, "recorded", _majority(runner), local,
-                   sum(not m.runner for m in here), still, changed) if changed else None)
-        if alert is not None:
-            alerts.append(alert)
+        still = sum(_measured_at(s, position) for s in measured if not s.runner)
+        shared = _shared([m for m in pooled if m.runner], pooled, local, still)
+        for env in envs:
+            runner = [m for m in pooled if m.env == env and m.runner]
+            changed = changes.get((machine, env, position), ())
+            if not runner:
+                continue
+            if shared is not None:
+                alerts.append(replace(_in_env(shared, runner), changed=changed,
+                                      envs=envs if len(envs) > 1 else ()))
+            elif changed:
+                here = [m for m in pooled if m.env == env]
+                env_local = [r for r in (local_ratio(s, position) for s in by_env[machine, env]
+                                         if s.runner) if r is not None]
+                alerts.append(_alert(runner, "recorded", _majority(runner), env_local,
+                                     sum(not m.runner for m in here),
+                                     sum(_measured_at(s, position) for s in
+                                         by_env[machine, env] if not s.runner), changed))
     return alerts
+
+
+def _in_env(shared: EnvironmentAlert, runner: Sequence[Move]) -> EnvironmentAlert:
+    """A change of the machine found across the environments of one job, as one of them
+    reports it: its range and its own detected changes; shares and ratios of the job."""
+    mine = [m for m in runner if (m.ratio > 1) == (shared.direction == "worse")] or list(runner)
+    latest = max(mine, key=lambda m: m.good_position)
+    return replace(shared, env=mine[0].env, good_commit=latest.good_commit,
+                   good_position=latest.good_position, detected=len(mine))
 
 
 def _wide(runner: Sequence[Move]) -> bool:
@@ -226,8 +253,7 @@ def _agree(local: Sequence[float], direction: Direction) -> int:
 
 
 def _shared(runner: list[Move], here: list[Move], local: list[float],
-            still_measured: int, changed: tuple[tuple[str, str, str], ...]
-            ) -> EnvironmentAlert | None:
+            still_measured: int) -> EnvironmentAlert | None:
     """A wide cluster whose direction most runner-bound series share and the others do
     not."""
     for direction, moved in _by_direction(runner).items():
@@ -240,7 +266,7 @@ def _shared(runner: list[Move], here: list[Move], local: list[float],
             return None  # the series the runner cannot move moved too: the code did it
         other = _by_direction(runner)["better" if direction == "worse" else "worse"]
         return replace(_alert(moved, "shared", direction, local, still_moved, still_measured,
-                              changed), against=len(other) if _wide(other) else 0)
+                              ()), against=len(other) if _wide(other) else 0)
     return None
 
 
