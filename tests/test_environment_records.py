@@ -4,10 +4,11 @@ when new, kept, matched by machine, environment and overlapping range."""
 import json
 
 import pytest
+from conftest import run_cli
 
 from regressions.detection.environment import EnvironmentAlert
 from regressions.errors import SpyreRegressError
-from regressions.records import environment_records
+from regressions.records import alert_store, environment_records
 
 COMMITS = [f"{i:040x}" for i in range(20)]
 PLACE = {c: i for i, c in enumerate(COMMITS)}
@@ -38,3 +39,16 @@ def test_records_round_trip_and_refuse_unknown_versions():
     assert environment_records.from_dict(data) == record
     with pytest.raises(SpyreRegressError, match="version 7"):
         environment_records.from_dict({**data, "version": 7})
+
+
+def test_the_alerts_command_lists_the_machines_changes(tmp_path, outside):
+    records, _ = environment_records.advance([], [change(9, 10)], PLACE, "night 1")
+    database = alert_store.AlertStore(tmp_path / "alerts.sqlite")
+    database.save_environment(records)
+    database.close()
+    listing = run_cli("alerts", "--state", str(tmp_path), cwd=outside)
+    assert listing.returncode == 0, listing.stderr
+    assert "no alerts" in listing.stdout
+    assert "environment alerts (the machine changed, not the code): 1" in listing.stdout
+    assert f"E1   runner/env {COMMITS[9][:8]}..{COMMITS[10][:8]} worse" in listing.stdout
+    assert "first seen night 1" in listing.stdout and "pin the runner" in listing.stdout

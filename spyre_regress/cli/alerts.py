@@ -45,9 +45,11 @@ def run(args: argparse.Namespace) -> int:
             database.save([lifecycle.triage(chosen, args.set[1])])
             records = database.records()
         extras = database.extras()
+        machine_changes = database.environment()
     finally:
         database.close()
     print_records(records, extras)
+    print_environment(machine_changes)
     transients = args.state / "transients.json"
     if transients.is_file():
         print_transients(files.read_json(transients, "transients file").get("transients", []))
@@ -71,6 +73,20 @@ def print_records(records, extras: dict) -> None:
             print(textwrap.fill(f"note: {r.note}", WIDTH, initial_indent="    ",
                                 subsequent_indent="      ", break_on_hyphens=False,
                                 break_long_words=False))
+
+
+def print_environment(changes: list) -> None:
+    """Changes of the machine under the benchmarks: never investigated, listed for a person
+    with what to do (the summary's last clause)."""
+    if changes:
+        print(f"environment alerts (the machine changed, not the code): {len(changes)}")
+    for e in changes:
+        print(fit(f"  E{e.id:<3} {e.machine}/{e.env} {e.good_commit[:8]}..{e.bad_commit[:8]} "
+                  f"{e.direction}, {e.explained} regression(s) explained, first seen "
+                  f"{e.first_seen or '-'}"))
+        print(textwrap.fill(e.summary, WIDTH, initial_indent="      ",
+                            subsequent_indent="      ", break_on_hyphens=False,
+                            break_long_words=False))
 
 
 def print_transients(transients: list) -> None:
