@@ -3,6 +3,7 @@
 import numpy as np
 
 from regressions.detection import detect, remeasure
+from regressions.detection.environment import EnvironmentAlert
 from regressions.groundtruth import synthetic
 
 
@@ -138,3 +139,27 @@ def test_a_contradicted_change_is_measured_again_at_both_ends():
                               contradicted={candidate.bad_commit})
     assert [(int(r.commit, 16), r.reason) for r in requests] == [(20, "contradicted"),
                                                                  (19, "contradicted")]
+
+
+def test_a_request_the_machine_cannot_serve_tonight_takes_no_budget():
+    """Commits before the machine's newest environment change were measured on other
+    hardware: a clock series is not measured there again, and what it would have asked for
+    is left to the rest of the plan."""
+    clock = strided([1.0] * 30 + [1.3], 5, params="(clock)")
+    clock = detect.Series(clock.machine, clock.env, "bench_compile.CompileTotal.time_compile",
+                          clock.params, clock.commits, clock.positions, clock.samples)
+    device = strided([1.0] * 30 + [1.3], 5, seed=1, params="(device)")
+    device = detect.Series(device.machine, device.env,
+                           "bench_execute.ExecuteDeviceTime.time_device", device.params,
+                           device.commits, device.positions, device.samples)
+    found = detect.run_detection([clock, device])
+    both = remeasure.plan(found.candidates, history(31), budget=120)
+    assert {r.params for r in both} == {"(clock)"}  # one edge's window fills the budget
+    change = detect.Detection([], [], [], [EnvironmentAlert(
+        "m", "env", history(31)[29], history(31)[30], 29, 30, "shared", "worse", 20, 24, 10,
+        1.2, 0.01)])
+    measurable = remeasure.same_hardware(change, history(31))
+    assert not any(measurable(r) for r in both if int(r.commit, 16) < 30)
+    served = remeasure.plan(found.candidates, history(31), budget=120, measurable=measurable)
+    assert {r.params for r in served if int(r.commit, 16) < 30} == {"(device)"}
+    assert sum(r.samples for r in served) == 120  # the clock's newest commit and the device

@@ -68,7 +68,8 @@ def budget_for(base_samples: int, fraction: float = BUDGET_FRACTION) -> int:
 
 
 def plan(candidates: Sequence[Candidate], history: Sequence[str], budget: int, *,
-         fdr: float = FDR, contradicted: Collection[str] = ()) -> list[Request]:
+         fdr: float = FDR, contradicted: Collection[str] = (),
+         measurable: Callable[[Request], bool] = lambda _: True) -> list[Request]:
     """Requests for tonight's candidates, at most `budget` samples in all.
 
     Args:
@@ -82,6 +83,8 @@ def plan(candidates: Sequence[Candidate], history: Sequence[str], budget: int, *
             saw (the good and bad commits of not-reproduced alerts): a candidate that still
             starts or ends there is measured there again, right after the edges, because a
             bad run can fool detection into blaming the wrong commit.
+        measurable: whether a request can be served tonight (`same_hardware`); the others
+            are left out before they are costed, so they take no budget from the rest.
     """
     order = _History(history)
     items = []
@@ -92,7 +95,8 @@ def plan(candidates: Sequence[Candidate], history: Sequence[str], budget: int, *
             reason = "contradicted"
         if reason is None:
             continue
-        requests = _requests(candidate, _commits(candidate, reason, order), reason)
+        requests = [r for r in _requests(candidate, _commits(candidate, reason, order), reason)
+                    if measurable(r)]
         if requests:
             # the series and commits break ties, so the plan does not depend on the order
             # the store lists its series in
@@ -231,11 +235,11 @@ def detect_with_remeasurement(series: Sequence[Series], history: Sequence[str],
         # after a round (the real ones, mostly) find samples in the next.
         share = (budget - spent) // (rounds - round_)
         fdr = options.get("fdr", FDR)
-        requests = same_hardware(plan(detection.candidates, history, share, fdr=fdr,
-                                      contradicted=contradicted), detection, history) or \
-            same_hardware(plan(detection.candidates, history, budget - spent, fdr=fdr,
-                               contradicted=contradicted),  # one item above a share
-                          detection, history)
+        measurable = same_hardware(detection, history)
+        requests = plan(detection.candidates, history, share, fdr=fdr,
+                        contradicted=contradicted, measurable=measurable) or plan(
+            detection.candidates, history, budget - spent, fdr=fdr,
+            contradicted=contradicted, measurable=measurable)  # one item above a share
         if not requests:
             break
         current = append_samples(current, requests, measure(requests), history)
@@ -245,9 +249,8 @@ def detect_with_remeasurement(series: Sequence[Series], history: Sequence[str],
     return Remeasured(detection, current, served, spent, budget)
 
 
-def same_hardware(requests: Sequence[Request], detection: Detection,
-                  history: Sequence[str]) -> list[Request]:
-    """The requests that measure on the hardware that measured the commit: none of a series
+def same_hardware(detection: Detection, history: Sequence[str]) -> Callable[[Request], bool]:
+    """Whether a request measures on the hardware that measured its commit: not for a series
     the runner can move at a commit before its machine's newest environment change (its
     samples there came from the machine before it)."""
     place = {commit: i for i, commit in enumerate(history)}
@@ -255,9 +258,12 @@ def same_hardware(requests: Sequence[Request], detection: Detection,
     for alert in detection.environment:
         key = (alert.machine, alert.env)
         newest[key] = max(newest.get(key, -1), alert.bad_position)
-    return [r for r in requests if not (
-        (r.machine, r.env) in newest and place.get(r.commit, -1) < newest[r.machine, r.env]
-        and metrics.moves_with_runner(f"{r.benchmark}{r.params}"))]
+
+    def measurable(r: Request) -> bool:
+        return not ((r.machine, r.env) in newest
+                    and place.get(r.commit, -1) < newest[r.machine, r.env]
+                    and metrics.moves_with_runner(f"{r.benchmark}{r.params}"))
+    return measurable
 
 
 def append_samples(series: Sequence[Series], requests: Sequence[Request],
