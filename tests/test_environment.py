@@ -165,3 +165,38 @@ def test_the_environments_of_one_job_are_counted_together():
     assert sorted(len(a.members) for a in found.environment) == [6, 8]
     assert "counted with py3.9, measured in the same job" in next(
         a for a in found.environment if a.env == "py3.8").describe()
+
+
+def excursion_suite(seed=0, moved=12, back_at=SHIFT_AT + 3, device_factor=1.0):
+    """30 clock series, `moved` of them x1.25 from SHIFT_AT until `back_at` (then as before);
+    10 device-time series, x`device_factor` over the same commits."""
+    rng = np.random.default_rng(seed)
+    clocks = [(b, f"({p})") for b in CLOCKS for p in range(6)]
+    chosen = set(rng.permutation(len(clocks))[:moved].tolist())
+    window = [1.0 if SHIFT_AT <= i < back_at else 0.0 for i in range(COMMITS)]
+    out = [make(b, p, [1.0 + 0.25 * w * (i in chosen) for w in window], rng)
+           for i, (b, p) in enumerate(clocks)]
+    out += [make(DEVICE, f"({p})", [1.0 + (device_factor - 1) * w for w in window], rng)
+            for p in range(10)]
+    return out, chosen
+
+
+def test_a_wide_change_that_changes_back_together_is_the_machines_excursion():
+    series, chosen = excursion_suite()
+    found = detect.run_detection(series)
+    assert found.regressions == []
+    # both legs: worse at the change (its 12 regressions explained), better at the return
+    alert, back = found.environment
+    assert (alert.cause, alert.direction, alert.bad_position) == ("returned", "worse", SHIFT_AT)
+    assert (back.direction, back.bad_position) == ("better", SHIFT_AT + 3)
+    assert alert.share < environment.ENV_SHARE  # not a shared change: 12 of 30 moved
+    assert alert.back == series[0].commits[SHIFT_AT + 3] and len(alert.members) == 12
+    assert back.members == ()
+    assert f"change back together at {alert.back[:8]}" in alert.describe()
+    # the same change that stays is 12 regressions; one the device clock shares is the code's
+    staying = detect.run_detection(excursion_suite(back_at=COMMITS)[0])
+    assert staying.environment == [] and len(staying.regressions) == 12
+    code = detect.run_detection(excursion_suite(device_factor=1.25)[0])
+    # (a three-commit excursion at 2% noise: a series or two may read it otherwise)
+    assert code.environment == [] and sum(r.benchmark == DEVICE for r in code.regressions) >= 8
+    assert sum(r.benchmark != DEVICE for r in code.regressions) >= 10

@@ -3,7 +3,7 @@
 GitHub-hosted runners change hardware between runs, and then every wall-clock series of the
 machine moves at once: dozens of unrelated benchmarks "regress" (or improve) together at one
 commit. Perfherder files such infrastructure changes apart from regressions; here one
-*environment alert* for the commit replaces the regressions it explains. Two signs name one:
+*environment alert* for the commit replaces the regressions it explains. Three signs name one:
 
 - *shared*: at one commit at least `ENV_MIN_SERIES` changes of series that can move with the
   runner (`metrics.moves_with_runner`: wall and CPU clocks, not a simulated clock, counts or
@@ -16,6 +16,12 @@ commit. Perfherder files such infrastructure changes apart from regressions; her
 - *recorded*: the machine parameters asv records in every result file (`params`: cpu, ram,
   os, ...) differ from those of the commit before: every change of a runner-bound series at
   that commit is the machine's.
+
+- *returned*: a wide cluster of runner-bound changes whose members (at least
+  `ENV_RETURN_SHARE` of them) all change back together at one commit within
+  `ENV_RETURN_WITHIN` commits, before or after: a runner that changed and changed back (a
+  hosted runner pool alternating between hardware types), or a change reverted a few
+  commits later. Neither leg stands at the head, and neither is a regression to bisect.
 
 A member of a shared change that departs from the shift by more than its floor, beyond
 `ENV_SPREAD_Z` times the spread of the moved series and with its own interval, is a
@@ -52,6 +58,10 @@ ENV_QUIET = 0.2
 # A member departs from the shift when its log ratio lies this many robust standard
 # deviations of the moved series' log ratios from their median (and beyond its floor).
 ENV_SPREAD_Z = 4.0  # a normal tail: once in 16,000 series
+# A wide cluster whose members change back together: this share of them, at one commit at
+# most this many commits away (the store the issue read alternated within 2-8 commits).
+ENV_RETURN_SHARE = 0.8
+ENV_RETURN_WITHIN = 10
 MAD_TO_SD = 1.4826  # 1.4826 MAD estimates a normal standard deviation (Rousseeuw & Croux 1993)
 ADVICE = ("pin the runner (a self-hosted machine, or one runner image) or name each machine "
           "(`asv machine --machine NAME`), so that results of different hardware are never "
@@ -60,7 +70,7 @@ ADVICE = ("pin the runner (a self-hosted machine, or one runner image) or name e
 # Which way the series moved, in each one's own sense: a slower runner makes times higher and
 # throughputs lower, both worse.
 Direction = Literal["worse", "better"]
-Cause = Literal["shared", "recorded"]
+Cause = Literal["shared", "recorded", "returned"]
 
 
 @dataclass(frozen=True)
@@ -131,6 +141,7 @@ class EnvironmentAlert:
     changed: tuple[tuple[str, str, str], ...] = ()
     members: tuple[Regression, ...] = ()
     envs: tuple[str, ...] = ()  # the environments of the job counted with this one, if more
+    back: str = ""  # `returned`: the commit at which the members change back together
 
     @property
     def share(self) -> float:
@@ -145,12 +156,16 @@ class EnvironmentAlert:
                  "the runner moved") if self.still_measured else ""
         job = (" (counted with " + ", ".join(e for e in self.envs if e != self.env)
                + ", measured in the same job)") if self.envs else ""
+        back = (f"; they change back together at {self.back[:8]} (the runner "
+                "changed back, or the change was reverted: nothing stands at the head)"
+                ) if self.back else ""
         return (f"{self.machine}/{self.env}{job}: {self.moved} of {self.measured} "
                 f"runner-bound series "
                 f"({self.share:.0%}) measure {self.direction} at {self.bad_commit[:8]} "
                 f"({self.detected} with a detected change, median x{self.median_ratio:.3f} "
                 "worse)"
-                f"{still}{recorded}; {len(self.members)} regression(s) explained; {ADVICE}")
+                f"{back}{still}{recorded}; {len(self.members)} regression(s) explained; "
+                f"{ADVICE}")
 
     def to_dict(self) -> dict:
         return {"machine": self.machine, "env": self.env, "good_commit": self.good_commit,
@@ -162,6 +177,7 @@ class EnvironmentAlert:
                 "still_moved": self.still_moved, "still_measured": self.still_measured,
                 "against": self.against,
                 "changed": [list(c) for c in self.changed], "envs": list(self.envs),
+                "back": self.back,
                 "members": [m.to_dict() for m in self.members]}
 
 
@@ -179,6 +195,7 @@ def find(moves: Sequence[Move], levels: Sequence[Levels],
     for series in levels:
         by_env[series.machine, series.env].append(series)
     changes = recorded_changes(settings or {})
+    returns = _Returns(moves)
     alerts = []
     for (machine, position), pooled in sorted(by_place.items()):
         # The environments a machine measured one commit in ran in one job, on one runner: a
@@ -188,7 +205,9 @@ def find(moves: Sequence[Move], levels: Sequence[Levels],
         local = [r for r in (local_ratio(s, position) for s in measured if s.runner)
                  if r is not None]
         still = sum(_measured_at(s, position) for s in measured if not s.runner)
-        shared = _shared([m for m in pooled if m.runner], pooled, local, still)
+        runner_pool = [m for m in pooled if m.runner]
+        shared = _shared(runner_pool, pooled, local, still) or returns.alert(
+            runner_pool, pooled, local, still)
         for env in envs:
             runner = [m for m in pooled if m.env == env and m.runner]
             changed = changes.get((machine, env, position), ())
@@ -206,6 +225,50 @@ def find(moves: Sequence[Move], levels: Sequence[Levels],
                                      sum(_measured_at(s, position) for s in
                                          by_env[machine, env] if not s.runner), changed))
     return alerts
+
+
+class _Returns:
+    """Which wide clusters change back together: every series' changes by position."""
+
+    def __init__(self, moves: Sequence[Move]):
+        self.by_series: dict[tuple[str, str, str], list[Move]] = defaultdict(list)
+        for m in moves:
+            if m.runner:
+                self.by_series[m.machine, m.env, m.name].append(m)
+
+    def partner(self, moved: Sequence[Move]) -> str | None:
+        """The commit near the cluster at which most of its members change the other way;
+        None when no commit gathers `ENV_RETURN_SHARE` of them."""
+        count: dict[tuple[int, str], int] = defaultdict(int)
+        for m in moved:
+            places = {(o.bad_position, o.bad_commit)
+                      for o in self.by_series[m.machine, m.env, m.name]
+                      if (o.ratio > 1) != (m.ratio > 1)
+                      and 0 < abs(o.bad_position - m.bad_position) <= ENV_RETURN_WITHIN}
+            for place in places:
+                count[place] += 1
+        if not count:
+            return None
+        (_, commit), hits = max(count.items(), key=lambda item: (item[1], -item[0][0]))
+        return commit if hits >= ENV_RETURN_SHARE * len(moved) else None
+
+    def alert(self, runner: list[Move], here: list[Move], local: list[float],
+              still_measured: int) -> EnvironmentAlert | None:
+        """A wide cluster that changes back together: the machine's excursion (or a change
+        reverted a few commits on); its direction's members are what it explains. As for a
+        shared change, when the series the runner cannot move moved too, the code did it."""
+        still_moved = sum(not m.runner for m in here)
+        if still_measured and still_moved > ENV_QUIET * still_measured:
+            return None
+        for direction, moved in _by_direction(runner).items():
+            if len(moved) < ENV_MIN_SERIES or len({m.benchmark for m in moved}) < \
+                    ENV_MIN_BENCHMARKS:
+                continue
+            back = self.partner(moved)
+            if back is not None:
+                return replace(_alert(moved, "returned", direction, local, still_moved,
+                                      still_measured, ()), back=back)
+        return None
 
 
 def _in_env(shared: EnvironmentAlert, runner: Sequence[Move]) -> EnvironmentAlert:
