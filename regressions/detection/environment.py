@@ -162,8 +162,8 @@ class EnvironmentAlert:
         return (f"{self.machine}/{self.env}{job}: {self.moved} of {self.measured} "
                 f"runner-bound series "
                 f"({self.share:.0%}) measure {self.direction} at {self.bad_commit[:8]} "
-                f"({self.detected} with a detected change, median x{self.median_ratio:.3f} "
-                "worse)"
+                f"({self.detected} with a detected change, median x{self.median_ratio:.3f}; "
+                "above 1 is worse)"
                 f"{back}{still}{recorded}; {len(self.members)} regression(s) explained; "
                 f"{ADVICE}")
 
