@@ -184,10 +184,11 @@ class EnvironmentAlert:
 def find(moves: Sequence[Move], levels: Sequence[Levels],
          settings: Mapping[tuple[str, str], Mapping[int, tuple[str, str]]] | None = None
          ) -> list[EnvironmentAlert]:
-    """The environment alerts of one run: shared moves, and recorded parameter changes that
-    coincide with a move. `levels`: every series of the run; `settings`: (machine, env) ->
-    position -> (commit, the recorded machine parameters as `describe_settings` writes
-    them), for the commits whose files recorded any."""
+    """The environment alerts of one run: shared moves, wide clusters that change back
+    together, and recorded parameter changes that coincide with a move. `levels`: every
+    series of the run; `settings`: (machine, env) -> position -> (commit, the recorded
+    machine parameters as `describe_settings` writes them), for the commits whose files
+    recorded any."""
     by_place: dict[tuple[str, int], list[Move]] = defaultdict(list)
     for move in moves:
         by_place[move.machine, move.bad_position].append(move)
