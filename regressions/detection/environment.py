@@ -37,14 +37,25 @@ import statistics
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Literal
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
 from regressions import metrics
 
-if TYPE_CHECKING:  # detect imports this module
-    from regressions.detection.detect import Regression
+
+class Regression(Protocol):
+    """What an environment alert reads of a regression it explains (`detect.Regression`;
+    detect imports this module, so the type is described here rather than imported)."""
+
+    ratio: float | None
+    ci: tuple[float, float] | None
+
+    @property
+    def name(self) -> str: ...
+
+    def to_dict(self) -> dict[str, Any]: ...
+
 
 # A wide cluster: this many detected changes one way at one commit, from this many benchmarks
 # (asv functions): one benchmark's parameters moving together share their code too.
