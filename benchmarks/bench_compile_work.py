@@ -15,97 +15,67 @@ under valgrind would cost seconds per point. Without valgrind the family is skip
 
 from __future__ import annotations
 
-import hashlib
-import importlib.metadata
-import importlib.util
-import json
-import os
-import platform
 import subprocess
-import sys
 from pathlib import Path
 
-from benchmarks import compile_work, prepare, workloads
+from benchmarks import compile_work, kept, prepare, workloads
 from benchmarks.bench_compile import STAGE_WIDTH
 
 WORKLOAD_NAMES = prepare.grid(list(workloads.SUITE), ["attention"])
 SEQ_LENGTHS = prepare.grid([127, 128], [128])
-# One valgrind process: ~20 s of uninstrumented imports plus ~7 s of CPU time per point
+# One valgrind run: ~20 s of uninstrumented imports, then the shares side by side
 # (docs/benchmarks.md), and more wall time on a loaded machine.
 MEASURE_TIMEOUT_S = 1740
+# The grid is counted in two processes, one per core of the 2-core machines this suite is
+# sized for; a fixed number, not the machine's core count, because counts depend on what ran
+# before them in their process, so the deal must not change from one machine to the next.
+SHARES = 2
+# Instructions counted per point (millions, both stages summed; docs/benchmarks.md): only
+# balances the shares, so it need not be exact or current.
+WORKLOAD_WEIGHTS = {"linear": 190, "mlp": 267, "attention": 495, "rmsnorm": 211,
+                    "layernorm": 189, "softmax": 125, "embedding": 228}
 
 
 def grid_points() -> list[tuple[str, int, int]]:
-    """The measured points, in the order one valgrind process measures them."""
+    """The measured points, in grid order (`compile_work.deal` splits them into shares)."""
     return [(name, seq, STAGE_WIDTH) for name in WORKLOAD_NAMES for seq in SEQ_LENGTHS]
 
 
-# A directory for measured grids keyed by everything their counts depend on, or "off".
-CACHE_ENV = "SPYRE_REGRESS_COMPILE_WORK_CACHE"
-
-
-def cache_dir() -> Path | None:
-    """Where measured grids are kept: $SPYRE_REGRESS_COMPILE_WORK_CACHE, else the user's cache
-    directory; None when the variable says "off"."""
-    chosen = os.environ.get(CACHE_ENV)
-    if chosen == "off":
-        return None
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return Path(chosen) if chosen else base / "spyre-regress" / "compile-work"
+def grid_shares(points: list) -> list[list]:
+    """The points each process counts, in the order it counts them."""
+    return compile_work.deal(points, SHARES, WORKLOAD_WEIGHTS)
 
 
 def cache_key(points: list) -> str | None:
-    """A digest of what the grid's counts depend on: the source files of the spyre_sim that
-    this interpreter imports (the commit under test, as asv installs it), the measuring code
-    (compile_work.py, workloads.py), every installed distribution's version, the interpreter,
-    valgrind's version, the machine and the grid itself. None when spyre_sim is absent."""
-    spec = importlib.util.find_spec("spyre_sim")
-    if spec is None or not spec.submodule_search_locations:
-        return None
+    """A digest of what the grid's counts depend on (`kept.digest`): the compiler's sources,
+    the measuring code (compile_work.py, workloads.py), valgrind's version, the way the grid
+    is dealt into processes and what they import first. None when spyre_sim is absent."""
     try:
         valgrind = subprocess.run(["valgrind", "--version"], capture_output=True, text=True,
                                   timeout=30).stdout.strip()
     except (OSError, subprocess.TimeoutExpired):
         valgrind = None
-    digest = hashlib.sha256(json.dumps({
-        "format": compile_work.COMPILE_WORK_VERSION, "points": points, "valgrind": valgrind,
-        "instrument": compile_work.default_instrument(), "python": sys.version,
-        "machine": platform.machine(),
-        "distributions": sorted(f"{d.metadata['Name']}=={d.version}"
-                                for d in importlib.metadata.distributions())}).encode())
-    package = Path(next(iter(spec.submodule_search_locations)))
-    sources = [(f"spyre_sim/{path.relative_to(package)}", path)
-               for path in sorted(package.rglob("*"))
-               if path.is_file() and "__pycache__" not in path.parts]
-    sources += [(name, Path(compile_work.__file__).with_name(name))
-                for name in ("compile_work.py", "workloads.py")]
-    for name, path in sources:
-        digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()
+    here = Path(compile_work.__file__)
+    return kept.digest({"format": compile_work.COMPILE_WORK_VERSION,
+                        "shares": grid_shares(points), "preload": prepare.LAZY_TORCH_MODULES,
+                        "valgrind": valgrind, "instrument": compile_work.default_instrument()},
+                       [here, here.with_name("workloads.py")])
+
+
+def measure_grid(points: list, shares: int = SHARES, **options) -> compile_work.Measurement:
+    """`compile_work.measure` of the grid as the family counts it: dealt into `SHARES`
+    processes, torch's lazily imported modules imported before anything is instrumented."""
+    return compile_work.measure(points, timeout=MEASURE_TIMEOUT_S, shares=shares,
+                                weights=WORKLOAD_WEIGHTS, preload=prepare.LAZY_TORCH_MODULES,
+                                **options)
 
 
 def measure_cached(points: list) -> compile_work.Measurement:
-    """`compile_work.measure` of the grid, or the measurement kept under the same cache key.
-
-    Counts are deterministic given what the key covers, so measuring an unchanged compiler
-    again (main in every `asv continuous main HEAD`, both sides of a docs-only change) would
-    spend ~2 min of valgrind per commit on the same numbers."""
-    where, key = cache_dir(), None
-    if where is not None:
-        key = cache_key(points)
-    kept = where / f"{key}.json" if where is not None and key else None
-    if kept is not None and kept.exists():
-        try:
-            return compile_work.Measurement.from_json(json.loads(kept.read_text()))
-        except (ValueError, KeyError, compile_work.CompileWorkError):
-            pass  # unreadable or from another format version: measure again
-    measured = compile_work.measure(points, timeout=MEASURE_TIMEOUT_S)
-    if kept is not None:
-        kept.parent.mkdir(parents=True, exist_ok=True)
-        partial = kept.with_suffix(f".{os.getpid()}.tmp")
-        partial.write_text(json.dumps(measured.to_json()))
-        partial.replace(kept)  # atomic: a concurrent reader sees all of it or nothing
-    return measured
+    """`measure_grid`, or the measurement kept under the same cache key (`kept`): an
+    unchanged compiler (main in every `asv continuous main HEAD`, both sides of a docs-only
+    change) would otherwise spend a valgrind run per commit on the same numbers."""
+    return kept.kept("compile-work", cache_key(points), lambda: measure_grid(points),
+                     compile_work.Measurement.to_json, compile_work.Measurement.from_json)
 
 
 def lookup_table(measurement: compile_work.Measurement) -> dict:
@@ -129,7 +99,7 @@ class CompileWork:
     params = (WORKLOAD_NAMES, SEQ_LENGTHS, list(prepare.STAGES))
     param_names = ("workload", "seq", "stage")
     timeout = 60  # per lookup process
-    version = "compile-work-1"
+    version = "compile-work-2"  # 2: counted in two processes after every warm-up (docs)
 
     def setup_cache(self) -> dict:
         try:

@@ -24,16 +24,19 @@ Values are deterministic, so these are `track_` benchmarks (lower is better): on
 commit; asv applies `number`/`repeat`/`rounds`/`warmup_time` to `time_` benchmarks only and
 flags a change by its ratio alone (`-f`, 1.1 by default). The whole grid is computed once per
 commit in `setup_cache` (one process, shared by both classes: asv keys the cache by the
-function's module and line); each benchmark process only looks its value up.
+function's module and line); each benchmark process only looks its value up. A grid is kept
+under a digest of the compiler's sources and this code (`kept`), so an unchanged compiler
+(`main` in every `asv continuous main HEAD`) is not computed again.
 """
 
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 
 import torch
 
-from benchmarks import prepare, workloads
+from benchmarks import kept, prepare, workloads
 from benchmarks.prepare import spyre_sim
 
 WORKLOAD_NAMES = prepare.grid(list(workloads.SUITE), ["layernorm"])
@@ -107,6 +110,35 @@ def numerics_grid(workload_names, seq_lengths, stages) -> dict:
     return values
 
 
+NUMERICS_GRID_VERSION = 1  # the kept grid's JSON document
+
+
+def grid_document(values: dict) -> dict:
+    """The grid as JSON: one entry per (workload, seq, stage) value or (workload, seq)
+    failure."""
+    return {"version": NUMERICS_GRID_VERSION,
+            "entries": [[*key, value] if len(key) == 3 else [*key, None, value]
+                        for key, value in values.items()]}
+
+
+def grid_values(document: dict) -> dict:
+    if document.get("version") != NUMERICS_GRID_VERSION:
+        raise ValueError(f"numerics grid version {document.get('version')!r}")
+    return {(workload, seq, stage) if stage is not None else (workload, seq): value
+            for workload, seq, stage, value in document["entries"]}
+
+
+def kept_grid(workload_names, seq_lengths, stages) -> dict:
+    """`numerics_grid`, or the grid kept for the same compiler sources and measuring code."""
+    key = kept.digest({"format": NUMERICS_GRID_VERSION, "workloads": workload_names,
+                       "seqs": seq_lengths, "stages": stages,
+                       "widths": workloads.NUMERICS_WIDTHS},
+                      [Path(__file__), Path(workloads.__file__)])
+    return kept.kept("numerics", key,
+                     lambda: numerics_grid(workload_names, seq_lengths, stages),
+                     grid_document, grid_values)
+
+
 class _NumericsGrid:
     """The grid both numerics classes read: computed once per commit by `setup_cache`."""
 
@@ -122,7 +154,7 @@ class _NumericsGrid:
             return {"missing": str(missing)}
         prepare.steady_process()
         stages = [s for s in prepare.EXECUTABLE_STAGES if s in spyre_sim.EXECUTABLE_STAGES]
-        return numerics_grid(WORKLOAD_NAMES, SEQ_LENGTHS, stages)
+        return kept_grid(WORKLOAD_NAMES, SEQ_LENGTHS, stages)
 
     setup_cache.timeout = 900  # the whole grid: 35 compiles and references (docs/benchmarks.md)
 

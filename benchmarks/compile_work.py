@@ -6,12 +6,17 @@ compile-time benchmarks for pull requests count instructions for the same reason
 (`torch._C._instruction_counter`, or callgrind through `torch.utils.benchmark`'s
 `Timer.collect_callgrind`, whose valgrind options and client requests are used here).
 
-One valgrind process measures a whole grid of (workload, seq, width) points. It starts with
+One valgrind run measures a whole grid of (workload, seq, width) points. It starts with
 callgrind's instrumentation off, so torch's import runs at valgrind's uninstrumented speed
-(~20 s instead of ~120 s here); once everything is imported the child switches it on with a
-client request of its own (`client_request`: torch exposes only the collection toggle) and off
-again after the last point, before the interpreter's shutdown. The counted regions are the
-same either way; `instrument="from_start"` measures the earlier way. The parent side
+(~20 s instead of ~120 s here). The grid can be dealt into shares (`deal`): after the imports
+the child forks once per extra share, under valgrind, so the shares are counted side by side
+on separate cores and the ~20 s import is paid once. Each process builds its share's
+workloads and runs one discarded compile of each, still uninstrumented, then switches
+instrumentation on with a client request of its own (`client_request`: torch exposes only the
+collection toggle), counts its points and switches it off before exiting. Translation is
+valgrind's work, not the program's instructions, so the discarded compiles need not be
+instrumented: they pay torch's lazy first-use costs, which are program instructions.
+`instrument="from_start"` instruments from the first instruction instead. The parent side
 (this module imported anywhere) uses the standard library only; the child (this file run as a
 script under valgrind) imports torch, the `spyre_sim` found on its path and the workload
 catalogue `workloads.py` beside this file, loaded by path. So a probe can copy the current
@@ -44,10 +49,10 @@ What is pinned, because it made counts vary or would:
 - the cyclic garbage collector: off inside each measured stage, since a collection costs in
   proportion to the whole heap and would charge a stage for objects it does not own;
 - Dynamo's caches (reset before each capture) and the process's one-time costs (a discarded
-  capture + pipeline before the first point of each workload).
+  capture + pipeline of every workload of the share before its first counted point).
 What remains is measured in docs/benchmarks.md. Counts depend on what ran before in the same
-process (warm caches, specialised bytecode): compare counts of the same grid, in the same
-order, e.g. one probe point against the same probe point at another commit.
+process (warm caches, specialised bytecode): compare counts of the same grid dealt the same
+way, e.g. one probe point against the same probe point at another commit.
 """
 
 from __future__ import annotations
@@ -67,14 +72,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-COMPILE_WORK_VERSION = 1
+COMPILE_WORK_VERSION = 2  # 2: the grid dealt into shares, one process each
 # Literal copy of spyre_sim.STAGES: the grid must not depend on the commit under test.
 STAGES = ("dynamo", "decompose", "lower", "layout", "kernel", "sdsc", "backend", "runtime")
 # Nothing is counted until the first CALLGRIND_TOGGLE_COLLECT client request, as in
 # torch.utils.benchmark's Timer.collect_callgrind. Instrumentation (what makes callgrind slow)
 # is off at the start too and switched on by the child once torch and spyre_sim are imported
 # ("after_imports"); "from_start" instruments from the first instruction, as Timer does.
-VALGRIND_OPTIONS = ("--tool=callgrind", "--instr-atstart=no", "--collect-atstart=no")
+# --demangle=no: only the dumps' totals are read, never a function name, and demangling the
+# C++ symbols of torch's libraries as they load cost ~4 of the ~22 CPU seconds of importing
+# torch under valgrind here.
+VALGRIND_OPTIONS = ("--tool=callgrind", "--instr-atstart=no", "--collect-atstart=no",
+                    "--demangle=no")
 INSTRUMENT_MODES = {"after_imports": "--instr-atstart=no", "from_start": "--instr-atstart=yes"}
 INSTALL_HINT = ("valgrind is not installed, so compile work (instructions per stage) is not "
                 "measured; install it (Debian/Ubuntu: `apt-get install valgrind`) and re-run")
@@ -110,9 +119,10 @@ class Measurement:
     missing: str | None = None
     seconds: float = 0.0  # wall time of the valgrind process (load-dependent, unlike counts)
     cpu_seconds: float = 0.0  # its user + system CPU time (what a quiet machine would take)
-    # the child's own wall seconds: "imports" (torch, spyre_sim, until instrumentation starts)
-    # and "grid" (every point's warm-up and counted compiles)
-    phases: dict[str, float] = field(default_factory=dict)
+    # the child's own wall seconds: "imports" (torch, spyre_sim and the modules torch imports
+    # lazily) and "grid" (from the fork to the last share's end: builds, discarded and counted
+    # compiles); per share, "prepare" (builds and discarded compiles) and "counted"
+    phases: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {"version": COMPILE_WORK_VERSION, "unit": "instructions",
@@ -159,6 +169,27 @@ def parse_dump(text: str) -> int:
     return totals
 
 
+def deal(points: Sequence[Point], shares: int,
+         weights: Mapping[str, float] | None = None) -> list[list[Point]]:
+    """The grid dealt into at most `shares` shares, one process each: a workload's points
+    stay together (they share its build and its discarded compile), heaviest workload first to
+    the lightest share. `weights` estimates a workload's cost per point (default 1). The deal
+    depends only on its arguments, so a grid is always counted in the same processes and in
+    the same order, which its counts depend on."""
+    by_workload: dict[str, list[Point]] = {}
+    for point in points:
+        by_workload.setdefault(point[0], []).append(point)
+    cost = {name: len(group) * (weights or {}).get(name, 1.0)
+            for name, group in by_workload.items()}
+    dealt: list[list[str]] = [[] for _ in range(max(1, min(shares, len(by_workload))))]
+    loads = [0.0] * len(dealt)
+    for name in sorted(by_workload, key=lambda n: -cost[n]):  # stable: grid order breaks ties
+        lightest = loads.index(min(loads))
+        dealt[lightest].append(name)
+        loads[lightest] += cost[name]
+    return [[p for p in points if p[0] in names] for names in dealt if names]
+
+
 def child_env(base: Mapping[str, str]) -> dict[str, str]:
     """The measuring process's environment: `base` with the pinned variables set and torch's
     logging/tracing/compile switches removed."""
@@ -172,33 +203,50 @@ def valgrind_command(python: str, request: Path, manifest: Path, dumps: Path,
     """The valgrind invocation: callgrind's dumps go to `<dumps>.1`, `<dumps>.2`, ..."""
     options = [INSTRUMENT_MODES[instrument] if o.startswith("--instr-atstart=") else o
                for o in VALGRIND_OPTIONS]
-    return [*no_aslr_prefix(), "valgrind", *options, f"--callgrind-out-file={dumps}",
-            f"--log-file={dumps}.valgrind.log", python, "-P", str(Path(__file__).resolve()),
-            str(request), str(manifest)]
+    # %p: a forked share's process writes dumps and log of its own, named by its pid
+    return [*no_aslr_prefix(), "valgrind", *options, f"--callgrind-out-file={dumps}.%p",
+            f"--log-file={dumps}.%p.valgrind.log", python, "-P",
+            str(Path(__file__).resolve()), str(request), str(manifest)]
 
 
-def assemble(manifest: Mapping[str, Any], totals: Sequence[int], seconds: float = 0.0,
-             cpu_seconds: float = 0.0) -> Measurement:
-    """Pair the child's labels (one per dump, in dump order) with the dumps' totals."""
-    labels = manifest["labels"]
-    if len(labels) != len(totals):
-        raise CompileWorkError(f"{len(labels)} measured stages but {len(totals)} callgrind "
-                               "dumps: was the child really running under callgrind?")
+def dump_totals(dumps: Path, manifest: Mapping[str, Any]) -> dict[int, list[int]]:
+    """Each share's dump totals in dump order: `<dumps>.<pid>.1`, `.2`, ... (callgrind's
+    numbering of explicit dumps; `<dumps>.<pid>` alone is the empty dump at exit)."""
+    totals = {}
+    for share in manifest.get("shares", []):
+        pid, found = share["pid"], []
+        while (path := Path(f"{dumps}.{pid}.{len(found) + 1}")).exists():
+            found.append(parse_dump(path.read_text()))
+        totals[pid] = found
+    return totals
+
+
+def assemble(manifest: Mapping[str, Any], totals: Mapping[int, Sequence[int]],
+             seconds: float = 0.0, cpu_seconds: float = 0.0) -> Measurement:
+    """Pair each share's labels (one per dump, in dump order) with its dumps' totals."""
     counts: dict[Point, dict[str, int]] = {}
     errors: dict[Point, str] = {}
-    for (workload, seq, width, stage, error), total in zip(labels, totals, strict=True):
-        point = (workload, seq, width)
-        if error is None:
-            counts.setdefault(point, {})[stage] = total
-        else:
-            errors[point] = f"{stage}: {error}"
-    for workload, seq, width, error in manifest.get("failed_points", []):
-        errors[workload, seq, width] = error
+    for share in manifest.get("shares", []):
+        labels, dumped = share["labels"], totals.get(share["pid"], ())
+        if len(labels) != len(dumped):
+            raise CompileWorkError(f"{len(labels)} measured stages but {len(dumped)} callgrind "
+                                   "dumps: was the child really running under callgrind?")
+        for (workload, seq, width, stage, error), total in zip(labels, dumped, strict=True):
+            point = (workload, seq, width)
+            if error is None:
+                counts.setdefault(point, {})[stage] = total
+            else:
+                errors[point] = f"{stage}: {error}"
+        for workload, seq, width, error in share.get("failed_points", []):
+            errors[workload, seq, width] = error
     for point in errors:  # a point that failed somewhere reports no partial pipeline
         counts.pop(point, None)
+    phases = {k: round(v, 1) for k, v in manifest.get("seconds", {}).items()}
+    if manifest.get("shares"):
+        phases["shares"] = [{k: round(v, 1) for k, v in share.get("seconds", {}).items()}
+                            for share in manifest["shares"]]
     return Measurement(counts, errors, tuple(manifest.get("stages", ())),
-                       manifest.get("missing"), seconds, cpu_seconds,
-                       {k: round(v, 1) for k, v in manifest.get("seconds", {}).items()})
+                       manifest.get("missing"), seconds, cpu_seconds, phases)
 
 
 # --- parent side: the valgrind run ------------------------------------------------------------
@@ -232,11 +280,17 @@ def default_instrument() -> str:
     return "after_imports" if platform.machine() in ("x86_64", "AMD64") else "from_start"
 
 
-def _write_request(path: Path, points: Sequence[Point], config, stages, instrument) -> None:
+def _write_request(path: Path, shares: Sequence[Sequence[Point]], config, stages, instrument,
+                   preload: Sequence[str] = ()) -> None:
     path.write_text(json.dumps({
-        "version": COMPILE_WORK_VERSION, "points": points, "config": dict(config or {}),
+        "version": COMPILE_WORK_VERSION, "shares": shares, "config": dict(config or {}),
         "stages": list(stages) if stages else None, "instrument": instrument,
+        "preload": list(preload),
         "workloads": str(Path(__file__).resolve().with_name("workloads.py"))}))
+
+
+def _points(points: Iterable[Point]) -> list[Point]:
+    return [(str(w), int(s), None if width is None else int(width)) for w, s, width in points]
 
 
 def _run(command: list[str], env, timeout: float, work: Path) -> tuple[dict, float, float]:
@@ -250,8 +304,8 @@ def _run(command: list[str], env, timeout: float, work: Path) -> tuple[dict, flo
     seconds, cpu = time.monotonic() - started, _children_cpu() - cpu_before
     manifest = work / "manifest.json"
     if done.returncode != 0 or not manifest.exists():
-        log = work / "cg.valgrind.log"
-        tail = (done.stderr or (log.read_text() if log.exists() else ""))[-2000:]
+        logs = sorted(work.glob("cg.*.valgrind.log"))
+        tail = (done.stderr or "".join(log.read_text() for log in logs))[-2000:]
         raise CompileWorkError(f"compile-work child exited {done.returncode}: {tail}")
     return json.loads(manifest.read_text()), round(seconds, 1), round(cpu, 1)
 
@@ -259,23 +313,27 @@ def _run(command: list[str], env, timeout: float, work: Path) -> tuple[dict, flo
 def measure(points: Iterable[Point], *, config: Mapping[str, Any] | None = None,
             python: str | None = None, env: Mapping[str, str] | None = None,
             timeout: float = DEFAULT_TIMEOUT_S, stages: Sequence[str] | None = None,
-            instrument: str | None = None) -> Measurement:
-    """Instructions per stage for every (workload, seq, width) point, in one valgrind process.
+            instrument: str | None = None, shares: int = 1,
+            weights: Mapping[str, float] | None = None,
+            preload: Sequence[str] = ()) -> Measurement:
+    """Instructions per stage for every (workload, seq, width) point, in one valgrind run.
 
     `config` is passed to `spyre_sim.Config` (defaults when None); `python` defaults to this
     interpreter and `env` to this process's environment (PYTHONPATH picks the spyre_sim under
     test); `stages` limits the measured stages (the pipeline still runs all of them);
-    `instrument` is a key of INSTRUMENT_MODES (default: `default_instrument()`).
+    `instrument` is a key of INSTRUMENT_MODES (default: `default_instrument()`); `shares` and
+    `weights` deal the grid into processes (`deal`); `preload` names modules the child
+    imports with the rest, before anything is instrumented (torch's lazily imported ones).
     """
     missing = valgrind_missing()
     if missing:
         raise ValgrindUnavailable(missing)
     instrument = instrument or default_instrument()
-    points = [(str(w), int(s), None if width is None else int(width)) for w, s, width in points]
     with tempfile.TemporaryDirectory(prefix="compile-work-") as scratch:
         work = Path(scratch)
         request, manifest, dumps = work / "request.json", work / "manifest.json", work / "cg"
-        _write_request(request, points, config, stages, instrument)
+        _write_request(request, deal(_points(points), shares, weights), config, stages,
+                       instrument, preload)
         command = valgrind_command(python or sys.executable, request, manifest, dumps,
                                    instrument)
         labels, seconds, cpu = _run(command, env, timeout, work)
@@ -283,26 +341,28 @@ def measure(points: Iterable[Point], *, config: Mapping[str, Any] | None = None,
             raise CompileWorkError("the child's client requests did not reach valgrind, so "
                                    "nothing was instrumented; measure with "
                                    "instrument='from_start'")
-        totals = [parse_dump(Path(f"{dumps}.{i}").read_text())
-                  for i in range(1, len(list(work.glob("cg.[0-9]*"))) + 1)]
-        return assemble(labels, totals, seconds, cpu)
+        return assemble(labels, dump_totals(dumps, labels), seconds, cpu)
 
 
 def run_natively(points: Iterable[Point], *, config: Mapping[str, Any] | None = None,
                  python: str | None = None, env: Mapping[str, str] | None = None,
-                 timeout: float = DEFAULT_TIMEOUT_S) -> dict[str, Any]:
-    """The measuring child's work without valgrind (same imports, warm-ups and grid): what
-    the grid costs natively, the yardstick of `measure`'s wall time. Returns "seconds" and
-    "cpu_seconds" of the whole process and the child's own "phases" (imports, grid)."""
-    points = [(str(w), int(s), None if width is None else int(width)) for w, s, width in points]
+                 timeout: float = DEFAULT_TIMEOUT_S, shares: int = 1,
+                 weights: Mapping[str, float] | None = None,
+                 preload: Sequence[str] = ()) -> dict[str, Any]:
+    """The measuring child's work without valgrind (same imports, builds, discarded and
+    counted compiles): what the grid costs natively, the yardstick of `measure`'s wall time
+    (in one process unless `shares` says otherwise). Returns "seconds" and "cpu_seconds" of
+    the whole run and the child's own "phases"."""
     with tempfile.TemporaryDirectory(prefix="compile-work-") as scratch:
         work = Path(scratch)
-        _write_request(work / "request.json", points, config, None, "from_start")
+        _write_request(work / "request.json", deal(_points(points), shares, weights), config,
+                       None, "from_start", preload)
         command = [python or sys.executable, "-P", str(Path(__file__).resolve()),
                    str(work / "request.json"), str(work / "manifest.json")]
         manifest, seconds, cpu = _run(command, env, timeout, work)
+    failed = [p for share in manifest.get("shares", []) for p in share["failed_points"]]
     return {"seconds": seconds, "cpu_seconds": cpu, "phases": manifest.get("seconds", {}),
-            "failed_points": manifest.get("failed_points", [])}
+            "failed_points": failed}
 
 
 # --- child side: runs under callgrind ---------------------------------------------------------
@@ -405,18 +465,74 @@ def _pipeline(spyre_sim, fn, inputs, config, region) -> None:
             artifacts = [spyre_sim.run_stage(stage, artifact, config) for artifact in artifacts]
 
 
-def _measure_point(spyre_sim, workloads, point: tuple, config, wanted: set, warm_up: bool,
-                   labels: list) -> None:
-    """One point: optionally a discarded capture + pipeline first, then the counted one."""
-    workload, seq, width = point
-    fn, inputs = workloads.build(workload, seq, width)
-    if warm_up:
-        _pipeline(spyre_sim, fn, inputs, config, lambda stage: _Uncounted())
+def _count_share(spyre_sim, workloads, points: Sequence[tuple], config, wanted: set,
+                 late: bool) -> dict[str, Any]:
+    """One share: build its workloads and run one discarded compile of each, uninstrumented;
+    then instrument and count every point. A point that fails is reported and skipped."""
+    started, labels, failed = time.monotonic(), [], []
+    built = {}
+    for point in points:
+        try:
+            built[point] = workloads.build(*point)
+        except Exception as error:  # this point fails; the others are still measured
+            failed.append([*point, f"{type(error).__name__}: {error}"])
+    warm_up_failed: dict[tuple, str] = {}
+    for point, (fn, inputs) in built.items():
+        workload = (point[0], point[2])
+        if workload not in warm_up_failed:
+            try:
+                _pipeline(spyre_sim, fn, inputs, config, lambda stage: _Uncounted())
+                warm_up_failed[workload] = ""
+            except Exception as error:  # the workload's points fail; the others are measured
+                warm_up_failed[workload] = f"{type(error).__name__}: {error}"
+    for point in [p for p in built if warm_up_failed[p[0], p[2]]]:
+        failed.append([*point, warm_up_failed[point[0], point[2]]])
+        del built[point]
+    prepared = time.monotonic()
+    if late:
+        client_request(CALLGRIND_START_INSTRUMENTATION)
+    for point, (fn, inputs) in built.items():
 
-    def region(stage: str):
-        return _Counted(labels, (*point, stage)) if stage in wanted else _Uncounted()
+        def region(stage: str, point=point):
+            return _Counted(labels, (*point, stage)) if stage in wanted else _Uncounted()
 
-    _pipeline(spyre_sim, fn, inputs, config, region)
+        try:
+            _pipeline(spyre_sim, fn, inputs, config, region)
+        except Exception as error:
+            failed.append([*point, f"{type(error).__name__}: {error}"])
+    if late:  # the interpreter's shutdown need not be instrumented either
+        client_request(CALLGRIND_STOP_INSTRUMENTATION)
+    return {"pid": os.getpid(), "labels": labels, "failed_points": failed,
+            "seconds": {"prepare": prepared - started, "counted": time.monotonic() - prepared}}
+
+
+def _in_processes(shares: Sequence[Sequence[tuple]], count, manifest_path: str) -> list[dict]:
+    """`count(share)` for every share, each extra share in a forked process (under valgrind,
+    the fork stays under valgrind and writes dumps of its own); results in share order."""
+    def failure(pid: int, share, reason: str) -> dict:
+        return {"pid": pid, "labels": [], "seconds": {},
+                "failed_points": [[*point, reason] for point in share]}
+
+    children = []
+    for index, share in enumerate(shares[1:], 1):
+        part = Path(f"{manifest_path}.share-{index}")
+        pid = os.fork()
+        if pid == 0:  # the share's process: count, hand the labels back, leave at once
+            try:
+                try:
+                    result = count(share)
+                except BaseException as error:
+                    result = failure(os.getpid(), share, f"{type(error).__name__}: {error}")
+                part.write_text(json.dumps(result))
+            finally:  # never returns into the parent's code
+                os._exit(0)
+        children.append((pid, part, share))
+    results = [count(shares[0])] if shares else []
+    for pid, part, share in children:
+        code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+        results.append(json.loads(part.read_text()) if code == 0 and part.exists() else
+                       failure(pid, share, f"CompileWorkError: its process exited with {code}"))
+    return results
 
 
 def _load_workloads(path: str):
@@ -431,22 +547,21 @@ def _load_workloads(path: str):
 
 
 def child_main(request_path: str, manifest_path: str) -> int:
-    """Measure every requested point; write the labels of the dumps, in dump order.
+    """Measure every requested point; write each share's labels (one per dump, in dump order).
 
-    With `"instrument": "after_imports"` callgrind instruments nothing until every import is
-    done (the grid's code is translated, instrumented, from then on: the discarded warm-ups
-    pay that, not the counted runs). The first point of each (workload, width) is preceded by
-    a discarded run of itself, which pays torch's lazy imports and first-use initialisation
-    for that op mix; later points of the same workload follow a counted run of it, which
-    serves as their warm-up.
+    With `"instrument": "after_imports"` callgrind instruments nothing until a share's
+    workloads are built and compiled once (see `_count_share`); the counted runs translate
+    the grid's code again, instrumented, which is valgrind's time and not a counted
+    instruction.
     """
+    import importlib
     import warnings
 
     started = time.monotonic()
     warnings.simplefilter("ignore")  # FallbackWarning and friends: no output, same work
     request = json.loads(Path(request_path).read_text())
-    manifest: dict[str, Any] = {"version": COMPILE_WORK_VERSION, "labels": [], "failed_points": [],
-                                "stages": [], "missing": None}
+    manifest: dict[str, Any] = {"version": COMPILE_WORK_VERSION, "shares": [], "stages": [],
+                                "missing": None}
     try:
         import spyre_sim
     except ImportError as error:  # a commit from before the package existed
@@ -456,25 +571,23 @@ def child_main(request_path: str, manifest_path: str) -> int:
         manifest["missing"] = f"spyre_sim.{absent[0]} is missing at this commit"
     elif spyre_sim is not None:
         _steady_child()
+        for name in request.get("preload") or ():
+            try:  # torch imports these on a first compile; a name this torch lacks is skipped
+                importlib.import_module(name)
+            except ImportError:
+                pass
         workloads = _load_workloads(request["workloads"])
         config = spyre_sim.Config(**request["config"])
         manifest["stages"] = list(spyre_sim.STAGES)
         wanted = set(request["stages"] or spyre_sim.STAGES)
-        warmed: set = set()
-        manifest["seconds"] = {"imports": time.monotonic() - started}
         late = request.get("instrument") == "after_imports"
         if late:
             manifest["running_on_valgrind"] = client_request(_RUNNING_ON_VALGRIND)
-            client_request(CALLGRIND_START_INSTRUMENTATION)
-        for point in map(tuple, request["points"]):
-            try:
-                _measure_point(spyre_sim, workloads, point, config, wanted,
-                               (point[0], point[2]) not in warmed, manifest["labels"])
-            except Exception as error:  # this point fails; the others are still measured
-                manifest["failed_points"].append([*point, f"{type(error).__name__}: {error}"])
-            warmed.add((point[0], point[2]))
-        if late:  # the interpreter's shutdown need not be instrumented either
-            client_request(CALLGRIND_STOP_INSTRUMENTATION)
+        manifest["seconds"] = {"imports": time.monotonic() - started}
+        shares = [[tuple(point) for point in share] for share in request["shares"]]
+        manifest["shares"] = _in_processes(
+            shares, lambda share: _count_share(spyre_sim, workloads, share, config, wanted,
+                                               late), manifest_path)
         manifest["seconds"]["grid"] = time.monotonic() - started - manifest["seconds"]["imports"]
     Path(manifest_path).write_text(json.dumps(manifest))
     return 0

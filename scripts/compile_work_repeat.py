@@ -29,7 +29,7 @@ from pathlib import Path
 # benchmarks/ is this checkout's asv suite, not part of the installed package
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks import bench_compile_work, compile_work  # noqa: E402
+from benchmarks import bench_compile_work, compile_work, prepare  # noqa: E402
 
 
 def series(runs: list[compile_work.Measurement]) -> dict[tuple, list[int]]:
@@ -91,7 +91,10 @@ def main() -> int:
     parser.add_argument("--instrument", choices=sorted(compile_work.INSTRUMENT_MODES),
                         default=compile_work.default_instrument())
     parser.add_argument("--native", action="store_true",
-                        help="after each run, time the same grid natively: print the ratio")
+                        help="after each run, time the same grid natively in one process: "
+                             "print the ratio")
+    parser.add_argument("--shares", type=int, default=bench_compile_work.SHARES,
+                        help="processes the grid is counted in (default: the family's)")
     parser.add_argument("--baseline", type=Path, help="an earlier --json file to compare with")
     args = parser.parse_args()
     baseline = None
@@ -101,14 +104,14 @@ def main() -> int:
     points = bench_compile_work.grid_points()
     runs, ratios = [], []
     for index in range(args.runs):
-        run = compile_work.measure(points, timeout=bench_compile_work.MEASURE_TIMEOUT_S,
-                                   instrument=args.instrument)
+        run = bench_compile_work.measure_grid(points, instrument=args.instrument,
+                                              shares=args.shares)
         runs.append(run)
         line = (f"run {index + 1}/{args.runs}: {len(run.counts)} points, {len(run.errors)} "
                 f"failed, {run.seconds:.1f} s wall, {run.cpu_seconds:.1f} s CPU, phases "
                 f"{run.phases}, load {os.getloadavg()[0]:.2f}")
         if args.native:
-            native = compile_work.run_natively(points)
+            native = compile_work.run_natively(points, preload=prepare.LAZY_TORCH_MODULES)
             ratios.append((run.seconds / native["seconds"],
                            run.cpu_seconds / native["cpu_seconds"]))
             line += (f"; native {native['seconds']:.1f} s wall, {native['cpu_seconds']:.1f} s "

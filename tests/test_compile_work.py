@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import bench_compile_work, compile_work, prepare, workloads
+from benchmarks import bench_compile_work, compile_work, kept, prepare, workloads
 from regressions import metrics
 from regressions.groundtruth import scenarios, scratch
 
@@ -50,19 +50,45 @@ def test_a_dump_total_is_its_summary_else_its_totals_line():
 
 
 def test_dumps_pair_with_labels_in_order_and_a_failed_point_reports_no_partial_counts():
-    manifest = {"labels": [_label("mlp", 128, 64, "dynamo"), _label("mlp", 128, 64, "lower"),
-                           _label("softmax", 127, 64, "dynamo"),
-                           _label("softmax", 127, 64, "lower", "ValueError: bad")],
-                "failed_points": [["linear", 1, 64, "KeyError: 'x'"]],
-                "stages": ["dynamo", "lower"], "missing": None}
-    measured = compile_work.assemble(manifest, [100, 7, 50, 3], 12.5, 11.0)
+    manifest = {"shares": [
+        {"pid": 7, "labels": [_label("mlp", 128, 64, "dynamo"), _label("mlp", 128, 64, "lower")],
+         "failed_points": [["linear", 1, 64, "KeyError: 'x'"]], "seconds": {"counted": 2.0}},
+        {"pid": 9, "labels": [_label("softmax", 127, 64, "dynamo"),
+                              _label("softmax", 127, 64, "lower", "ValueError: bad")],
+         "failed_points": [], "seconds": {"counted": 1.0}}],
+        "stages": ["dynamo", "lower"], "missing": None, "seconds": {"imports": 3.0}}
+    measured = compile_work.assemble(manifest, {7: [100, 7], 9: [50, 3]}, 12.5, 11.0)
     assert measured.counts == {("mlp", 128, 64): {"dynamo": 100, "lower": 7}}
     assert measured.errors == {("softmax", 127, 64): "lower: ValueError: bad",
                                ("linear", 1, 64): "KeyError: 'x'"}
     assert measured.stages == ("dynamo", "lower")
     assert (measured.seconds, measured.cpu_seconds) == (12.5, 11.0)
+    assert measured.phases == {"imports": 3.0, "shares": [{"counted": 2.0}, {"counted": 1.0}]}
     with pytest.raises(compile_work.CompileWorkError, match="under callgrind"):
-        compile_work.assemble(manifest, [100, 7, 50])
+        compile_work.assemble(manifest, {7: [100, 7], 9: [50]})
+
+
+def test_dump_files_are_read_per_process_in_dump_order(tmp_path):
+    for pid, totals in ((7, [100, 7]), (9, [50])):
+        (tmp_path / f"cg.{pid}").write_text(DUMP.replace("6405816", "0"))  # the exit dump
+        for number, total in enumerate(totals, 1):
+            (tmp_path / f"cg.{pid}.{number}").write_text(DUMP.replace("6405816", str(total)))
+    manifest = {"shares": [{"pid": 7}, {"pid": 9}, {"pid": 11}]}
+    assert compile_work.dump_totals(tmp_path / "cg", manifest) == {7: [100, 7], 9: [50], 11: []}
+
+
+def test_the_grid_is_dealt_by_workload_heaviest_first_and_always_the_same_way():
+    grid = [(w, s, 64) for w in ("linear", "mlp", "attention", "softmax") for s in (127, 128)]
+    weights = {"linear": 2, "mlp": 3, "attention": 5, "softmax": 1}
+    dealt = compile_work.deal(grid, 2, weights)
+    # attention (10) first, then mlp (6) and linear (4) to the other share; softmax (2) to
+    # the first on a tie; each share keeps the grid's order
+    assert dealt == [[p for p in grid if p[0] in ("attention", "softmax")],
+                     [p for p in grid if p[0] in ("linear", "mlp")]]
+    assert compile_work.deal(grid, 2, weights) == dealt  # a pure function of its arguments
+    assert compile_work.deal(grid, 1) == [grid]
+    assert len(compile_work.deal(grid[:2], 4)) == 1  # never more shares than workloads
+    assert compile_work.deal([], 2) == []
 
 
 def test_a_measurement_round_trips_through_its_versioned_json():
@@ -96,7 +122,7 @@ def test_valgrind_runs_callgrind_uninstrumented_and_uncollected_until_the_child_
     assert command[:command.index("valgrind")] == list(compile_work.no_aslr_prefix())
     assert {"--tool=callgrind", "--instr-atstart=no", "--collect-atstart=no"} <= set(command)
     assert "--instr-atstart=yes" not in command
-    assert f"--callgrind-out-file={tmp_path / 'cg'}" in command
+    assert f"--callgrind-out-file={tmp_path / 'cg'}.%p" in command  # one file per process
     script = command.index("-P") + 1
     assert command[script - 2] == "/py" and command[script].endswith("compile_work.py")
     earlier = compile_work.valgrind_command("/py", *paths, instrument="from_start")
@@ -147,7 +173,7 @@ def _fake_spyre_sim(monkeypatch, root: Path) -> Path:
     (package / "__init__.py").write_text("STAGES = ()\n")
     (package / "stages" / "lower.py").write_text("def lower(g): return g\n")
     spec = types.SimpleNamespace(submodule_search_locations=[str(package)])
-    monkeypatch.setattr(bench_compile_work.importlib.util, "find_spec",
+    monkeypatch.setattr(kept.importlib.util, "find_spec",
                         lambda name: spec if name == "spyre_sim" else None)
     return package
 
@@ -163,13 +189,13 @@ def test_the_cache_key_moves_with_the_compiler_sources_and_the_grid(monkeypatch,
     assert bench_compile_work.cache_key(grid[:1]) != key
     (package / "stages" / "lower.py").write_text("def lower(g): return g  # changed\n")
     assert bench_compile_work.cache_key(grid) != key
-    monkeypatch.setattr(bench_compile_work.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setattr(kept.importlib.util, "find_spec", lambda name: None)
     assert bench_compile_work.cache_key(grid) is None
 
 
 def test_an_unchanged_compiler_is_measured_once_and_a_changed_one_again(monkeypatch, tmp_path):
     package = _fake_spyre_sim(monkeypatch, tmp_path / "tree")
-    monkeypatch.setenv(bench_compile_work.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setenv(kept.CACHE_ENV, str(tmp_path / "cache"))
     calls = []
 
     def fake_measure(points, **_):
@@ -183,7 +209,7 @@ def test_an_unchanged_compiler_is_measured_once_and_a_changed_one_again(monkeypa
     assert bench_compile_work.measure_cached(grid) == first and len(calls) == 1
     (package / "stages" / "lower.py").write_text("def lower(g): return [g]\n")
     assert bench_compile_work.measure_cached(grid).counts != first.counts and len(calls) == 2
-    monkeypatch.setenv(bench_compile_work.CACHE_ENV, "off")
+    monkeypatch.setenv(kept.CACHE_ENV, "off")
     bench_compile_work.measure_cached(grid)
     bench_compile_work.measure_cached(grid)
     assert len(calls) == 4
@@ -191,7 +217,7 @@ def test_an_unchanged_compiler_is_measured_once_and_a_changed_one_again(monkeypa
 
 def test_without_valgrind_the_family_skips_and_says_how_to_install_it(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))  # an empty directory: no valgrind on PATH
-    monkeypatch.setenv(bench_compile_work.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setenv(kept.CACHE_ENV, str(tmp_path / "cache"))
     assert "apt-get install valgrind" in compile_work.valgrind_missing()
     with pytest.raises(NotImplementedError, match="apt-get install valgrind"):
         compile_work.measure([("mlp", 128, 64)])
@@ -204,15 +230,30 @@ def test_without_valgrind_the_family_skips_and_says_how_to_install_it(monkeypatc
 def test_the_child_labels_one_region_per_stage_and_keeps_going_past_a_bad_point(tmp_path):
     """The measuring child itself, run without valgrind (its client requests are then no-ops
     and say so: 0 valgrind layers); it times its imports apart from the grid."""
-    labels = _run_child(tmp_path, [["nonexistent", 8, 64], ["softmax", 8, 64]], ROOT,
+    labels = _run_child(tmp_path, [[["nonexistent", 8, 64], ["softmax", 8, 64]]], ROOT,
                         compile_work.default_instrument())
-    measured = compile_work.assemble(labels, list(range(1, len(prepare.STAGES) + 1)))
+    (share,) = labels["shares"]
+    measured = compile_work.assemble(labels, {share["pid"]: list(range(1, len(prepare.STAGES)
+                                                                       + 1))})
     assert measured.counts == {("softmax", 8, 64): {s: i + 1 for i, s in
                                                     enumerate(prepare.STAGES)}}
     assert measured.errors[("nonexistent", 8, 64)].startswith("KeyError")
-    assert set(measured.phases) == {"imports", "grid"}
+    assert set(measured.phases) == {"imports", "grid", "shares"}
     if compile_work.default_instrument() == "after_imports":
         assert labels["running_on_valgrind"] == 0
+
+
+def test_each_share_is_counted_in_a_process_of_its_own(tmp_path):
+    """Two shares: the second in a forked process, which hands its labels back; a workload
+    whose discarded compile fails fails its points without stopping its share."""
+    labels = _run_child(tmp_path, [[["softmax", 8, 64]], [["nonexistent", 8, 64],
+                                                          ["rmsnorm", 8, 64]]], ROOT)
+    first, second = labels["shares"]
+    assert first["pid"] != second["pid"]
+    assert {tuple(label[:3]) for label in first["labels"]} == {("softmax", 8, 64)}
+    assert {tuple(label[:3]) for label in second["labels"]} == {("rmsnorm", 8, 64)}
+    assert [p[:3] for p in second["failed_points"]] == [["nonexistent", 8, 64]]
+    assert len(first["labels"]) == len(second["labels"]) == len(prepare.STAGES)
 
 
 def test_the_native_run_does_the_childs_work_and_times_it():
@@ -221,11 +262,12 @@ def test_the_native_run_does_the_childs_work_and_times_it():
     assert native["seconds"] >= native["phases"]["imports"] + native["phases"]["grid"] > 0
 
 
-def _run_child(tmp_path: Path, points: list, pythonpath: Path,
+def _run_child(tmp_path: Path, shares: list, pythonpath: Path,
                instrument: str = "from_start") -> dict:
     request, manifest = tmp_path / "request.json", tmp_path / "manifest.json"
     request.write_text(json.dumps({
-        "version": 1, "points": points, "config": {}, "stages": None, "instrument": instrument,
+        "version": compile_work.COMPILE_WORK_VERSION, "shares": shares, "config": {},
+        "stages": None, "instrument": instrument,
         "workloads": str(ROOT / "benchmarks" / "workloads.py")}))
     env = compile_work.child_env({"PATH": os.environ["PATH"], "PYTHONPATH": str(pythonpath)})
     subprocess.run([sys.executable, "-P", str(ROOT / "benchmarks" / "compile_work.py"),
@@ -237,7 +279,7 @@ def test_a_commit_whose_spyre_sim_lacks_the_stage_api_is_skipped(tmp_path):
     old_tree = tmp_path / "old"
     (old_tree / "spyre_sim").mkdir(parents=True)
     (old_tree / "spyre_sim" / "__init__.py").write_text("def compile(fn, inputs): pass\n")
-    measured = compile_work.assemble(_run_child(tmp_path, [["mlp", 8, 64]], old_tree), [])
+    measured = compile_work.assemble(_run_child(tmp_path, [[["mlp", 8, 64]]], old_tree), {})
     assert measured.missing == "spyre_sim.capture is missing at this commit"
     with pytest.raises(NotImplementedError, match="capture is missing"):
         bench_compile_work.CompileWork().setup(bench_compile_work.lookup_table(measured),
