@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
+import resource
 import subprocess
 import sys
 import time
@@ -64,11 +66,21 @@ def phases(lines: list[tuple[float, str]]) -> tuple[float, list[tuple[str, int, 
     return first, installs, rounds
 
 
+def benchmark_rounds(results: Path) -> dict[str, int]:
+    """Each time benchmark's own `rounds` attribute, from asv's benchmarks.json."""
+    listed = results / "benchmarks.json"
+    if not listed.exists():
+        return {}
+    return {name: int(entry.get("rounds") or 1) for name, entry in
+            json.loads(listed.read_text()).items() if isinstance(entry, dict)}
+
+
 def family_costs(results: Path, commits: set[str], rounds: int) -> dict[str, dict[str, float]]:
-    """Per family: benchmark seconds over all commits (time benchmarks x rounds) and
-    setup_cache seconds, from the results files of `commits`."""
+    """Per family: benchmark seconds over all commits (a time benchmark's duration times the
+    rounds it ran in) and setup_cache seconds, from the results files of `commits`."""
     costs: dict[str, dict[str, float]] = defaultdict(lambda: {"benchmarks": 0.0,
                                                                "setup_cache": 0.0})
+    own_rounds = benchmark_rounds(results)
     for path in results.glob("*/*.json"):
         if path.name == "machine.json" or path.name[:8] not in commits:
             continue
@@ -78,7 +90,8 @@ def family_costs(results: Path, commits: set[str], rounds: int) -> dict[str, dic
             family = name.split(".")[0]
             duration = dict(zip(columns, row, strict=False)).get("duration") or 0.0
             timed = name.split(".")[-1].startswith("time_")
-            costs[family]["benchmarks"] += duration * (rounds if timed else 1)
+            ran = min(rounds, own_rounds.get(name, rounds)) if timed else 1
+            costs[family]["benchmarks"] += duration * ran
         for key, seconds in doc.get("durations", {}).items():
             found = re.match(r"<setup_cache (\w+):\d+>", key)
             if found:
@@ -93,10 +106,13 @@ def main() -> int:
     parser.add_argument("asv_args", nargs=argparse.REMAINDER)
     args = parser.parse_args()
     lines, wall, status = run_stamped(args.asv_args, args.log)
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
     first, installs, rounds = phases(lines)
     commits = {commit for commit, _, _ in installs}
     costs = family_costs(args.results, commits, rounds)
-    print(f"\nwall {wall:.1f} s, exit {status}, {len(commits)} commits x {rounds} rounds")
+    print(f"\nwall {wall:.1f} s, exit {status}, {len(commits)} commits x {rounds} rounds; CPU "
+          f"{used.ru_utime + used.ru_stime:.1f} s (asv and every process it started); load "
+          f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     print(f"  {'environment check + discovery':34} {first:7.1f} s")
     build = sum(seconds for _, _, seconds in installs)
     print(f"  {'build + install':34} {build:7.1f} s  ({len(installs)} installs)")
