@@ -43,8 +43,9 @@ class CompileTotal:
     param_names = ("workload", "seq")
     timer = staticmethod(time.process_time)
     number = 1  # one compile per sample, each after its own cache reset
-    repeat = (5, 5, 30.0)  # 5 samples per round x 2 rounds = 10 per commit (>= 6 for MWU)
-    rounds = 2
+    # 10 samples per commit (>= 6 for MWU) in one round (prepare.ROUNDS)
+    repeat = (10, 10, 60.0)
+    rounds = prepare.ROUNDS
     warmup_time = 0.001  # exactly one discarded compile: lazy imports, first-use init
     timeout = 180
     version = "compile-total-1"
@@ -71,8 +72,8 @@ class CompileStage:
     param_names = ("stage", "workload", "seq")
     timer = staticmethod(time.process_time)
     number = 1  # setup prepares fresh input artifacts before each sample
-    repeat = (5, 5, 30.0)
-    rounds = 2
+    repeat = (10, 10, 60.0)
+    rounds = prepare.ROUNDS
     warmup_time = 0.001  # one discarded sample
     timeout = 180
     version = "compile-stage-1"

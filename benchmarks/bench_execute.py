@@ -36,13 +36,11 @@ class ExecuteDeviceTime:
     # The simulated clock; a commit without it skips in setup before the timer is read.
     timer = staticmethod(getattr(spyre_sim, "device_clock", _missing_device_clock))
     number = 1  # one run per sample: the sample is exactly that run's device time
-    # 20 samples per commit in one round. Rounds interleave commits so that a burst of host
-    # load hits both; the simulated clock does not see the host, so a second round would only
-    # pay the process's set-up (workload build and compile, ~0.5 s) again. Each run draws its
-    # noise from the program's own stream, so 20 runs of one process are distributed as
-    # 10 + 10 of two.
+    # 20 samples per commit in one round (prepare.ROUNDS). Each run draws its noise
+    # from the program's own stream, so 20 runs of one process are distributed as 10 + 10 of
+    # two, and the simulated clock does not see the host's load.
     repeat = (20, 20, 40.0)
-    rounds = 1
+    rounds = prepare.ROUNDS
     warmup_time = 0.0  # the simulated clock has no warm-up effects
     timeout = 120
     version = "execute-device-1"
@@ -66,8 +64,8 @@ class ExecuteHostTime:
     # (docs/benchmarks.md, "Clocks and noise").
     timer = staticmethod(time.perf_counter)
     number = 1  # calls take 0.3-110 ms, far above the timer's resolution
-    repeat = (10, 10, 10.0)
-    rounds = 2
+    repeat = (20, 20, 20.0)  # 20 per commit in one round (prepare.ROUNDS)
+    rounds = prepare.ROUNDS
     warmup_time = 0.05  # at least one unmeasured call: the executor is built on first use
     timeout = 120
     version = "execute-host-2"

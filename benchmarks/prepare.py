@@ -16,6 +16,8 @@ import ctypes
 import functools
 import importlib
 import os
+import sys
+import warnings
 from typing import Any
 
 import torch
@@ -69,6 +71,13 @@ def preload_lazy_modules() -> None:
 
 
 preload_lazy_modules()
+
+# One round per commit, for every time benchmark. asv's default of two interleaves the
+# commits (A B A B) so that a change of the machine's load between them hits both; it also
+# pays each commit's install, forkserver start and every benchmark process's set-up twice
+# (docs/benchmarks.md, "Where a commit's time goes"). The samples per commit stay as they
+# were; on a busy machine, check a flagged row again with `-a rounds=2`.
+ROUNDS = 1
 
 # SPYRE_REGRESS_GRID=demo picks the small grid `spyre-regress demo` benchmarks in its nightly
 # (asv passes the environment on to discovery and to every benchmark process).
@@ -164,3 +173,35 @@ def artifacts_before(stage: str, name: str, seq: int, width: int | None = None) 
     for earlier in STAGES[1:STAGES.index(stage)]:
         artifacts = [spyre_sim.run_stage(earlier, artifact, config) for artifact in artifacts]
     return artifacts
+
+
+def warm_up_forkserver() -> tuple[str, ...]:
+    """Compile and run every workload once at a tiny shape: in asv's forkserver only.
+
+    asv forks every benchmark process from a server that imported the suite, one per commit
+    and round. A child's first compile pays first-use costs (caches filled, code specialised,
+    tables built on first lookup) that its discarded warm-up sample then absorbs, ~0.1-0.2 s
+    of CPU in each of ~150 processes per commit. Paid once in the server, every child starts
+    without them. Nothing here starts a thread (one intra-op thread: OMP_NUM_THREADS=1 in
+    asv.conf.json), so the server still forks with one (tests/test_asv_suite.py); Dynamo's
+    caches are reset afterwards, so no child finds a compiled frame. Returns the workloads
+    that compiled and ran.
+    """
+    if spyre_sim is None or not all(hasattr(spyre_sim, n) for n in ("compile", "Config")):
+        return ()
+    warmed = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the server's output goes to asv's log
+        for name in workloads.SUITE:
+            try:
+                fn, inputs = workloads.build(name, 3, 64)
+                spyre_sim.compile(fn, inputs, spyre_sim.Config()).run(*inputs)
+                warmed.append(name)
+            except Exception:  # noqa: S112 (a commit that cannot: its children pay as before)
+                continue
+    reset_compile_caches()
+    return tuple(warmed)
+
+
+# asv_runner's forkserver, importing the suite: the workloads it warmed up (none elsewhere)
+WARMED_UP = warm_up_forkserver() if sys.argv[1:2] == ["run_server"] else ()

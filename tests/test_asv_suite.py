@@ -202,28 +202,35 @@ def test_the_dlfloat16_track_skips_a_commit_without_dlfloat16(monkeypatch):
 PRELOADED = """
 import json, os, sys, warnings
 warnings.simplefilter("ignore")
+sys.argv[1:] = ARGV
 from benchmarks import bench_compile, bench_compile_work, bench_execute, bench_numerics, prepare
 threads = len(os.listdir("/proc/self/task"))
 before = set(sys.modules)
 fn, inputs = prepare.workload("attention", 8, 64)
 prepare.spyre_sim.compile(fn, inputs).run(*inputs)
 late = sorted(m for m in set(sys.modules) - before if m.split(".")[0] in ("torch", "functorch"))
-print(json.dumps({"threads": threads, "late": late}))
+print(json.dumps({"threads": threads, "late": late, "warmed": list(prepare.WARMED_UP)}))
 """
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads in /proc")
-def test_the_suite_imports_what_a_first_compile_would_and_still_forks_with_one_thread():
+@pytest.mark.parametrize("argv", [[], ["run_server", "benchmarks", "socket"]],
+                         ids=["imported", "forkserver"])
+def test_the_suite_imports_what_a_first_compile_would_and_still_forks_with_one_thread(argv):
     """asv's forkserver imports the suite once and forks every benchmark from it: a first
     compile in the child then imports no torch module of its own, and the server holds one
-    thread (OMP_NUM_THREADS=1, as asv.conf.json sets it) when it forks."""
-    done = subprocess.run([sys.executable, "-c", PRELOADED], cwd=ROOT, capture_output=True,
+    thread (OMP_NUM_THREADS=1, as asv.conf.json sets it) when it forks, also after it
+    compiled and ran every workload once (`prepare.warm_up_forkserver`, which only the
+    forkserver runs)."""
+    script = PRELOADED.replace("ARGV", repr(argv))
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
                           text=True, timeout=300,
                           env={"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1",
                                "OPENBLAS_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)})
     assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout.strip().splitlines()[-1])
-    assert found == {"threads": 1, "late": []}
+    assert found == {"threads": 1, "late": [],
+                     "warmed": list(workloads.SUITE) if argv else []}
 
 
 def test_max_rel_is_defined_once_the_benchmarks_and_the_reports_agree():
