@@ -6,17 +6,18 @@ compile-time benchmarks for pull requests count instructions for the same reason
 (`torch._C._instruction_counter`, or callgrind through `torch.utils.benchmark`'s
 `Timer.collect_callgrind`, whose valgrind options and client requests are used here).
 
-One valgrind run measures a whole grid of (workload, seq, width) points. It starts with
+A grid of (workload, seq, width) points is dealt into shares (`deal`), each measured by a
+valgrind process of its own, side by side on separate cores. A process starts with
 callgrind's instrumentation off, so torch's import runs at valgrind's uninstrumented speed
-(~20 s instead of ~120 s here). The grid can be dealt into shares (`deal`): after the imports
-the child forks once per extra share, under valgrind, so the shares are counted side by side
-on separate cores and the ~20 s import is paid once. Each process builds its share's
-workloads and runs one discarded compile of each, still uninstrumented, then switches
-instrumentation on with a client request of its own (`client_request`: torch exposes only the
-collection toggle), counts its points and switches it off before exiting. Translation is
-valgrind's work, not the program's instructions, so the discarded compiles need not be
-instrumented: they pay torch's lazy first-use costs, which are program instructions.
-`instrument="from_start"` instruments from the first instruction instead. The parent side
+(~20 s instead of ~120 s here), builds its share's workloads and runs one discarded compile
+of each, still uninstrumented; then it switches instrumentation on with a client request of
+its own (`client_request`: torch exposes only the collection toggle), counts its points and
+switches it off before exiting. Translation is valgrind's work, not the program's
+instructions, so the discarded compiles need not be instrumented: they pay torch's lazy
+first-use costs, which are program instructions. (Forking one process per share after a
+single import was tried: counts then moved between runs by up to 0.85%, in the parent's share
+too, against 0.13% for the same shares measured in one process.) `instrument="from_start"`
+instruments from the first instruction instead. The parent side
 (this module imported anywhere) uses the standard library only; the child (this file run as a
 script under valgrind) imports torch, the `spyre_sim` found on its path and the workload
 catalogue `workloads.py` beside this file, loaded by path. So a probe can copy the current
@@ -72,7 +73,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-COMPILE_WORK_VERSION = 2  # 2: the grid dealt into shares, one process each
+COMPILE_WORK_VERSION = 2  # 2: the grid dealt into shares, one valgrind process each
 # Literal copy of spyre_sim.STAGES: the grid must not depend on the commit under test.
 STAGES = ("dynamo", "decompose", "lower", "layout", "kernel", "sdsc", "backend", "runtime")
 # Nothing is counted until the first CALLGRIND_TOGGLE_COLLECT client request, as in
@@ -119,9 +120,8 @@ class Measurement:
     missing: str | None = None
     seconds: float = 0.0  # wall time of the valgrind process (load-dependent, unlike counts)
     cpu_seconds: float = 0.0  # its user + system CPU time (what a quiet machine would take)
-    # the child's own wall seconds: "imports" (torch, spyre_sim and the modules torch imports
-    # lazily) and "grid" (from the fork to the last share's end: builds, discarded and counted
-    # compiles); per share, "prepare" (builds and discarded compiles) and "counted"
+    # each process's own wall seconds, per share: "imports" (torch, spyre_sim and the modules
+    # torch imports lazily), "prepare" (builds and discarded compiles) and "counted"
     phases: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
@@ -171,7 +171,7 @@ def parse_dump(text: str) -> int:
 
 def deal(points: Sequence[Point], shares: int,
          weights: Mapping[str, float] | None = None) -> list[list[Point]]:
-    """The grid dealt into at most `shares` shares, one process each: a workload's points
+    """The grid dealt into at most `shares` shares, one valgrind process each: a workload's points
     stay together (they share its build and its discarded compile), heaviest workload first to
     the lightest share. `weights` estimates a workload's cost per point (default 1). The deal
     depends only on its arguments, so a grid is always counted in the same processes and in
@@ -203,7 +203,7 @@ def valgrind_command(python: str, request: Path, manifest: Path, dumps: Path,
     """The valgrind invocation: callgrind's dumps go to `<dumps>.1`, `<dumps>.2`, ..."""
     options = [INSTRUMENT_MODES[instrument] if o.startswith("--instr-atstart=") else o
                for o in VALGRIND_OPTIONS]
-    # %p: a forked share's process writes dumps and log of its own, named by its pid
+    # %p: every process writes dumps and log of its own, named by its pid
     return [*no_aslr_prefix(), "valgrind", *options, f"--callgrind-out-file={dumps}.%p",
             f"--log-file={dumps}.%p.valgrind.log", python, "-P",
             str(Path(__file__).resolve()), str(request), str(manifest)]
@@ -219,6 +219,16 @@ def dump_totals(dumps: Path, manifest: Mapping[str, Any]) -> dict[int, list[int]
             found.append(parse_dump(path.read_text()))
         totals[pid] = found
     return totals
+
+
+def merged(manifests: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The manifests of a grid's processes as one: their shares in order; the first
+    process's stages and check; what any of them found missing."""
+    first = manifests[0]
+    return {**first, "shares": [share for m in manifests for share in m.get("shares", [])],
+            "missing": next((m["missing"] for m in manifests if m.get("missing")), None),
+            "running_on_valgrind": min((m.get("running_on_valgrind", 1) for m in manifests),
+                                       default=1)}
 
 
 def assemble(manifest: Mapping[str, Any], totals: Mapping[int, Sequence[int]],
@@ -241,10 +251,8 @@ def assemble(manifest: Mapping[str, Any], totals: Mapping[int, Sequence[int]],
             errors[workload, seq, width] = error
     for point in errors:  # a point that failed somewhere reports no partial pipeline
         counts.pop(point, None)
-    phases = {k: round(v, 1) for k, v in manifest.get("seconds", {}).items()}
-    if manifest.get("shares"):
-        phases["shares"] = [{k: round(v, 1) for k, v in share.get("seconds", {}).items()}
-                            for share in manifest["shares"]]
+    phases = {"shares": [{k: round(v, 1) for k, v in share.get("seconds", {}).items()}
+                         for share in manifest.get("shares", [])]}
     return Measurement(counts, errors, tuple(manifest.get("stages", ())),
                        manifest.get("missing"), seconds, cpu_seconds, phases)
 
@@ -280,10 +288,10 @@ def default_instrument() -> str:
     return "after_imports" if platform.machine() in ("x86_64", "AMD64") else "from_start"
 
 
-def _write_request(path: Path, shares: Sequence[Sequence[Point]], config, stages, instrument,
+def _write_request(path: Path, share: Sequence[Point], config, stages, instrument,
                    preload: Sequence[str] = ()) -> None:
     path.write_text(json.dumps({
-        "version": COMPILE_WORK_VERSION, "shares": shares, "config": dict(config or {}),
+        "version": COMPILE_WORK_VERSION, "points": share, "config": dict(config or {}),
         "stages": list(stages) if stages else None, "instrument": instrument,
         "preload": list(preload),
         "workloads": str(Path(__file__).resolve().with_name("workloads.py"))}))
@@ -293,21 +301,43 @@ def _points(points: Iterable[Point]) -> list[Point]:
     return [(str(w), int(s), None if width is None else int(width)) for w, s, width in points]
 
 
-def _run(command: list[str], env, timeout: float, work: Path) -> tuple[dict, float, float]:
-    """Run the child; its manifest, wall and CPU seconds (CompileWorkError if it failed)."""
+def _run(commands: Sequence[list[str]], manifests: Sequence[Path], env, timeout: float,
+         work: Path) -> tuple[list[dict], float, float]:
+    """Run the processes side by side; their manifests, the wall and CPU seconds of all of
+    them (CompileWorkError if one failed; the others are then stopped)."""
     started, cpu_before = time.monotonic(), _children_cpu()
+    environment = child_env(os.environ if env is None else env)
+    running = [subprocess.Popen(command, env=environment, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, text=True) for command in commands]
     try:
-        done = subprocess.run(command, env=child_env(os.environ if env is None else env),
-                              capture_output=True, text=True, timeout=timeout)
+        errors = [process.communicate(timeout=max(1.0, started + timeout - time.monotonic()))[1]
+                  for process in running]
     except subprocess.TimeoutExpired:
         raise CompileWorkError(f"compile-work measurement exceeded {timeout:.0f} s") from None
+    finally:
+        for process in running:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
     seconds, cpu = time.monotonic() - started, _children_cpu() - cpu_before
-    manifest = work / "manifest.json"
-    if done.returncode != 0 or not manifest.exists():
-        logs = sorted(work.glob("cg.*.valgrind.log"))
-        tail = (done.stderr or "".join(log.read_text() for log in logs))[-2000:]
-        raise CompileWorkError(f"compile-work child exited {done.returncode}: {tail}")
-    return json.loads(manifest.read_text()), round(seconds, 1), round(cpu, 1)
+    for process, manifest, stderr in zip(running, manifests, errors, strict=True):
+        if process.returncode != 0 or not manifest.exists():
+            logs = sorted(work.glob("cg.*.valgrind.log"))
+            tail = (stderr or "".join(log.read_text() for log in logs))[-2000:]
+            raise CompileWorkError(f"compile-work child exited {process.returncode}: {tail}")
+    return ([json.loads(manifest.read_text()) for manifest in manifests], round(seconds, 1),
+            round(cpu, 1))
+
+
+def _requests(work: Path, shares: Sequence[Sequence[Point]], config, stages, instrument,
+              preload) -> list[tuple[Path, Path]]:
+    """One request file per share, and where its process writes its manifest."""
+    pairs = []
+    for index, share in enumerate(shares or [[]]):
+        request, manifest = work / f"request-{index}.json", work / f"manifest-{index}.json"
+        _write_request(request, share, config, stages, instrument, preload)
+        pairs.append((request, manifest))
+    return pairs
 
 
 def measure(points: Iterable[Point], *, config: Mapping[str, Any] | None = None,
@@ -330,13 +360,13 @@ def measure(points: Iterable[Point], *, config: Mapping[str, Any] | None = None,
         raise ValgrindUnavailable(missing)
     instrument = instrument or default_instrument()
     with tempfile.TemporaryDirectory(prefix="compile-work-") as scratch:
-        work = Path(scratch)
-        request, manifest, dumps = work / "request.json", work / "manifest.json", work / "cg"
-        _write_request(request, deal(_points(points), shares, weights), config, stages,
-                       instrument, preload)
-        command = valgrind_command(python or sys.executable, request, manifest, dumps,
-                                   instrument)
-        labels, seconds, cpu = _run(command, env, timeout, work)
+        work, dumps = Path(scratch), Path(scratch) / "cg"
+        pairs = _requests(work, deal(_points(points), shares, weights), config, stages,
+                          instrument, preload)
+        commands = [valgrind_command(python or sys.executable, request, manifest, dumps,
+                                     instrument) for request, manifest in pairs]
+        found, seconds, cpu = _run(commands, [m for _, m in pairs], env, timeout, work)
+        labels = merged(found)
         if instrument == "after_imports" and labels.get("running_on_valgrind") == 0:
             raise CompileWorkError("the child's client requests did not reach valgrind, so "
                                    "nothing was instrumented; measure with "
@@ -355,14 +385,15 @@ def run_natively(points: Iterable[Point], *, config: Mapping[str, Any] | None = 
     the whole run and the child's own "phases"."""
     with tempfile.TemporaryDirectory(prefix="compile-work-") as scratch:
         work = Path(scratch)
-        _write_request(work / "request.json", deal(_points(points), shares, weights), config,
-                       None, "from_start", preload)
-        command = [python or sys.executable, "-P", str(Path(__file__).resolve()),
-                   str(work / "request.json"), str(work / "manifest.json")]
-        manifest, seconds, cpu = _run(command, env, timeout, work)
-    failed = [p for share in manifest.get("shares", []) for p in share["failed_points"]]
-    return {"seconds": seconds, "cpu_seconds": cpu, "phases": manifest.get("seconds", {}),
-            "failed_points": failed}
+        pairs = _requests(work, deal(_points(points), shares, weights), config, None,
+                          "from_start", preload)
+        commands = [[python or sys.executable, "-P", str(Path(__file__).resolve()),
+                     str(request), str(manifest)] for request, manifest in pairs]
+        found, seconds, cpu = _run(commands, [m for _, m in pairs], env, timeout, work)
+    shares = merged(found)["shares"]
+    return {"seconds": seconds, "cpu_seconds": cpu,
+            "phases": {"shares": [share["seconds"] for share in shares]},
+            "failed_points": [p for share in shares for p in share["failed_points"]]}
 
 
 # --- child side: runs under callgrind ---------------------------------------------------------
@@ -506,35 +537,6 @@ def _count_share(spyre_sim, workloads, points: Sequence[tuple], config, wanted: 
             "seconds": {"prepare": prepared - started, "counted": time.monotonic() - prepared}}
 
 
-def _in_processes(shares: Sequence[Sequence[tuple]], count, manifest_path: str) -> list[dict]:
-    """`count(share)` for every share, each extra share in a forked process (under valgrind,
-    the fork stays under valgrind and writes dumps of its own); results in share order."""
-    def failure(pid: int, share, reason: str) -> dict:
-        return {"pid": pid, "labels": [], "seconds": {},
-                "failed_points": [[*point, reason] for point in share]}
-
-    children = []
-    for index, share in enumerate(shares[1:], 1):
-        part = Path(f"{manifest_path}.share-{index}")
-        pid = os.fork()
-        if pid == 0:  # the share's process: count, hand the labels back, leave at once
-            try:
-                try:
-                    result = count(share)
-                except BaseException as error:
-                    result = failure(os.getpid(), share, f"{type(error).__name__}: {error}")
-                part.write_text(json.dumps(result))
-            finally:  # never returns into the parent's code
-                os._exit(0)
-        children.append((pid, part, share))
-    results = [count(shares[0])] if shares else []
-    for pid, part, share in children:
-        code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-        results.append(json.loads(part.read_text()) if code == 0 and part.exists() else
-                       failure(pid, share, f"CompileWorkError: its process exited with {code}"))
-    return results
-
-
 def _load_workloads(path: str):
     """The workload catalogue beside this file, by path (never the tree under test's copy)."""
     import importlib.util
@@ -547,9 +549,10 @@ def _load_workloads(path: str):
 
 
 def child_main(request_path: str, manifest_path: str) -> int:
-    """Measure every requested point; write each share's labels (one per dump, in dump order).
+    """Measure the requested points (one share); write the labels of its dumps, in dump
+    order, as the manifest's one share.
 
-    With `"instrument": "after_imports"` callgrind instruments nothing until a share's
+    With `"instrument": "after_imports"` callgrind instruments nothing until the share's
     workloads are built and compiled once (see `_count_share`); the counted runs translate
     the grid's code again, instrumented, which is valgrind's time and not a counted
     instruction.
@@ -583,12 +586,11 @@ def child_main(request_path: str, manifest_path: str) -> int:
         late = request.get("instrument") == "after_imports"
         if late:
             manifest["running_on_valgrind"] = client_request(_RUNNING_ON_VALGRIND)
-        manifest["seconds"] = {"imports": time.monotonic() - started}
-        shares = [[tuple(point) for point in share] for share in request["shares"]]
-        manifest["shares"] = _in_processes(
-            shares, lambda share: _count_share(spyre_sim, workloads, share, config, wanted,
-                                               late), manifest_path)
-        manifest["seconds"]["grid"] = time.monotonic() - started - manifest["seconds"]["imports"]
+        imports = time.monotonic() - started
+        share = _count_share(spyre_sim, workloads, [tuple(p) for p in request["points"]],
+                             config, wanted, late)
+        share["seconds"] = {"imports": imports, **share["seconds"]}
+        manifest["shares"] = [share]
     Path(manifest_path).write_text(json.dumps(manifest))
     return 0
 

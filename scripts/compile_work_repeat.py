@@ -70,7 +70,8 @@ def _report(runs: list, ratios: list[tuple[float, float]], baseline: list | None
         print(f"  {value:.4%}  {key}")
     print(f"cost per run: wall {_triple([r.seconds for r in runs])}, CPU "
           f"{_triple([r.cpu_seconds for r in runs])}, of which the child's imports "
-          f"{_triple([r.phases.get('imports', 0.0) for r in runs])} (min/median/max)")
+          f"{_triple([max(s.get('imports', 0.0) for s in r.phases['shares']) for r in runs])}"
+          " (min/median/max)")
     if ratios:
         print(f"compile work / native: wall {_triple([w for w, _ in ratios], 'x', 1)}, CPU "
               f"{_triple([c for _, c in ratios], 'x', 1)} (min/median/max)")

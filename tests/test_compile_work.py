@@ -56,14 +56,14 @@ def test_dumps_pair_with_labels_in_order_and_a_failed_point_reports_no_partial_c
         {"pid": 9, "labels": [_label("softmax", 127, 64, "dynamo"),
                               _label("softmax", 127, 64, "lower", "ValueError: bad")],
          "failed_points": [], "seconds": {"counted": 1.0}}],
-        "stages": ["dynamo", "lower"], "missing": None, "seconds": {"imports": 3.0}}
+        "stages": ["dynamo", "lower"], "missing": None}
     measured = compile_work.assemble(manifest, {7: [100, 7], 9: [50, 3]}, 12.5, 11.0)
     assert measured.counts == {("mlp", 128, 64): {"dynamo": 100, "lower": 7}}
     assert measured.errors == {("softmax", 127, 64): "lower: ValueError: bad",
                                ("linear", 1, 64): "KeyError: 'x'"}
     assert measured.stages == ("dynamo", "lower")
     assert (measured.seconds, measured.cpu_seconds) == (12.5, 11.0)
-    assert measured.phases == {"imports": 3.0, "shares": [{"counted": 2.0}, {"counted": 1.0}]}
+    assert measured.phases == {"shares": [{"counted": 2.0}, {"counted": 1.0}]}
     with pytest.raises(compile_work.CompileWorkError, match="under callgrind"):
         compile_work.assemble(manifest, {7: [100, 7], 9: [50]})
 
@@ -230,7 +230,7 @@ def test_without_valgrind_the_family_skips_and_says_how_to_install_it(monkeypatc
 def test_the_child_labels_one_region_per_stage_and_keeps_going_past_a_bad_point(tmp_path):
     """The measuring child itself, run without valgrind (its client requests are then no-ops
     and say so: 0 valgrind layers); it times its imports apart from the grid."""
-    labels = _run_child(tmp_path, [[["nonexistent", 8, 64], ["softmax", 8, 64]]], ROOT,
+    labels = _run_child(tmp_path, [["nonexistent", 8, 64], ["softmax", 8, 64]], ROOT,
                         compile_work.default_instrument())
     (share,) = labels["shares"]
     measured = compile_work.assemble(labels, {share["pid"]: list(range(1, len(prepare.STAGES)
@@ -238,35 +238,38 @@ def test_the_child_labels_one_region_per_stage_and_keeps_going_past_a_bad_point(
     assert measured.counts == {("softmax", 8, 64): {s: i + 1 for i, s in
                                                     enumerate(prepare.STAGES)}}
     assert measured.errors[("nonexistent", 8, 64)].startswith("KeyError")
-    assert set(measured.phases) == {"imports", "grid", "shares"}
+    (phases,) = measured.phases["shares"]
+    assert set(phases) == {"imports", "prepare", "counted"}
     if compile_work.default_instrument() == "after_imports":
         assert labels["running_on_valgrind"] == 0
 
 
-def test_each_share_is_counted_in_a_process_of_its_own(tmp_path):
-    """Two shares: the second in a forked process, which hands its labels back; a workload
-    whose discarded compile fails fails its points without stopping its share."""
-    labels = _run_child(tmp_path, [[["softmax", 8, 64]], [["nonexistent", 8, 64],
-                                                          ["rmsnorm", 8, 64]]], ROOT)
-    first, second = labels["shares"]
-    assert first["pid"] != second["pid"]
-    assert {tuple(label[:3]) for label in first["labels"]} == {("softmax", 8, 64)}
-    assert {tuple(label[:3]) for label in second["labels"]} == {("rmsnorm", 8, 64)}
-    assert [p[:3] for p in second["failed_points"]] == [["nonexistent", 8, 64]]
-    assert len(first["labels"]) == len(second["labels"]) == len(prepare.STAGES)
+def test_each_share_is_counted_by_a_process_of_its_own():
+    """Two shares, two processes side by side; a workload whose discarded compile fails
+    fails its points without stopping its share."""
+    grid = [("softmax", 8, 64), ("nonexistent", 8, 64), ("rmsnorm", 8, 64)]
+    native = compile_work.run_natively(grid, shares=2, weights={"softmax": 3})
+    assert len(native["phases"]["shares"]) == 2
+    assert [p[:3] for p in native["failed_points"]] == [["nonexistent", 8, 64]]
+    manifests = [{"stages": ["dynamo"], "missing": None, "running_on_valgrind": 3,
+                  "shares": [{"pid": pid}]} for pid in (5, 6)]
+    assert compile_work.merged(manifests)["shares"] == [{"pid": 5}, {"pid": 6}]
+    assert compile_work.merged([*manifests, {"missing": "spyre_sim is not importable",
+                                             "running_on_valgrind": 0}])["missing"]
 
 
 def test_the_native_run_does_the_childs_work_and_times_it():
     native = compile_work.run_natively([("softmax", 8, 64)])
     assert native["failed_points"] == []
-    assert native["seconds"] >= native["phases"]["imports"] + native["phases"]["grid"] > 0
+    (share,) = native["phases"]["shares"]
+    assert native["seconds"] >= share["imports"] + share["prepare"] + share["counted"] > 0
 
 
-def _run_child(tmp_path: Path, shares: list, pythonpath: Path,
+def _run_child(tmp_path: Path, points: list, pythonpath: Path,
                instrument: str = "from_start") -> dict:
     request, manifest = tmp_path / "request.json", tmp_path / "manifest.json"
     request.write_text(json.dumps({
-        "version": compile_work.COMPILE_WORK_VERSION, "shares": shares, "config": {},
+        "version": compile_work.COMPILE_WORK_VERSION, "points": points, "config": {},
         "stages": None, "instrument": instrument,
         "workloads": str(ROOT / "benchmarks" / "workloads.py")}))
     env = compile_work.child_env({"PATH": os.environ["PATH"], "PYTHONPATH": str(pythonpath)})
@@ -279,7 +282,7 @@ def test_a_commit_whose_spyre_sim_lacks_the_stage_api_is_skipped(tmp_path):
     old_tree = tmp_path / "old"
     (old_tree / "spyre_sim").mkdir(parents=True)
     (old_tree / "spyre_sim" / "__init__.py").write_text("def compile(fn, inputs): pass\n")
-    measured = compile_work.assemble(_run_child(tmp_path, [[["mlp", 8, 64]]], old_tree), {})
+    measured = compile_work.assemble(_run_child(tmp_path, [["mlp", 8, 64]], old_tree), {})
     assert measured.missing == "spyre_sim.capture is missing at this commit"
     with pytest.raises(NotImplementedError, match="capture is missing"):
         bench_compile_work.CompileWork().setup(bench_compile_work.lookup_table(measured),
