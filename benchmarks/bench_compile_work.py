@@ -23,15 +23,15 @@ from benchmarks.bench_compile import STAGE_WIDTH
 
 WORKLOAD_NAMES = prepare.grid(list(workloads.SUITE), ["attention"])
 SEQ_LENGTHS = prepare.grid([127, 128], [128])
-# One valgrind run: ~20 s of uninstrumented imports, then the shares side by side
-# (docs/benchmarks.md), and more wall time on a loaded machine.
+# The grid's valgrind processes run side by side, each ~20 s of uninstrumented imports, then
+# its share (docs/benchmarks.md); more wall time on a loaded machine.
 MEASURE_TIMEOUT_S = 1740
 # The grid is counted in two processes, one per core of the 2-core machines this suite is
 # sized for; a fixed number, not the machine's core count, because counts depend on what ran
 # before them in their process, so the deal must not change from one machine to the next.
 SHARES = 2
-# Instructions counted per point (millions, both stages summed; docs/benchmarks.md): only
-# balances the shares, so it need not be exact or current.
+# Instructions counted per point (millions, its eight stages summed, measured here): they
+# only balance the shares, so they need not be exact or current.
 WORKLOAD_WEIGHTS = {"linear": 190, "mlp": 267, "attention": 495, "rmsnorm": 211,
                     "layernorm": 189, "softmax": 125, "embedding": 228}
 
