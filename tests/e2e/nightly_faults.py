@@ -119,6 +119,19 @@ class FakeAsv:
         files.write_text(path, json.dumps(document) + "\n")
 
 
+class HeadProber:
+    """The probe at the branch head (the nightly's check that a reported regression is still
+    there): FakeAsv's steps never return, so the head measures what the culprit measured."""
+
+    def __init__(self) -> None:
+        self.culprit_samples: dict[str, tuple[float, ...]] = {}  # per workload
+
+    def bench(self, commit, target, samples=None):
+        from regressions.bisection.commits import Measurement
+
+        return Measurement(commit, "ok", self.culprit_samples[target.workload])
+
+
 class StepInvestigator:
     """The Reporter's investigator: the five steps in order, then a recorded investigation
     of the alert (culprit: the alert's bad commit, as bisection of a one-commit range says)."""
@@ -126,6 +139,7 @@ class StepInvestigator:
     def __init__(self, history, prober, progress, fault: str = "none") -> None:
         self.history, self.progress, self.fault = history, progress, fault
         self.seen: list[str] = []
+        self.prober = HeadProber()
 
     def investigate(self, alert, target, out_dir: Path, floors=()):
         if alert.bad_commit not in self.seen:
@@ -140,6 +154,7 @@ class StepInvestigator:
         recorded = synthetic_investigation(out_dir)
         samples = dict(zip((parent.sha, culprit.sha), recorded.bisect.samples.values(),
                            strict=True))
+        self.prober.culprit_samples[target.workload] = samples[culprit.sha]
         return replace(recorded, alert=alert, commits=model.Commits(parent, culprit, culprit),
                        bisect=replace(recorded.bisect, culprit=culprit.sha, good=parent.sha,
                                       bad=culprit.sha, samples=samples))
