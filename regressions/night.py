@@ -46,6 +46,7 @@ class Bench(Protocol):
     def series(self) -> list[Series]: ...  # every series the store holds, in history order
     def measure_again(self, requests: Sequence[remeasure.Request]
                       ) -> Sequence[Sequence[float] | None]: ...  # the new samples per request
+    def costs(self) -> remeasure.Costs: ...  # the seconds a sample, a run, a setup cost
 
 
 class AlertRecords(Protocol):
@@ -82,7 +83,7 @@ class Investigations(Protocol):
 
 @dataclass(frozen=True)
 class Settings:
-    """How a night decides: the re-measurement budget (a fraction of tonight's samples),
+    """How a night decides: the re-measurement budget (a fraction of tonight's seconds),
     detection's floors, false discovery rate and window."""
 
     budget: float = remeasure.BUDGET_FRACTION
@@ -125,17 +126,20 @@ def run_night(commits: Sequence[str], history: Sequence[str], bench: Bench,
     series = bench.series()
     base = sum(len(v) for s in series for c, v in zip(s.commits, s.samples, strict=True)
                if c not in before and v is not None)
+    costs = bench.costs()
+    tonight = {c for s in series for c in s.commits} - before
     records = store.records()
     found = remeasure.detect_with_remeasurement(
-        series, history, bench.measure_again, budget=remeasure.budget_for(base, settings.budget),
-        floors=settings.floors, fdr=settings.fdr, window=settings.window,
+        series, history, bench.measure_again,
+        budget=remeasure.budget_for(costs.of_points(series, tonight), settings.budget),
+        costs=costs, floors=settings.floors, fdr=settings.fdr, window=settings.window,
         contradicted={c for r in records if r.status == "not-reproduced"
                       for c in (r.good_commit, r.bad_commit)})
     alerts = cluster_alerts(found.detection.regressions)
     machine = found.detection.environment
     progress(f"detect: {len(found.series)} series, {len(alerts)} alert(s), {len(machine)} "
              f"environment alert(s), {len(found.detection.transients)} transient(s); "
-             f"re-measured {found.spent} of {found.budget} extra samples")
+             f"{remeasured(found)}")
     place = {c: i for i, c in enumerate(history)}
     state = lifecycle.advance(records, alerts, place, clock())
     store.save(state.records)
@@ -153,6 +157,12 @@ def run_night(commits: Sequence[str], history: Sequence[str], bench: Bench,
     return NightResult(list(commits), base, found, alerts, store.records(),
                        [*state.events, *fixed], todo, published, failures, machine,
                        machine_events)
+
+
+def remeasured(found: remeasure.Remeasured) -> str:
+    """What re-measurement spent, in samples and in the seconds its budget counts."""
+    return (f"re-measured {found.samples} extra samples in {len(found.requests)} request(s), "
+            f"~{found.spent:.0f} s of a {found.budget:.0f} s budget")
 
 
 def _investigate(todo: Sequence[int], alerts: Sequence[Alert], alert_ids: Sequence[int],

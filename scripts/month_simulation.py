@@ -79,7 +79,8 @@ def print_summary(scores: list[simulation.Score]) -> None:
           f"({', '.join(f'{k} {v / months:.1f}' for k, v in sorted(statuses.items()))}); "
           f"provisional ones confirmed later: {sum(s.confirmed for s in scores) / months:.1f}")
     spent, budget = sum(s.spent for s in scores), sum(s.budget for s in scores)
-    print(f"  re-measurement: {spent} samples of a {budget} budget ({spent / budget:.0%}); "
+    # the simulation prices every sample at one second (remeasure.Costs()): seconds = samples
+    print(f"  re-measurement: {spent:.0f} samples of a {budget:.0f} budget ({spent / budget:.0%}); "
           f"{spent / sum(s.base_samples for s in scores):.1%} of the nightly samples; nights "
           f"over budget: {sum(s.over_budget_nights for s in scores)}")
     print(f"  investigation runs per night (bisection + confirmation): "

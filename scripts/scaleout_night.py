@@ -161,7 +161,7 @@ def stores(serial: Path, distributed: Path, repo: Path, spent: list[int]) -> dic
 
 def spent_of(log: Path) -> int:
     """The extra samples the night's re-measurement says it spent."""
-    found = re.findall(r"re-measured (\d+) of \d+ extra samples", log.read_text())
+    found = re.findall(r"re-measured (\d+) extra samples", log.read_text())
     return int(found[-1]) if found else 0
 
 

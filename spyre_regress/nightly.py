@@ -53,7 +53,7 @@ class NightlyOptions:
     machine: str = "nightly"
     asv_env: dict[str, str] = field(default_factory=dict)  # e.g. a smaller benchmark grid
     floors: tuple[tuple[str, float], ...] = ()  # detect's (regex, fraction) magnitude floors
-    budget: float = remeasure.BUDGET_FRACTION  # extra samples, fraction of tonight's
+    budget: float = remeasure.BUDGET_FRACTION  # re-measurement seconds, fraction of tonight's
     workers: int | None = None  # an embedded cluster of this many worker processes
     scheduler: str | None = None  # or a running Dask cluster, tcp://HOST:PORT
     dashboard: bool = False  # the embedded cluster's dashboard, on localhost
@@ -70,7 +70,7 @@ class NightlyRun:
     events: list[lifecycle.Event]  # tonight's transitions
     published: list[Published]  # the culprit reports written tonight
     transients: list[detect.Transient]
-    remeasured: tuple[int, int]  # (samples spent, budget)
+    remeasured: str  # what re-measurement spent, in samples and seconds (`night.remeasured`)
     html: Path | None
     failures: list[str]
     environment_events: list[lifecycle.Event] = field(default_factory=list)  # new ones
@@ -165,8 +165,9 @@ def run(options: NightlyOptions, progress: Progress) -> NightlyRun:
                 _write_units(options.state_dir / "units.json", executor)
         _write_transients(options.state_dir / "transients.json", tonight.transients)
         return NightlyRun(commits, tonight.records, tonight.events, tonight.published,
-                          tonight.transients, (tonight.remeasured.spent,
-                                               tonight.remeasured.budget),
+                          tonight.transients,
+                          f"{night.remeasured(tonight.remeasured)} (measured in "
+                          f"{bench.remeasuring_seconds:.0f} s)",
                           publish(options, progress), tonight.failures,
                           tonight.environment_events)
 
@@ -184,6 +185,7 @@ class Resumable:
 
     def __init__(self, bench: AsvBench | DistributedBench, state_dir: Path) -> None:
         self.bench, self.marker = bench, state_dir / "unfinished-night.json"
+        self.remeasuring_seconds = 0.0  # wall time of tonight's re-measurement runs
 
     def measured(self) -> set[str]:
         if self.marker.is_file():
@@ -207,7 +209,14 @@ class Resumable:
 
     def measure_again(self, requests: Sequence[remeasure.Request]
                       ) -> Sequence[Sequence[float] | None]:
-        return self.bench.measure_again(requests)
+        started = time.monotonic()
+        try:
+            return self.bench.measure_again(requests)
+        finally:
+            self.remeasuring_seconds += time.monotonic() - started
+
+    def costs(self) -> remeasure.Costs:
+        return self.bench.costs()
 
 
 class AsvBench:
@@ -237,6 +246,9 @@ class AsvBench:
                       ) -> list[tuple[float, ...] | None]:
         self.rounds += 1
         return measure_again(self.options, requests, self.progress, self.rounds)
+
+    def costs(self) -> remeasure.Costs:
+        return results.recorded_costs(self.options.results_dir, self.options.machine)
 
 
 def measure_again(options: NightlyOptions, requests: Sequence[remeasure.Request],

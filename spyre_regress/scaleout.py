@@ -187,6 +187,9 @@ class DistributedBench:
         frame = results.load_results(self.results_dir, repo=self.repo, machine=self.machine)
         return results.series_from_frame(frame)
 
+    def costs(self) -> remeasure.Costs:
+        return results.recorded_costs(self.results_dir, self.machine)
+
     def measure_again(self, requests: Sequence[remeasure.Request]
                       ) -> list[tuple[float, ...] | None]:
         """One unit per (commit, host class) of the requests; each request's new samples."""

@@ -83,14 +83,37 @@ def test_a_commit_is_never_measured_beyond_its_run_cap():
     assert "0" * 38 + "1e" not in [r.commit for r in requests]  # 30 holds 4 runs already
 
 
-def test_an_exact_change_only_asks_for_its_window():
+def test_a_deterministic_series_is_never_measured_again():
+    """Not even at the commits of its window nobody benchmarked: its change is exact, and
+    bisection finds its commit (a compile-work request would run a callgrind grid)."""
     commits = history(10)
     values = [[1.0], [1.0], [1.0], [2.0], [2.0]]
     s = series(values, [commits[i] for i in (0, 3, 6, 8, 9)], (0, 3, 6, 8, 9),
                name="numerics.E.track_err", deterministic=True)
     found = detect.run_detection([s])
-    requests = remeasure.plan(found.candidates, commits, budget=100)
-    assert [(int(r.commit, 16), r.samples, r.reason) for r in requests] == [(7, 1, "window")]
+    assert any(c.reported for c in found.candidates)
+    assert remeasure.plan(found.candidates, commits, budget=100) == []
+    noisy = strided([1.0] * 6 + [1.3] * 4, 3)  # the same window on a clock: measured
+    found = detect.run_detection([noisy])
+    assert {int(r.commit, 16) for r in remeasure.plan(found.candidates, history(10),
+                                                      budget=1000)} >= {4, 5}
+
+
+def test_the_budget_is_in_seconds_and_a_run_or_setup_is_paid_once_per_commit():
+    s = strided([1.0] * 30 + [1.3], 5)  # edge: 30, 29, 28, 27, 26; 20 samples each
+    found = detect.run_detection([s])
+    free = remeasure.plan(found.candidates, history(31), budget=10_000)
+    assert len(free) == 5
+    name = s.benchmark
+    costs = remeasure.Costs({name: 0.5}, per_run=30.0, setup_cache={name: ("key", 100.0)})
+    assert costs.added(free, set()) == 5 * (20 * 0.5 + 30 + 100)
+    assert costs.added(free + free, set()) == 5 * (40 * 0.5 + 30 + 100)
+    assert remeasure.plan(found.candidates, history(31), budget=5 * 140 - 1, costs=costs) == []
+    assert remeasure.plan(found.candidates, history(31), budget=5 * 140,
+                          costs=costs) == free
+    base = costs.of_points([s], s.commits[-2:])
+    assert base == 2 * (20 * 0.5 + 30 + 100)
+    assert remeasure.budget_for(base) == base / 4
 
 
 def test_append_samples_merges_and_inserts():

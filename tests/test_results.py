@@ -242,3 +242,37 @@ def test_git_errors_name_the_problem(tmp_path):
     (tmp_path / "plain").mkdir()
     with pytest.raises(SpyreRegressError, match="git says"):
         git.first_parent_history(tmp_path / "plain")
+
+
+def test_recorded_costs_price_a_sample_a_run_and_a_setup_cache(tmp_path):
+    """Re-measurement's prices come from the durations asv wrote: per benchmark its duration
+    over the samples that run took, `<build>` per run, `<setup_cache KEY>` per benchmark
+    that shares the key."""
+    from regressions.records import asv_documents, files
+
+    timed, counted = "bench_execute.ExecuteHostTime.time_host", "bench_work.W.track_work"
+    files.write_json(tmp_path / "benchmarks.json", {
+        "version": 2,
+        timed: {"name": timed, "type": "time", "version": "1", "params": [["'a'", "'b'"]],
+                "param_names": ["w"], "unit": "seconds"},
+        counted: {"name": counted, "type": "track", "version": "1", "params": [["'a'"]],
+                  "param_names": ["w"], "unit": "unit", "setup_cache_key": "bench_work:10"}})
+    for number, (duration, build) in enumerate([(8.0, 30.0), (12.0, 50.0), (10.0, 40.0)]):
+        document = asv_documents.new_document(f"{number:x}" * 40, "env", 0, "m")
+        row = asv_documents.new_row([["'a'", "'b'"]], "1")
+        for index in (0, 1):
+            asv_documents.set_result(row, index, [1e-3] * 20)
+        row[asv_documents.RESULT_COLUMNS.index("duration")] = duration
+        track = asv_documents.new_row([["'a'"]], "1")
+        asv_documents.set_result(track, 0, [5.0], timed=False)
+        track[asv_documents.RESULT_COLUMNS.index("duration")] = 2.0
+        document["results"] = {timed: row, counted: track}
+        document["durations"] = {"<build>": build, "<setup_cache bench_work:10>": 90.0 + number}
+        files.write_json(asv_documents.result_path(tmp_path, "m", f"{number:x}" * 40, "env"),
+                         document)
+    costs = results.recorded_costs(tmp_path, "m")
+    assert costs.sample(timed) == 10.0 / 40  # the median run: 10 s for 2 x 20 samples
+    assert costs.sample(counted) == 2.0
+    assert costs.per_run == 40.0
+    assert costs.setup_cache == {counted: ("bench_work:10", 91.0)}
+    assert results.recorded_costs(tmp_path, "elsewhere").per_run == 0.0

@@ -20,22 +20,29 @@ repeats while its verdict is "unknown" (catapult dashboard/pinpoint/models/job_s
 The nightly hands the requests to `asv run --append-samples` (the extra samples land in the
 results like any others) and runs detection again on the enlarged data. A series the runner
 can move is never measured again at a commit before its machine's newest environment
-change: tonight's hardware is not the one that measured it (`same_hardware`). The plan stays under
-`budget` extra samples, whole candidates first by priority, and never grows a commit beyond
+change: tonight's hardware is not the one that measured it (`same_hardware`). A
+deterministic series (instruction counts, numerical error, a clock without noise) is never
+measured again: its repeat is the same number, and its change, located or not, is exact;
+bisection finds its commit at the price of one build per step.
+
+The budget is in seconds (`Costs`), not samples: a sample of a benchmark whose asv run sets
+up a callgrind grid and one that takes a millisecond do not weigh the same. The plan stays
+under `budget` seconds, whole candidates first by priority, and never grows a commit beyond
 `MAX_RUNS` runs.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 from regressions import metrics
 from regressions.detection.detect import FDR, Candidate, Detection, Series, run_detection
 
-# Re-measurement spends at most this fraction of the samples the night measured anyway
-# (the issue's panel target: extra samples <= 25% of the base budget).
+# Re-measurement spends at most this fraction of the seconds the night spent measuring
+# (by `Costs`' prices; in the simulations, where every sample costs the same, that is 25% of
+# the base samples, the panel's target).
 BUDGET_FRACTION = 0.25
 # A commit is measured at most this many runs in all (its first run included).
 MAX_RUNS = 4
@@ -62,22 +69,68 @@ class Request:
     reason: str
 
 
-def budget_for(base_samples: int, fraction: float = BUDGET_FRACTION) -> int:
-    """Extra samples allowed for a night that measured `base_samples` samples."""
-    return int(math.floor(base_samples * fraction))
+@dataclass(frozen=True)
+class Costs:
+    """What measuring costs, in seconds: the unit of re-measurement's budget.
+
+    A sample of `benchmark` costs `per_sample[benchmark]` (asv records each benchmark's
+    duration in its result files: divided by the samples it took); one `asv run` at a commit
+    costs `per_run` (the build and install asv records as `<build>`), and each setup_cache a
+    run needs costs its recorded seconds once per commit (`setup_cache`: benchmark -> its
+    cache key and seconds). A benchmark without a recorded duration costs `unknown_sample`.
+    The defaults price every sample at one second and a run at nothing: the simulations,
+    where a budget in seconds is then the budget in samples it always was."""
+
+    per_sample: Mapping[str, float] = field(default_factory=dict)
+    per_run: float = 0.0
+    setup_cache: Mapping[str, tuple[str, float]] = field(default_factory=dict)
+    unknown_sample: float = 1.0
+
+    def sample(self, benchmark: str) -> float:
+        return self.per_sample.get(benchmark, self.unknown_sample)
+
+    def added(self, requests: Sequence[Request], paid: set) -> float:
+        """Seconds `requests` add to a plan that already pays for what `paid` holds (the
+        commits it runs at, the (commit, cache key) pairs it sets up); `paid` gains theirs."""
+        seconds = 0.0
+        for r in requests:
+            seconds += r.samples * self.sample(r.benchmark)
+            if r.commit not in paid:
+                paid.add(r.commit)
+                seconds += self.per_run
+            cache = self.setup_cache.get(r.benchmark)
+            if cache is not None and (r.commit, cache[0]) not in paid:
+                paid.add((r.commit, cache[0]))
+                seconds += cache[1]
+        return seconds
+
+    def of_points(self, series: Sequence[Series], commits: Collection[str]) -> float:
+        """Seconds the series' points at `commits` cost at these prices: the night's own
+        benchmarking, which the budget is a fraction of."""
+        wanted = set(commits)
+        return self.added([Request(s.machine, s.env, s.benchmark, s.params, c, len(v), "base")
+                           for s in series
+                           for c, v in zip(s.commits, s.samples, strict=True)
+                           if c in wanted and v is not None], set())
 
 
-def plan(candidates: Sequence[Candidate], history: Sequence[str], budget: int, *,
+def budget_for(base_seconds: float, fraction: float = BUDGET_FRACTION) -> float:
+    """Seconds of re-measurement allowed for a night whose benchmarking cost `base_seconds`."""
+    return base_seconds * fraction
+
+
+def plan(candidates: Sequence[Candidate], history: Sequence[str], budget: float, *,
          fdr: float = FDR, contradicted: Collection[str] = (),
-         measurable: Callable[[Request], bool] = lambda _: True) -> list[Request]:
-    """Requests for tonight's candidates, at most `budget` samples in all.
+         measurable: Callable[[Request], bool] = lambda _: True,
+         costs: Costs = Costs()) -> list[Request]:
+    """Requests for tonight's candidates, costing at most `budget` seconds in all.
 
     Args:
         candidates: `detect.run_detection(...).candidates` of the run.
         history: the branch's first-parent history, oldest first: which commits exist
             between two benchmarked ones. A series "benchmarked" a commit when it has a
             point there.
-        budget: extra samples allowed (`budget_for`).
+        budget: seconds allowed (`budget_for`), at `costs`' prices.
         fdr: the run's false-discovery rate, for what "near the threshold" means.
         contradicted: commits at which an investigation did not reproduce what detection
             saw (the good and bad commits of not-reproduced alerts): a candidate that still
@@ -85,10 +138,13 @@ def plan(candidates: Sequence[Candidate], history: Sequence[str], budget: int, *
             bad run can fool detection into blaming the wrong commit.
         measurable: whether a request can be served tonight (`same_hardware`); the others
             are left out before they are costed, so they take no budget from the rest.
+        costs: the prices of samples, runs and setup caches.
     """
     order = _History(history)
     items = []
     for candidate in candidates:
+        if candidate.p is None:  # an exact change: a deterministic series, never re-measured
+            continue
         reason = classify(candidate, order, fdr)
         if {candidate.good_commit, candidate.bad_commit} & set(contradicted) and \
                 reason != "edge":
@@ -104,14 +160,16 @@ def plan(candidates: Sequence[Candidate], history: Sequence[str], budget: int, *
                           candidate.bad_commit, requests))
     chosen: list[Request] = []
     seen: set[tuple[str, str, str, str, str]] = set()
-    spent = 0
+    bought: set = set()
+    spent = 0.0
     for *_, requests in sorted(items, key=lambda item: item[:4]):
         fresh = [r for r in requests if _key(r) not in seen]
-        cost = sum(r.samples for r in fresh)
+        trial = set(bought)
+        cost = costs.added(fresh, trial)
         if fresh and spent + cost <= budget:
             chosen += fresh
             seen.update(_key(r) for r in fresh)
-            spent += cost
+            bought, spent = trial, spent + cost
     return chosen
 
 
@@ -136,8 +194,8 @@ class _History:
 
 def classify(candidate: Candidate, history: _History, fdr: float = FDR) -> str | None:
     """Why `candidate` deserves more samples (one of REASONS), or None."""
-    if candidate.p is None:  # an exact change: only its window can need commits
-        return "window" if history.unbenchmarked(candidate) else None
+    if candidate.p is None:  # an exact change: a deterministic series' samples never help
+        return None
     if candidate.edge is not None and (candidate.reported or _weak(candidate, fdr)):
         return "edge"
     if _weak(candidate, fdr):
@@ -207,19 +265,27 @@ Measure = Callable[[Sequence[Request]], Sequence[Sequence[float] | None]]
 @dataclass(frozen=True)
 class Remeasured:
     """A night's detection after re-measurement: the final `detection` on the enlarged
-    `series`, every request served, the samples they cost and the budget."""
+    `series`, every request served, the seconds they cost (at the plan's prices) and the
+    budget in seconds."""
 
     detection: Detection
     series: list[Series]
     requests: list[Request]
-    spent: int
-    budget: int
+    spent: float
+    budget: float
+
+    @property
+    def samples(self) -> int:
+        """The extra samples the requests asked for."""
+        return sum(r.samples for r in self.requests)
 
 
 def detect_with_remeasurement(series: Sequence[Series], history: Sequence[str],
-                              measure: Measure, *, budget: int, rounds: int = MAX_ROUNDS,
-                              contradicted: Collection[str] = (), **options) -> Remeasured:
-    """Detect, plan, measure, detect again, for up to `rounds` rounds within `budget`.
+                              measure: Measure, *, budget: float, rounds: int = MAX_ROUNDS,
+                              contradicted: Collection[str] = (), costs: Costs = Costs(),
+                              **options) -> Remeasured:
+    """Detect, plan, measure, detect again, for up to `rounds` rounds within `budget`
+    seconds at `costs`' prices.
 
     `measure` is injected (asv `--append-samples` in the nightly, a generator in the
     simulations), so one loop serves both; `contradicted` goes to `plan`, `options` to
@@ -229,22 +295,23 @@ def detect_with_remeasurement(series: Sequence[Series], history: Sequence[str],
     memo: dict = {}  # a round re-analyses only the series it measured again
     detection = run_detection(current, memo=memo, **options)
     served: list[Request] = []
-    spent = 0
+    spent = 0.0
     for round_ in range(rounds):
         # Each round may spend its share of what is left, so the candidates still unsure
-        # after a round (the real ones, mostly) find samples in the next.
-        share = (budget - spent) // (rounds - round_)
+        # after a round (the real ones, mostly) find samples in the next. A new round is a
+        # new asv run at each commit: it pays its runs and setup caches again.
+        share = math.floor((budget - spent) / (rounds - round_))
         fdr = options.get("fdr", FDR)
         measurable = same_hardware(detection, history)
         requests = plan(detection.candidates, history, share, fdr=fdr,
-                        contradicted=contradicted, measurable=measurable) or plan(
+                        contradicted=contradicted, measurable=measurable, costs=costs) or plan(
             detection.candidates, history, budget - spent, fdr=fdr,
-            contradicted=contradicted, measurable=measurable)  # one item above a share
+            contradicted=contradicted, measurable=measurable, costs=costs)  # one item above
         if not requests:
             break
         current = append_samples(current, requests, measure(requests), history)
         served += requests
-        spent += sum(r.samples for r in requests)
+        spent += costs.added(requests, set())
         detection = run_detection(current, memo=memo, **options)
     return Remeasured(detection, current, served, spent, budget)
 

@@ -34,8 +34,8 @@ class NightLog:
     night: int
     benchmarked: int
     base_samples: int
-    budget: int
-    spent: int
+    budget: float  # seconds at remeasure.Costs() prices: one a sample
+    spent: float
     alerts: int
     investigated: int
     reported: list[str] = field(default_factory=list)  # culprits first reported tonight
@@ -86,6 +86,11 @@ class SyntheticBench:
                 tuple(v for _, v in points), spec.higher_is_better,
                 keeps_samples=asv_documents.has_samples(asv_type_of(spec.benchmark))))
         return out
+
+    def costs(self) -> remeasure.Costs:
+        """Every simulated sample costs the same (one second, runs nothing): the budget in
+        seconds is the budget in samples the published figures were measured under."""
+        return remeasure.Costs()
 
     def measure_again(self, requests: Sequence[remeasure.Request]) -> list:
         """asv run --append-samples: the generator's next run, kept in the results."""
@@ -310,8 +315,8 @@ class Score:
     alerts: int  # distinct alert records
     statuses: dict[str, int]
     confirmed: int  # provisional records later confirmed
-    spent: int
-    budget: int
+    spent: float
+    budget: float
     over_budget_nights: int
     base_samples: int
     investigation_runs: int

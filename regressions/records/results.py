@@ -27,6 +27,7 @@ import pandas as pd
 
 from regressions import git
 from regressions.detection.detect import Series
+from regressions.detection.remeasure import Costs
 from regressions.errors import SpyreRegressError
 from regressions.records.asv_documents import ASV_RESULTS_VERSION, has_samples
 from regressions.records.result_columns import (
@@ -284,3 +285,54 @@ def point_samples(columns: Columns, commit: str | None = None
         found[benchmark, params] = None if status == "failed" \
             else tuple(samples) if samples else (value,)
     return found
+
+
+def recorded_costs(results_dir: Path | str, machine: str) -> Costs:
+    """Re-measurement's prices on `machine`, from what asv recorded there: per benchmark the
+    median over result files of its duration divided by the samples that run took, the
+    median `<build>` seconds as the price of a run at a commit, and each setup_cache's median
+    seconds for the benchmarks that share its key (benchmarks.json's `setup_cache_key`).
+    asv's own start-up is not recorded and not priced."""
+    root = Path(results_dir)
+    per_sample: dict[str, list[float]] = {}
+    builds: list[float] = []
+    caches: dict[str, list[float]] = {}
+    for path in sorted((root / machine).glob("*.json")):
+        if path.name == "machine.json":
+            continue
+        try:
+            document = json.loads(path.read_text(encoding="utf-8"))
+            columns = document["result_columns"]
+            rows = document["results"].items()
+            durations = document.get("durations") or {}
+        except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError):
+            continue  # load_results says why; a price is only an estimate
+        for name, row in rows:
+            fields = dict(zip(columns, row, strict=False)) if isinstance(row, list) else {}
+            duration, taken = fields.get("duration"), _samples_taken(fields)
+            if isinstance(duration, int | float) and taken:
+                per_sample.setdefault(name, []).append(duration / taken)
+        for key, seconds in durations.items():
+            if not isinstance(seconds, int | float):
+                continue
+            if key == "<build>":
+                builds.append(seconds)
+            elif key.startswith("<setup_cache ") and key.endswith(">"):
+                caches.setdefault(key[len("<setup_cache "):-1], []).append(seconds)
+    meta = _benchmarks_meta(root / "benchmarks.json") if (root / "benchmarks.json").exists() \
+        else {}
+    setup = {name: (key, float(np.median(caches[key]))) for name, entry in meta.items()
+             if (key := entry.get("setup_cache_key")) in caches}
+    return Costs({name: float(np.median(v)) for name, v in per_sample.items()},
+                 float(np.median(builds)) if builds else 0.0, setup)
+
+
+def _samples_taken(fields: dict) -> int:
+    """Samples a result row holds over its parameter combinations (one per measured value
+    where asv kept no samples)."""
+    samples = fields.get("samples")
+    if isinstance(samples, list) and any(isinstance(s, list) for s in samples):
+        return sum(len(s) for s in samples if isinstance(s, list))
+    values = fields.get("result")
+    return sum(isinstance(v, int | float) and v == v for v in values) \
+        if isinstance(values, list) else 0  # NaN: a combination asv did not run

@@ -78,12 +78,11 @@ def run(args: argparse.Namespace) -> int:
             state = record.status + (", provisional" if record.provisional else "")
             print(f"alert {record.id}: {record.kind} {record.good_commit[:10]}.."
                   f"{record.bad_commit[:10]} culprit {(record.culprit or '-')[:12]} [{state}]")
-    spent, budget = outcome.remeasured
     print(textwrap.fill(f"{len(outcome.records)} alert record(s); {len(outcome.published)} "
                         f"report(s) written tonight; {len(outcome.environment_events)} new "
-                        f"environment alert(s); {len(outcome.transients)} transient(s); "
-                        f"re-measured {spent} of {budget} extra samples (`spyre-regress "
-                        "alerts` lists them all)", WIDTH))
+                        f"environment alert(s); {len(outcome.transients)} transient(s) "
+                        "(`spyre-regress alerts` lists them all)", WIDTH))
+    print(outcome.remeasured)
     for failure in outcome.failures:
         print(f"spyre-regress: warning: {failure}", file=sys.stderr)
     return common.EXIT_REGRESSED if outcome.new_reports else common.EXIT_OK
