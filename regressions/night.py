@@ -131,7 +131,8 @@ def run_night(commits: Sequence[str], history: Sequence[str], bench: Bench,
     records = store.records()
     found = remeasure.detect_with_remeasurement(
         series, history, bench.measure_again,
-        budget=remeasure.budget_for(costs.of_points(series, tonight), settings.budget),
+        budget=remeasure.budget_for(costs.of_points(series, tonight), settings.budget,
+                                    costs.per_run),
         costs=costs, floors=settings.floors, fdr=settings.fdr, window=settings.window,
         contradicted={c for r in records if r.status == "not-reproduced"
                       for c in (r.good_commit, r.bad_commit)})

@@ -1,12 +1,14 @@
 """Repeatability and cost of the compile-work family: the full grid measured N times.
 
-Each run is one valgrind process over the asv family's grid (every workload at seq 127 and
-128, width 1024), exactly as `CompileWork.setup_cache` measures it at one commit. Prints the
+Each run counts the asv family's grid (every workload at seq 127 and 128, width 1024) in
+`--shares` valgrind processes side by side, exactly as `CompileWork.setup_cache` measures it
+at one commit. Prints the
 spread of every (workload, seq, stage) series over the runs, max/min - 1, and each run's wall
 and CPU time; `--json` keeps the counts.
 
-`--native` also runs the same child without valgrind after each run (same imports, warm-ups
-and grid, in one process) and prints the ratio of the two wall times (and CPU times), run by
+`--native` also runs the same grid without valgrind after each run (same imports, builds,
+warm-ups and compiles, in one process) and prints the ratio of the two wall times (and CPU
+times), run by
 run, so the slowdown is measured under about the same load. `--instrument from_start`
 measures the way the family did before instrumentation started after the imports;
 `--baseline FILE` compares the median count of every series with those of an earlier `--json`

@@ -186,3 +186,17 @@ def test_a_request_the_machine_cannot_serve_tonight_takes_no_budget():
     served = remeasure.plan(found.candidates, history(31), budget=120, measurable=measurable)
     assert {r.params for r in served if int(r.commit, 16) < 30} == {"(device)"}
     assert sum(r.samples for r in served) == 120  # the clock's newest commit and the device
+
+
+def test_a_small_night_still_affords_its_edge_and_window():
+    """Four benchmarked commits at 30 s a build: 25% of the night is one build; the allowance
+    of four builds lets the newest commit and its stride window be measured again."""
+    s = strided([1.0] * 10 + [1.3], 4)  # benchmarked 0, 4, 8, 10: the edge 10, window 9
+    costs = remeasure.Costs({s.benchmark: 0.01}, per_run=30.0)
+    found = detect.run_detection([s])
+    night = costs.of_points([s], s.commits)
+    assert remeasure.plan(found.candidates, history(11), remeasure.budget_for(night),
+                          costs=costs) == []
+    requests = remeasure.plan(found.candidates, history(11),
+                              remeasure.budget_for(night, per_run=costs.per_run), costs=costs)
+    assert {int(r.commit, 16) for r in requests} == {10, 9}

@@ -44,6 +44,10 @@ from regressions.detection.detect import FDR, Candidate, Detection, Series, run_
 # (by `Costs`' prices; in the simulations, where every sample costs the same, that is 25% of
 # the base samples, the panel's target).
 BUDGET_FRACTION = 0.25
+# Builds the budget affords on top of its fraction: a run at a commit pays its build before
+# its first sample, and the newest commit with its stride window (stride 3) is three runs;
+# without them a night of four commits (25% of four builds) could not afford one edge.
+RUNS_ALLOWED = 4
 # A commit is measured at most this many runs in all (its first run included).
 MAX_RUNS = 4
 # A reported candidate is weak while its q is above FDR / WEAK_MARGIN; an unreported one
@@ -114,9 +118,12 @@ class Costs:
                            if c in wanted and v is not None], set())
 
 
-def budget_for(base_seconds: float, fraction: float = BUDGET_FRACTION) -> float:
-    """Seconds of re-measurement allowed for a night whose benchmarking cost `base_seconds`."""
-    return base_seconds * fraction
+def budget_for(base_seconds: float, fraction: float = BUDGET_FRACTION,
+               per_run: float = 0.0) -> float:
+    """Seconds of re-measurement allowed for a night whose benchmarking cost `base_seconds`:
+    `fraction` of it, plus the builds of `RUNS_ALLOWED` runs (`per_run` seconds each), so a
+    night that benchmarked a few commits can still afford its edge."""
+    return base_seconds * fraction + RUNS_ALLOWED * per_run
 
 
 def plan(candidates: Sequence[Candidate], history: Sequence[str], budget: float, *,
