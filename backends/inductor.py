@@ -116,7 +116,8 @@ COMMON_RULES: tuple[Rule, ...] = (
      _cache_path),
     # any other absolute path keeps its file name only
     (re.compile(r"(?<![\w)\].>/])/(?:[\w.+-]+/)+(?=[\w.+-]+)"), "<path>/"),
-    (re.compile(r"\b\d{4}([-_/])\d\d\1\d\d[ T_]\d\d[:_]\d\d[:_]\d\d(?:[._]\d+)?"), "<time>"),
+    (re.compile(r"(?<!\d)\d{4}([-_/])\d\d\1\d\d[ T_]\d\d[:_]\d\d[:_]\d\d(?:[._]\d+)?"),
+     "<time>"),
     (re.compile(r"\b(pid[_=: ]+)\d+"), r"\1<pid>"),
     (re.compile(r"\bat 0x[0-9a-fA-F]+"), "at 0x<addr>"),
     # AOT graph names count graphs process-wide: `model__3_inference_3` is the 4th compile
@@ -146,7 +147,8 @@ def canonical(stage: str, text: str) -> str:
     """`text` of `stage` without what two builds of the same code write differently and the
     compiler did not decide (paths, pids, timestamps, cache hashes, thread counts, source
     locations, addresses, printouts); ops, fusion groups, kernel bodies, loop structure and
-    vector widths stay. Source comments go first, so their paths are not rewritten first."""
+    vector widths stay. The source-comment rules run before the path rule, which would
+    otherwise leave `# File: <path>/model.py:12` with its line number."""
     if stage not in STAGE_RULES:
         raise ValueError(f"unknown Inductor stage {stage!r}; stages are {', '.join(STAGES)}")
     for pattern, replacement in STAGE_RULES[stage]:
