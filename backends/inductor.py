@@ -270,7 +270,7 @@ def compile_traced(fn_or_module: Callable, example_inputs: Sequence[Any], trace_
         torch._dynamo.reset()
 
 
-def capture(fn_or_module: Callable, example_inputs: Sequence[Any], out_dir: Path,
+def capture(fn_or_module: Callable, example_inputs: Sequence[Any], out_dir: Path | str,
             inductor_config: Mapping[str, Any] | None = None) -> Path:
     """Compile with Inductor on the CPU and write the stage capture under `out_dir` (a fresh
     `compile-NNN` directory, as spyre_sim's TORCH_COMPILE_DEBUG writes, so
