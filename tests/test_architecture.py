@@ -1,14 +1,15 @@
 """The shape of the code: imports point down the layers, roles keep to their rooms, the metric
 table decides, and modules stay small.
 
-Layers, bottom to top: spyre_sim <- benchmarks <- regressions <- reports <- spyre_regress. A
-module may import its own package and the packages below it; `reports` renders and takes
-from `regressions` only the types it renders (and the errors); only `spyre_regress`, the
-orchestration, calls both. Inside `regressions`, the ground truth (synthetic data, planted
-scenarios, scratch histories, the month simulation) is imported by tests, scripts and the
-demo only; the night imports no command; nothing below the orchestration imports the
-executor or Dask. Each rule is checked on the real tree and shown to catch a violation
-written for the purpose.
+Layers, bottom to top: spyre_sim <- backends <- benchmarks <- regressions <- reports <-
+spyre_regress. The compilers under test sit at the bottom (`backends`, the other compilers,
+may use spyre_sim's stage-capture writer). A module may import its own package and the
+packages below it; `reports` renders and takes from `regressions` only the types it renders
+(and the errors); only `spyre_regress`, the orchestration, calls both. Inside `regressions`,
+the ground truth (synthetic data, planted scenarios, scratch histories, the month simulation)
+is imported by tests, scripts and the demo only; the night imports no command; nothing below
+the orchestration imports the executor or Dask. Each rule is checked on the real tree and
+shown to catch a violation written for the purpose.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import pytest
 from regressions import metrics
 
 ROOT = Path(__file__).resolve().parents[1]
-LAYERS = ("spyre_sim", "benchmarks", "regressions", "reports", "spyre_regress")
+LAYERS = ("spyre_sim", "backends", "benchmarks", "regressions", "reports", "spyre_regress")
 # What `reports` may take from `regressions`: the investigation's types and their codec.
 REPORTS_MAY_IMPORT = {"regressions.investigation.model", "regressions.metrics",
                       "regressions.errors", "regressions.codec", "regressions.bisection.stages"}
@@ -103,6 +104,8 @@ def test_imports_point_down_the_layers_and_roles_keep_to_their_rooms():
 @pytest.mark.parametrize(("package", "module", "source"), [
     ("regressions", "regressions.detection.detect", "from reports import write_bundle\n"),
     ("spyre_sim", "spyre_sim.ir", "import regressions.stats\n"),
+    ("spyre_sim", "spyre_sim.pipeline", "from backends import inductor\n"),
+    ("backends", "backends.inductor", "from regressions.bisection import stages\n"),
     ("benchmarks", "benchmarks.workloads", "from regressions.detection import detect\n"),
     ("reports", "reports.bundle", "from regressions.probing import prober\n"),
     ("reports", "reports.bundle",
