@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("spyre_sim", "benchmarks", "regressions", "reports", "spyre_regress")
+PACKAGES = ("spyre_sim", "backends", "benchmarks", "regressions", "reports", "spyre_regress")
 MODULE_BUDGET = 400
 FUNCTION_BUDGET = 60
 _SKIPPED = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
