@@ -43,9 +43,9 @@ class CompileTotal:
     param_names = ("workload", "seq")
     timer = staticmethod(time.process_time)
     number = 1  # one compile per sample, each after its own cache reset
-    # 10 samples per commit (>= 6 for MWU) in one round (prepare.ROUNDS)
-    repeat = (10, 10, 60.0)
-    rounds = prepare.ROUNDS
+    # 10 samples per commit (>= 6 for MWU) in two rounds (prepare.CLOCK_ROUNDS)
+    repeat = (5, 5, 30.0)
+    rounds = prepare.CLOCK_ROUNDS
     warmup_time = 0.001  # exactly one discarded compile: lazy imports, first-use init
     timeout = 180
     version = "compile-total-1"
@@ -72,8 +72,8 @@ class CompileStage:
     param_names = ("stage", "workload", "seq")
     timer = staticmethod(time.process_time)
     number = 1  # setup prepares fresh input artifacts before each sample
-    repeat = (10, 10, 60.0)
-    rounds = prepare.ROUNDS
+    repeat = (5, 5, 30.0)  # 10 samples per commit in two rounds (prepare.CLOCK_ROUNDS)
+    rounds = prepare.CLOCK_ROUNDS
     warmup_time = 0.001  # one discarded sample
     timeout = 180
     version = "compile-stage-1"

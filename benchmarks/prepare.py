@@ -72,11 +72,15 @@ def preload_lazy_modules() -> None:
 
 preload_lazy_modules()
 
-# One round per commit, for every time benchmark. asv's default of two interleaves the
-# commits (A B A B) so that a change of the machine's load between them hits both; it also
-# pays each commit's install, forkserver start and every benchmark process's set-up twice
-# (docs/benchmarks.md, "Where a commit's time goes"). The samples per commit stay as they
-# were; on a busy machine, check a flagged row again with `-a rounds=2`.
+# Rounds per commit. asv forks one process per benchmark and parameter set in each round,
+# and the samples of one process are not independent draws of a host clock: on an idle
+# machine the median of CompileStage('lower', 'mlp', 127) was 52-113 us from one process to
+# the next, a few percent within one (docs/benchmarks.md, "Clocks and noise"). In one round
+# all of a commit's samples come from one process, and asv's Mann-Whitney test then flagged
+# 34-35 clock rows of an unchanged pair; the host clocks keep two rounds (two processes per
+# commit, interleaved A B B A), as they had. The simulated device clock draws its noise per
+# run, not per process: one round, half the process start-ups.
+CLOCK_ROUNDS = 2
 ROUNDS = 1
 
 # SPYRE_REGRESS_GRID=demo picks the small grid `spyre-regress demo` benchmarks in its nightly
