@@ -2,10 +2,10 @@
 
 The clock families time a stage in milliseconds, and on a shared machine their samples spread
 by several percent; the number of instructions a stage executes does not depend on the
-neighbours. `compile_work.measure` counts them for the whole grid in one valgrind process per
-commit (`setup_cache`), and each benchmark process only looks its value up, as the numerics
-family does. The values are `track_` values (one per commit; lower is better), near-
-deterministic: docs/benchmarks.md gives their measured spread and cost.
+neighbours. `compile_work.measure` counts them for the whole grid in two valgrind processes
+side by side per commit (`setup_cache`), and each benchmark process only looks its value up,
+as the numerics family does. The values are `track_` values (one per commit; lower is
+better), near-deterministic: docs/benchmarks.md gives their measured spread and cost.
 
 Every point uses width 1024 (bench_compile.STAGE_WIDTH, the per-stage clock family's width):
 the stages' work depends on the graph, not on the weights, and building 4096-wide weights

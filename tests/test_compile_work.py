@@ -132,6 +132,19 @@ def test_valgrind_runs_callgrind_uninstrumented_and_uncollected_until_the_child_
 
 @pytest.mark.skipif(compile_work.default_instrument() != "after_imports",
                     reason="client requests from Python are issued on amd64 only")
+def test_the_compiler_under_test_is_byte_compiled_before_a_count(tmp_path):
+    """The spyre_sim on the child's path gets its .pyc files before valgrind starts: a module
+    compiled on import in one run and loaded from its .pyc in the next counted differently."""
+    package = tmp_path / "spyre_sim"
+    package.mkdir()
+    (package / "__init__.py").write_text("X = 1\n")
+    (package / "stage.py").write_text("Y = 2\n")
+    compile_work.compile_sources(sys.executable, {**os.environ, "PYTHONPATH": str(tmp_path)})
+    compiled = {path.name.split(".")[0] for path in (package / "__pycache__").glob("*.pyc")}
+    assert compiled == {"__init__", "stage"}
+    assert list((Path(compile_work.__file__).parent / "__pycache__").glob("workloads.*.pyc"))
+
+
 def test_a_client_request_outside_valgrind_returns_its_default_and_does_nothing():
     assert compile_work.client_request(compile_work.CALLGRIND_START_INSTRUMENTATION) == 0
     assert compile_work.client_request(0x1001) == 0  # RUNNING_ON_VALGRIND: 0 layers
