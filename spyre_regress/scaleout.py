@@ -280,16 +280,13 @@ def recorded_durations(results_dir: Path) -> dict[str, list[float]]:
     """Each benchmark's durations as asv recorded them, one per result file under
     `results_dir` that has one (seconds)."""
     totals: dict[str, list[float]] = {}
-    for path in Path(results_dir).glob("*/*.json"):
-        if path.name == "machine.json":
-            continue
+    for document in results.result_documents(results_dir):
         try:
-            document = json.loads(path.read_text())
             columns = document["result_columns"]
             for name, row in document["results"].items():
                 duration = dict(zip(columns, row, strict=False)).get("duration")
                 if isinstance(duration, int | float):
                     totals.setdefault(name, []).append(float(duration))
-        except (OSError, ValueError, KeyError, TypeError):
+        except (KeyError, TypeError, AttributeError):
             continue  # a file asv would skip too
     return totals

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -287,6 +287,21 @@ def point_samples(columns: Columns, commit: str | None = None
     return found
 
 
+def result_documents(results_dir: Path | str, machine: str = "*") -> Iterator[dict]:
+    """Each asv result document of `machine` (every machine by default) that parses, in path
+    order, for readers of what asv recorded beside the samples (durations, build and
+    setup_cache seconds); a file that does not parse is left out, as asv leaves it."""
+    for path in sorted(Path(results_dir).glob(f"{machine}/*.json")):
+        if path.name == "machine.json":
+            continue
+        try:
+            document = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError):
+            continue
+        if isinstance(document, dict):
+            yield document
+
+
 def recorded_costs(results_dir: Path | str, machine: str) -> Costs:
     """Re-measurement's prices on `machine`, from what asv recorded there: per benchmark the
     median over result files of its duration divided by the samples that run took, the
@@ -297,15 +312,12 @@ def recorded_costs(results_dir: Path | str, machine: str) -> Costs:
     per_sample: dict[str, list[float]] = {}
     builds: list[float] = []
     caches: dict[str, list[float]] = {}
-    for path in sorted((root / machine).glob("*.json")):
-        if path.name == "machine.json":
-            continue
+    for document in result_documents(root, machine):
         try:
-            document = json.loads(path.read_text(encoding="utf-8"))
             columns = document["result_columns"]
             rows = document["results"].items()
             durations = document.get("durations") or {}
-        except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError):
+        except (KeyError, TypeError, AttributeError):
             continue  # load_results says why; a price is only an estimate
         for name, row in rows:
             fields = dict(zip(columns, row, strict=False)) if isinstance(row, list) else {}
