@@ -24,6 +24,7 @@ investigated.
 from __future__ import annotations
 
 import statistics
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -115,25 +116,31 @@ class NightResult:
 
 def run_night(commits: Sequence[str], history: Sequence[str], bench: Bench,
               store: AlertRecords, investigations: Investigations, clock: Callable[[], str],
-              settings: Settings = Settings(), progress: Progress = lambda _: None
-              ) -> NightResult:
+              settings: Settings = Settings(), progress: Progress = lambda _: None,
+              timer: Callable[[], float] = time.monotonic) -> NightResult:
     """Benchmark `commits`, then detect over every series on `history` (first-parent order,
     oldest first), re-measuring within the budget; advance the records, investigate the new
     alerts seen tonight and publish a report for each culprit that gained a reported alert
-    (or whose report is missing)."""
+    (or whose report is missing). `timer` times the benchmarking, whose prices are seconds
+    of it when `Costs.wall_clock`."""
     before = bench.measured()
+    started = timer()
     bench.run(commits)
+    took = timer() - started
     series = bench.series()
     base = sum(len(v) for s in series for c, v in zip(s.commits, s.samples, strict=True)
                if c not in before and v is not None)
-    costs = bench.costs()
     tonight = {c for s in series for c in s.commits} - before
+    # asv records no start-up: tonight's run shows what it took beyond its prices, the first
+    # estimate of what a re-measurement run will (a run of its own pays it again).
+    costs = bench.costs().learned(remeasure.points(series, tonight), took)
     records = store.records()
     found = remeasure.detect_with_remeasurement(
         series, history, bench.measure_again,
         budget=remeasure.budget_for(costs.of_points(series, tonight), settings.budget,
-                                    costs.per_run),
-        costs=costs, floors=settings.floors, fdr=settings.fdr, window=settings.window,
+                                    costs.per_run + costs.startup),
+        costs=costs, clock=timer, floors=settings.floors, fdr=settings.fdr,
+        window=settings.window,
         contradicted={c for r in records if r.status == "not-reproduced"
                       for c in (r.good_commit, r.bad_commit)})
     alerts = cluster_alerts(found.detection.regressions)
@@ -162,8 +169,9 @@ def run_night(commits: Sequence[str], history: Sequence[str], bench: Bench,
 
 def remeasured(found: remeasure.Remeasured) -> str:
     """What re-measurement spent, in samples and in the seconds its budget counts."""
+    startup = f" (asv's start-up {found.startup:.0f} s a run)" if found.startup else ""
     return (f"re-measured {found.samples} extra samples in {len(found.requests)} request(s), "
-            f"~{found.spent:.0f} s of a {found.budget:.0f} s budget")
+            f"~{found.spent:.0f} s of a {found.budget:.0f} s budget{startup}")
 
 
 def _investigate(todo: Sequence[int], alerts: Sequence[Alert], alert_ids: Sequence[int],

@@ -1,5 +1,7 @@
 """Re-measurement planning: which commits, how many samples, within which budget."""
 
+from dataclasses import replace
+
 import numpy as np
 
 from regressions.detection import detect, remeasure
@@ -114,6 +116,51 @@ def test_the_budget_is_in_seconds_and_a_run_or_setup_is_paid_once_per_commit():
     base = costs.of_points([s], s.commits[-2:])
     assert base == 2 * (20 * 0.5 + 30 + 100)
     assert remeasure.budget_for(base) == base / 4
+
+
+def test_a_wall_clock_round_spends_what_it_took_and_prices_the_start_up_it_showed():
+    """asv records no start-up: a round of runs that each took 40 s beyond their prices
+    spends the time it took, and the next round prices 40 s more per run, so the night stays
+    within its budget in seconds of the clock, not only in estimated ones."""
+    s = strided([1.0] * 30 + [1.3] * 12, 5, seed=3)
+    name = s.benchmark
+    prices = remeasure.Costs({name: 0.5}, per_run=10.0, wall_clock=True)
+    now = [0.0]
+    truth = {"": [(30, 0.3)]}
+    step = synthetic.StepRemeasure(truth, seed=1, noise=0.015)
+
+    def measure(requests):
+        now[0] += prices.added(requests, set()) + 40.0 * len({r.commit for r in requests})
+        return step(requests)
+
+    budget = 600.0
+    result = remeasure.detect_with_remeasurement([s], history(42), measure, budget=budget,
+                                                 costs=prices, clock=lambda: now[0])
+    assert result.requests and result.startup == 40.0
+    assert result.spent == now[0] <= budget  # what the clock says, within the budget
+    # Nominal prices (the simulations) ignore the clock: the spend is the priced one.
+    nominal = remeasure.detect_with_remeasurement([s], history(42), measure, budget=budget,
+                                                  costs=replace(prices, wall_clock=False),
+                                                  clock=lambda: now[0])
+    assert nominal.requests and nominal.startup == 0.0
+    assert nominal.spent == sum(remeasure.Costs({name: 0.5}, per_run=10.0).added([r], set())
+                                for r in nominal.requests) < now[0] - result.spent
+
+
+def test_the_nights_own_run_seeds_the_start_up_price():
+    """Tonight's `asv run` over two commits took 50 s beyond the prices of what it stored:
+    25 s a run is the start-up priced into the first round; prices not of the wall clock
+    learn nothing."""
+    s = strided([1.0] * 9, 4)  # benchmarked 0, 4, 8
+    prices = remeasure.Costs({s.benchmark: 0.5}, per_run=10.0, wall_clock=True)
+    tonight = remeasure.points([s], s.commits[1:])
+    assert [r.commit for r in tonight] == list(s.commits[1:])
+    took = prices.added(tonight, set()) + 50.0
+    assert prices.learned(tonight, took).startup == 25.0
+    assert prices.learned(tonight, took).of_points([s], s.commits[1:]) == took
+    assert prices.learned(tonight, 0.0).startup == 0.0  # never below zero
+    nominal = remeasure.Costs({s.benchmark: 0.5}, per_run=10.0)
+    assert nominal.learned(tonight, took) == nominal
 
 
 def test_append_samples_merges_and_inserts():

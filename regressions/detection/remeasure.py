@@ -34,6 +34,7 @@ under `budget` seconds, whole candidates first by priority, and never grows a co
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -83,12 +84,20 @@ class Costs:
     run needs costs its recorded seconds once per commit (`setup_cache`: benchmark -> its
     cache key and seconds). A benchmark without a recorded duration costs `unknown_sample`.
     The defaults price every sample at one second and a run at nothing: the simulations,
-    where a budget in seconds is then the budget in samples it always was."""
+    where a budget in seconds is then the budget in samples it always was.
+
+    `wall_clock` says the prices are seconds of this machine's clock (asv's recorded
+    durations). Then a round of re-measurement costs at least the time it took, and what a
+    run took beyond its prices (asv's start-up: discovery, the forkserver, a process per
+    benchmark, none of which asv records) becomes `startup`, added to each run the next
+    rounds plan."""
 
     per_sample: Mapping[str, float] = field(default_factory=dict)
     per_run: float = 0.0
     setup_cache: Mapping[str, tuple[str, float]] = field(default_factory=dict)
     unknown_sample: float = 1.0
+    wall_clock: bool = False
+    startup: float = 0.0
 
     def sample(self, benchmark: str) -> float:
         return self.per_sample.get(benchmark, self.unknown_sample)
@@ -101,28 +110,42 @@ class Costs:
             seconds += r.samples * self.sample(r.benchmark)
             if r.commit not in paid:
                 paid.add(r.commit)
-                seconds += self.per_run
+                seconds += self.per_run + self.startup
             cache = self.setup_cache.get(r.benchmark)
             if cache is not None and (r.commit, cache[0]) not in paid:
                 paid.add((r.commit, cache[0]))
                 seconds += cache[1]
         return seconds
 
+    def learned(self, requests: Sequence[Request], took: float) -> Costs:
+        """These prices after a round of `requests` took `took` seconds: the start-up per
+        run corrected by what the round cost beyond its price (never below zero)."""
+        runs = len({r.commit for r in requests})
+        if not self.wall_clock or not runs:
+            return self
+        beyond = took - self.added(requests, set())
+        return replace(self, startup=max(0.0, self.startup + beyond / runs))
+
     def of_points(self, series: Sequence[Series], commits: Collection[str]) -> float:
         """Seconds the series' points at `commits` cost at these prices: the night's own
         benchmarking, which the budget is a fraction of."""
-        wanted = set(commits)
-        return self.added([Request(s.machine, s.env, s.benchmark, s.params, c, len(v), "base")
-                           for s in series
-                           for c, v in zip(s.commits, s.samples, strict=True)
-                           if c in wanted and v is not None], set())
+        return self.added(points(series, commits), set())
+
+
+def points(series: Sequence[Series], commits: Collection[str]) -> list[Request]:
+    """The series' points at `commits` as the requests that would have measured them."""
+    wanted = set(commits)
+    return [Request(s.machine, s.env, s.benchmark, s.params, c, len(v), "base")
+            for s in series for c, v in zip(s.commits, s.samples, strict=True)
+            if c in wanted and v is not None]
 
 
 def budget_for(base_seconds: float, fraction: float = BUDGET_FRACTION,
                per_run: float = 0.0) -> float:
     """Seconds of re-measurement allowed for a night whose benchmarking cost `base_seconds`:
-    `fraction` of it, plus the builds of `RUNS_ALLOWED` runs (`per_run` seconds each), so a
-    night that benchmarked a few commits can still afford its edge."""
+    `fraction` of it, plus the fixed cost of `RUNS_ALLOWED` runs (`per_run` seconds each: a
+    build and asv's start-up), so a night that benchmarked a few commits can still afford its
+    edge."""
     return base_seconds * fraction + RUNS_ALLOWED * per_run
 
 
@@ -272,14 +295,16 @@ Measure = Callable[[Sequence[Request]], Sequence[Sequence[float] | None]]
 @dataclass(frozen=True)
 class Remeasured:
     """A night's detection after re-measurement: the final `detection` on the enlarged
-    `series`, every request served, the seconds they cost (at the plan's prices) and the
-    budget in seconds."""
+    `series`, every request served, the seconds they cost (at the plan's prices, or the time
+    they took where prices are of the wall clock and that was more), the budget in seconds,
+    and the start-up per run the rounds showed (`Costs.startup`)."""
 
     detection: Detection
     series: list[Series]
     requests: list[Request]
     spent: float
     budget: float
+    startup: float = 0.0
 
     @property
     def samples(self) -> int:
@@ -290,9 +315,11 @@ class Remeasured:
 def detect_with_remeasurement(series: Sequence[Series], history: Sequence[str],
                               measure: Measure, *, budget: float, rounds: int = MAX_ROUNDS,
                               contradicted: Collection[str] = (), costs: Costs = Costs(),
+                              clock: Callable[[], float] = time.monotonic,
                               **options) -> Remeasured:
     """Detect, plan, measure, detect again, for up to `rounds` rounds within `budget`
-    seconds at `costs`' prices.
+    seconds at `costs`' prices; with prices of the wall clock (`Costs.wall_clock`) a round
+    spends what it took when that is more, and the next rounds price the start-up it showed.
 
     `measure` is injected (asv `--append-samples` in the nightly, a generator in the
     simulations), so one loop serves both; `contradicted` goes to `plan`, `options` to
@@ -316,11 +343,15 @@ def detect_with_remeasurement(series: Sequence[Series], history: Sequence[str],
             contradicted=contradicted, measurable=measurable, costs=costs)  # one item above
         if not requests:
             break
+        started = clock()
         current = append_samples(current, requests, measure(requests), history)
+        took = clock() - started
         served += requests
-        spent += costs.added(requests, set())
+        priced = costs.added(requests, set())
+        spent += max(priced, took) if costs.wall_clock else priced
+        costs = costs.learned(requests, took)
         detection = run_detection(current, memo=memo, **options)
-    return Remeasured(detection, current, served, spent, budget)
+    return Remeasured(detection, current, served, spent, budget, costs.startup)
 
 
 def same_hardware(detection: Detection, history: Sequence[str]) -> Callable[[Request], bool]:

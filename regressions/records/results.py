@@ -307,7 +307,8 @@ def recorded_costs(results_dir: Path | str, machine: str) -> Costs:
     median over result files of its duration divided by the samples that run took, the
     median `<build>` seconds as the price of a run at a commit, and each setup_cache's median
     seconds for the benchmarks that share its key (benchmarks.json's `setup_cache_key`).
-    asv's own start-up is not recorded and not priced."""
+    asv's own start-up is not recorded: re-measurement learns it from its first round
+    (`Costs.wall_clock`)."""
     root = Path(results_dir)
     per_sample: dict[str, list[float]] = {}
     builds: list[float] = []
@@ -336,7 +337,7 @@ def recorded_costs(results_dir: Path | str, machine: str) -> Costs:
     setup = {name: (key, float(np.median(caches[key]))) for name, entry in meta.items()
              if (key := entry.get("setup_cache_key")) in caches}
     return Costs({name: float(np.median(v)) for name, v in per_sample.items()},
-                 float(np.median(builds)) if builds else 0.0, setup)
+                 float(np.median(builds)) if builds else 0.0, setup, wall_clock=True)
 
 
 def _samples_taken(fields: dict) -> int:
