@@ -196,11 +196,44 @@ def describe(outcome, settings):
     return "\n".join(lines)
 
 
+# valgrind.h's client request on amd64 as machine code (preamble of four rotates, then
+# `xchgq %rbx,%rbx`; arguments at %rax, result in %rdx), the same bytes as
+# benchmarks/compile_work.py: a reproducer runs with torch alone, so it carries its own copy.
+CLIENT_REQUEST = bytes.fromhex(
+    "4889f8" "31d2" "48c1c703" "48c1c70d" "48c1c73d" "48c1c733" "4887db" "4889d0" "c3")
+CALLGRIND_START_INSTRUMENTATION = (ord("C") << 24 | ord("T") << 16) + 4  # callgrind.h
+
+
+def can_start_instrumentation():
+    """Whether this machine can ask callgrind to start instrumenting from Python (amd64)."""
+    import platform
+
+    return platform.machine() in ("x86_64", "AMD64")
+
+
+def start_instrumentation():
+    """CALLGRIND_START_INSTRUMENTATION: callgrind ran this process uninstrumented (at native
+    speed, the imports included) until now. A no-op outside valgrind."""
+    import ctypes
+    import mmap
+
+    page = mmap.mmap(-1, mmap.PAGESIZE, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+    page.write(CLIENT_REQUEST)
+    function = ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_void_p)(
+        ctypes.addressof(ctypes.c_char.from_buffer(page)))
+    function((ctypes.c_uint64 * 6)(CALLGRIND_START_INSTRUMENTATION, 0, 0, 0, 0, 0))
+
+
 def counted_compile(program, inputs, config):
     """Under callgrind: one discarded compile (lazy imports, first-use init), then each stage
     with collection on and its count dumped, as torch.utils.benchmark collects callgrind. The
-    cyclic collector is off inside a stage: a collection costs in proportion to the heap."""
+    cyclic collector is off inside a stage: a collection costs in proportion to the heap.
+    Instrumentation starts after the discarded compile where it can: the imports then run at
+    native speed, and the counted regions are the same (one attention reproducer: 43 s
+    instead of 103 s, every stage's count within 0.61% of counting from the start)."""
     spyre_sim.compile(program, inputs, config)
+    if can_start_instrumentation():
+        start_instrumentation()
     torch._dynamo.reset()
     gc.collect()
     gc.disable()
@@ -226,7 +259,8 @@ def compile_instructions(argv):
     with tempfile.TemporaryDirectory(prefix="reproducer-cg-") as scratch:
         out = os.path.join(scratch, "cg")
         done = subprocess.run(
-            [valgrind, "--tool=callgrind", "--instr-atstart=yes", "--collect-atstart=no",
+            [valgrind, "--tool=callgrind", "--collect-atstart=no",
+             f"--instr-atstart={'no' if can_start_instrumentation() else 'yes'}",
              f"--callgrind-out-file={out}", f"--log-file={out}.log", sys.executable,
              os.path.abspath(sys.argv[0]), *argv, "--count-child"],
             env={**os.environ, "PYTHONHASHSEED": "0"}, capture_output=True, text=True)
@@ -257,7 +291,7 @@ def main(argv, program, make_inputs, settings):
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     parser.add_argument("--instructions", action="store_true",
                         help="also count instructions per compile stage under valgrind "
-                             "(callgrind; about a minute and a half)")
+                             "(callgrind; under a minute)")
     parser.add_argument("--count-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     overrides = {}
