@@ -1,4 +1,6 @@
+import fcntl
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -8,6 +10,7 @@ from doc_commands import expand, fenced_commands
 
 import spyre_sim
 from benchmarks import workloads
+from regressions.groundtruth import scratch
 
 # The console script pip installed beside this interpreter: what a user runs.
 SCRIPT = Path(sys.executable).with_name("spyre-regress")
@@ -67,3 +70,48 @@ def demo_run(tmp_path_factory):
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return user / "spyre-regress-demo", done
 
+
+
+@pytest.fixture(scope="session")
+def asv_env(tmp_path_factory) -> Path:
+    """An asv environment as the scratch histories' asv.conf.json makes it (virtualenv,
+    pinned torch, asv_runner) with the project's dependencies installed and the project not,
+    built once for the whole run (both xdist workers: the first builds, the other waits).
+
+    Seeded into a scratch repository (`seed_asv_env`), it spares an end-to-end test the ~45 s
+    of creating the environment and resolving the dependencies on its first install; asv
+    still builds and installs every commit it benchmarks. The demo's test and the asv
+    continuous test create theirs as a user's first run does."""
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    done = root / "asv-env-template" / "ready"
+    with open(root / "asv-env-template.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.is_file():
+            repo = root / "asv-env-template" / "repo"
+            shutil.rmtree(repo, ignore_errors=True)
+            scratch.build(repo, [])
+            path = os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])
+            # asv 0.6.6's `setup` exits 1 after creating the environments (its command
+            # returns the list of them), so success is the environment's own record
+            setup = subprocess.run([sys.executable, "-m", "asv", "setup"], cwd=repo,
+                                   capture_output=True, text=True,
+                                   env={**os.environ, "PATH": path})
+            made = list((repo / ".asv" / "env").glob("*/asv-env-info.json"))
+            assert len(made) == 1, setup.stdout[-2000:] + setup.stderr[-2000:]
+            env = made[0].parent
+            python = str(env / "bin" / "python")
+            subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-build-isolation",
+                            str(repo)], check=True, capture_output=True)
+            subprocess.run([python, "-m", "pip", "uninstall", "--yes", "--quiet",
+                            "spyre-regress"], check=True, capture_output=True)
+            done.write_text(str(env))
+    return Path(done.read_text())
+
+
+def seed_asv_env(env_dir: Path, template: Path) -> None:
+    """Copy the session's asv environment into `env_dir` (a repository's `.asv/env`, or a
+    scale-out worker's), under the name asv gives it, unless one is there."""
+    target = Path(env_dir) / template.name
+    if not target.exists():
+        shutil.copytree(template, target, symlinks=True)

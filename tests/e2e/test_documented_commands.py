@@ -26,7 +26,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from conftest import SCRIPT, documented, isolated_home, run_cli, user_environment
+from conftest import SCRIPT, documented, isolated_home, run_cli, seed_asv_env, user_environment
 from doc_commands import ROOT, expand, fenced_commands
 
 from regressions import git
@@ -96,8 +96,10 @@ class Scratch:
 
 
 @pytest.fixture(scope="module")
-def scratch(tmp_path_factory) -> Scratch:
-    return Scratch(tmp_path_factory.mktemp("runner"))
+def scratch(tmp_path_factory, asv_env) -> Scratch:
+    history = Scratch(tmp_path_factory.mktemp("runner"))
+    seed_asv_env(history.workspace / ".asv" / "env", asv_env)
+    return history
 
 
 @pytest.fixture(scope="module")

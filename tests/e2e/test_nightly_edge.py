@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import SCRIPT, run_cli, user_environment
+from conftest import SCRIPT, run_cli, seed_asv_env, user_environment
 
 from regressions.groundtruth import scratch
 from regressions.records import alert_store, results
@@ -25,10 +25,11 @@ GRID = {"SPYRE_REGRESS_GRID": "demo"}
 
 
 @pytest.fixture(scope="module")
-def night(tmp_path_factory):
+def night(tmp_path_factory, asv_env):
     root = tmp_path_factory.mktemp("edge")
     # 9 commits; stride 3 benchmarks 0, 3, 6 and the newest, 8: the regression's
     records = scratch.build(root / "repo", [None] * 7 + ["workdiv_m127"])
+    seed_asv_env(root / "repo" / ".asv" / "env", asv_env)
     done = run_cli("nightly", "--repo", str(root / "repo"), "--stride", "3", "--bench",
                    "ExecuteDeviceTime", "--state", str(root / "state"), "--reports",
                    str(root / "reports"), "--machine", "edge", cwd=root, timeout=2400, **GRID)
@@ -67,9 +68,10 @@ def test_the_extra_samples_land_in_the_results_store(night):
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
+def cluster(tmp_path_factory, asv_env):
     """A Dask cluster as on real hosts: `dask scheduler` and two `dask worker` processes (no
-    nanny, so a killed worker stays dead), on localhost."""
+    nanny, so a killed worker stays dead), on localhost. Their temporary directory, where a
+    worker keeps its asv environments (`spyre-regress-workers/<name>/env`), is the test's."""
     root = tmp_path_factory.mktemp("cluster")
     dask = str(Path(sys.executable).with_name("dask"))
     address_file = root / "scheduler.json"
@@ -82,10 +84,12 @@ def cluster(tmp_path_factory):
         time.sleep(0.5)
     address = json.loads(address_file.read_text())["address"]
     for name in ("w0", "w1"):
+        seed_asv_env(root / "spyre-regress-workers" / name / "env", asv_env)
         processes.append(subprocess.Popen(
             [dask, "worker", address, "--nworkers", "1", "--nthreads", "1", "--no-nanny",
              "--name", name, "--local-directory", str(root / name)],
-            stdout=logs, stderr=subprocess.STDOUT, env={**os.environ, **GRID}))
+            stdout=logs, stderr=subprocess.STDOUT,
+            env={**os.environ, **GRID, "TMPDIR": str(root)}))
     from distributed import Client
 
     with Client(address, timeout="60s") as client:

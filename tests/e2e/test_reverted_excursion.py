@@ -13,7 +13,7 @@ naming the revert's range.
 import json
 
 import pytest
-from conftest import run_cli
+from conftest import run_cli, seed_asv_env
 
 from regressions.groundtruth import scratch
 from regressions.records import alert_store
@@ -23,11 +23,12 @@ GRID = {"SPYRE_REGRESS_GRID": "demo"}
 
 
 @pytest.fixture(scope="module")
-def night(tmp_path_factory):
+def night(tmp_path_factory, asv_env):
     root = tmp_path_factory.mktemp("excursion")
     # 16 commits; stride 2 benchmarks 0, 2, ..., 10 (the derate), 12, 14 and the newest, 15
     records = scratch.build(root / "repo", [None] * 9 + ["dram_derate", "revert:dram_derate"]
                             + [None] * 4)
+    seed_asv_env(root / "repo" / ".asv" / "env", asv_env)
     done = run_cli("nightly", "--repo", str(root / "repo"), "--stride", "2", "--bench",
                    "ExecuteDeviceTime", "--state", str(root / "state"), "--reports",
                    str(root / "reports"), "--machine", "edge", cwd=root, timeout=2400, **GRID)
