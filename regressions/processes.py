@@ -2,17 +2,22 @@
 
 A probe runs `regressions/probing/probe.py` with `python -P` (the script's own directory stays off
 sys.path) and PYTHONPATH pointing at one commit's checkout, so that commit's spyre_sim is the
-one imported. Checkouts are exported trees (`git archive`), cached per commit.
+one imported. Checkouts are exported trees (`git archive`), cached per commit. A probe is
+forked from a server that imported torch once (`regressions/probing/forkserver.py`, one per
+environment, kept for the tool's life), which spares each probe ~2 s of imports;
+`SPYRE_REGRESS_PROBE_FORKSERVER=0` starts each probe as a fresh interpreter instead.
 """
 
 from __future__ import annotations
 
+import atexit
 import codecs
 import contextlib
 import json
 import os
 import queue
 import re
+import select
 import signal
 import subprocess
 import sys
@@ -27,6 +32,8 @@ from regressions import git
 from regressions.errors import SpyreRegressError
 
 PROBE = Path(__file__).parent / "probing" / "probe.py"
+FORKSERVER = Path(__file__).parent / "probing" / "forkserver.py"
+FORKSERVER_SWITCH = "SPYRE_REGRESS_PROBE_FORKSERVER"  # "0": a fresh interpreter per probe
 
 
 class Checkouts:
@@ -59,10 +66,8 @@ def run_probe(checkout: Path, command: str, request: dict[str, Any],
         request_path, result_path = Path(scratch, "request.json"), Path(scratch, "result.json")
         request_path.write_text(json.dumps(request))
         try:
-            done = subprocess.run(
-                [sys.executable, "-P", str(PROBE), command, str(request_path), str(result_path)],
-                cwd=scratch, env=_environment(checkout, env), capture_output=True, text=True,
-                timeout=timeout, check=False)
+            done = _run_python([str(PROBE), command, str(request_path), str(result_path)],
+                               Path(scratch), _environment(checkout, env), timeout)
         except subprocess.TimeoutExpired:
             return {"status": "failed", "detail": f"probe timed out after {timeout:.0f} s"}
         if interrupted(done.returncode):
@@ -74,6 +79,129 @@ def run_probe(checkout: Path, command: str, request: dict[str, Any],
             return {"status": "untestable",
                     "detail": f"{exit_reason(done.returncode)}: {' | '.join(tail)}".rstrip(": ")}
         return json.loads(result_path.read_text())
+
+
+def _run_python(argv: list[str], cwd: Path, env: dict[str, str], timeout: float
+                ) -> subprocess.CompletedProcess:
+    """`python -P ARGV` in `cwd` with `env`: forked from this environment's server where it
+    has one that can fork, else a fresh interpreter. Raises subprocess.TimeoutExpired."""
+    key = tuple(sorted((k, v) for k, v in env.items() if k != "PYTHONPATH"))
+    server = None if env.get(FORKSERVER_SWITCH) == "0" else _SERVERS.take(key)
+    if server is None:
+        return subprocess.run([sys.executable, "-P", *argv], cwd=cwd, env=env,
+                              capture_output=True, text=True, timeout=timeout, check=False)
+    try:
+        done = server.run(argv, cwd, env, timeout)
+    except BaseException:
+        server.close()  # a job may still be running on it: never hand it out again
+        raise
+    _SERVERS.give_back(key, server)
+    return done
+
+
+class _ForkServer:
+    """One running regressions/probing/forkserver.py and its line protocol."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-P", str(FORKSERVER)], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+            cwd=tempfile.gettempdir())
+        self._buffer = b""
+        try:
+            ready = self._message(time.monotonic() + 300)
+        except subprocess.TimeoutExpired:
+            ready = None
+        self.usable = bool(ready and ready.get("ready") and ready.get("threads") == 1)
+
+    def _message(self, deadline: float) -> dict | None:
+        """The server's next line, waiting until `deadline`; None once it has exited."""
+        assert self.process.stdout is not None
+        fd = self.process.stdout.fileno()
+        while b"\n" not in self._buffer:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise subprocess.TimeoutExpired([str(FORKSERVER)], 0)
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return None
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        return json.loads(line)
+
+    def run(self, argv: list[str], cwd: Path, env: dict[str, str], timeout: float
+            ) -> subprocess.CompletedProcess:
+        assert self.process.stdin is not None
+        out, err = cwd / ".probe-stdout", cwd / ".probe-stderr"
+        job = {"argv": argv, "cwd": str(cwd), "env": env, "stdout": str(out),
+               "stderr": str(err)}
+        self.process.stdin.write((json.dumps(job) + "\n").encode())
+        self.process.stdin.flush()
+        deadline = time.monotonic() + timeout
+        started = self._message(deadline)
+        if started is None:
+            raise SpyreRegressError("the probe fork server ended unexpectedly; rerun with "
+                                    f"{FORKSERVER_SWITCH}=0 to start each probe afresh")
+        try:
+            ended = self._message(deadline)
+        except BaseException:  # timed out, or Ctrl-C: the probe must not outlive the wait
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(started["pid"], signal.SIGKILL)
+            raise
+        if ended is None:
+            raise SpyreRegressError("the probe fork server ended unexpectedly; rerun with "
+                                    f"{FORKSERVER_SWITCH}=0 to start each probe afresh")
+        return subprocess.CompletedProcess(
+            argv, ended["returncode"], out.read_text(errors="replace") if out.exists() else "",
+            err.read_text(errors="replace") if err.exists() else "")
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            if self.process.stdin:
+                self.process.stdin.close()
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+class _ForkServers:
+    """Idle fork servers by environment; as many per environment as probes ran at once."""
+
+    def __init__(self) -> None:
+        self._idle: dict[tuple, list[_ForkServer]] = {}
+        self._cannot_fork: set[tuple] = set()
+        self._lock = threading.Lock()
+        atexit.register(self.close)
+
+    def take(self, key: tuple) -> _ForkServer | None:
+        with self._lock:
+            if key in self._cannot_fork:
+                return None
+            if self._idle.get(key):
+                return self._idle[key].pop()
+        server = _ForkServer(dict(key))
+        if server.usable:
+            return server
+        server.close()
+        with self._lock:
+            self._cannot_fork.add(key)
+        return None
+
+    def give_back(self, key: tuple, server: _ForkServer) -> None:
+        with self._lock:
+            self._idle.setdefault(key, []).append(server)
+
+    def close(self) -> None:
+        with self._lock:
+            servers = [s for idle in self._idle.values() for s in idle]
+            self._idle.clear()
+        for server in servers:
+            server.close()
+
+
+_SERVERS = _ForkServers()
 
 
 def interrupted(returncode: int) -> bool:

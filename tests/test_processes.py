@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from regressions import processes
 
@@ -140,3 +142,55 @@ def test_a_long_step_says_it_is_still_running():
         time.sleep(0.7)
     assert said and said[0].startswith("counting instructions (still running after 0 s)")
     assert len(said) >= 2 and said[-1].endswith(" s)")
+
+
+# A probe stand-in that says where and how it ran.
+WHERE_PROBE = r'''
+import json, os, sys
+preloaded = "torch" in sys.modules  # before this script imported anything of its own
+command, request, result = sys.argv[1:]
+asked = json.load(open(request))
+if asked["how"] == "sleep":
+    json.dump({"pid": os.getpid()}, open(asked["pid_file"], "w"))
+    import time
+    time.sleep(60)
+json.dump({"status": "ok", "preloaded": preloaded, "first_path": sys.path[0],
+           "grid": os.environ.get("SPYRE_REGRESS_GRID"), "cwd": os.getcwd(),
+           "pythonpath": os.environ.get("PYTHONPATH"), "safe_path": sys.flags.safe_path},
+          open(result, "w"))
+'''
+
+
+def _where(tmp_path, monkeypatch, how="report", timeout=120.0, **env) -> dict:
+    script = tmp_path / "probe.py"
+    script.write_text(WHERE_PROBE)
+    monkeypatch.setattr(processes, "PROBE", script)
+    checkout = tmp_path / "checkout"
+    checkout.mkdir(exist_ok=True)
+    return processes.run_probe(checkout, "sample", {"how": how,
+                                                    "pid_file": str(tmp_path / "pid.json")},
+                               timeout=timeout, env={"SPYRE_REGRESS_GRID": "demo", **env})
+
+
+def test_a_probe_is_forked_from_a_server_that_imported_torch_and_runs_as_python_p(
+        tmp_path, monkeypatch):
+    """What `python -P probe.py` with PYTHONPATH=checkout gives a probe, the fork server
+    gives it too, minus the imports; with the switch off, a fresh interpreter."""
+    for answer in (_where(tmp_path, monkeypatch), _where(tmp_path, monkeypatch)):
+        assert answer["preloaded"] is True
+        assert answer["first_path"] == str(tmp_path / "checkout")
+        assert answer["pythonpath"] == str(tmp_path / "checkout")
+        assert answer["grid"] == "demo" and answer["safe_path"] is True
+        assert Path(answer["cwd"]).name.startswith("spyre-probe-")
+    fresh = _where(tmp_path, monkeypatch, **{processes.FORKSERVER_SWITCH: "0"})
+    assert fresh["preloaded"] is False
+    assert fresh["first_path"] == str(tmp_path / "checkout") and fresh["grid"] == "demo"
+
+
+def test_a_forked_probe_that_overruns_is_killed_and_reported_as_timed_out(tmp_path,
+                                                                          monkeypatch):
+    answer = _where(tmp_path, monkeypatch, how="sleep", timeout=8.0)
+    assert answer == {"status": "failed", "detail": "probe timed out after 8 s"}
+    pid = json.loads((tmp_path / "pid.json").read_text())["pid"]
+    assert not Path(f"/proc/{pid}").exists()  # killed, and reaped by its server
+    assert _where(tmp_path, monkeypatch)["preloaded"] is True  # the server still serves
