@@ -14,6 +14,31 @@ from regressions.groundtruth import scratch
 
 # The console script pip installed beside this interpreter: what a user runs.
 SCRIPT = Path(sys.executable).with_name("spyre-regress")
+# The slowest test files, slowest first (seconds on this 2-core machine, one run of
+# ./scripts/test.sh): scheduled before the rest, so the two xdist workers (`--dist loadfile`
+# hands out files in collection order) finish together instead of one waiting on the other.
+SLOWEST_FIRST = (
+    "e2e/test_demo.py",                  # 435
+    "e2e/test_nightly_edge.py",          # 403
+    "e2e/test_documented_commands.py",   # 351
+    "e2e/test_injected_regressions.py",  # 286
+    "e2e/test_reverted_excursion.py",    # 165
+    "e2e/test_bundles.py",               # 158
+    "test_compile_work.py",              # 136
+    "e2e/test_asv_continuous.py",        # 86
+)
+
+
+def pytest_collection_modifyitems(items):
+    """The slowest files first (`SLOWEST_FIRST`), then the rest in their usual order."""
+    tests = Path(__file__).parent
+
+    def place(item) -> int:
+        name = item.path.relative_to(tests).as_posix() if item.path.is_relative_to(tests) \
+            else ""
+        return SLOWEST_FIRST.index(name) if name in SLOWEST_FIRST else len(SLOWEST_FIRST)
+
+    items.sort(key=place)  # stable: within a file, and among the rest, the order stays
 
 
 def compile_workload(name, seq, width, **config):

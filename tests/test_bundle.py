@@ -449,9 +449,9 @@ def test_reproducer_text_survives_hostile_names(tmp_path):
     tree = ast.parse(source)
     imported = {alias.name for node in ast.walk(tree)
                 if isinstance(node, (ast.Import, ast.ImportFrom)) for alias in node.names}
-    assert imported == {"argparse", "dataclasses", "gc", "json", "math", "os", "shutil",
-                        "statistics", "subprocess", "sys", "tempfile", "time", "warnings",
-                        "torch", "spyre_sim"}
+    assert imported == {"argparse", "ctypes", "dataclasses", "gc", "json", "math", "mmap",
+                        "os", "platform", "shutil", "statistics", "subprocess", "sys",
+                        "tempfile", "time", "warnings", "torch", "spyre_sim"}
     assert not any(isinstance(node, ast.Attribute) and node.attr == "system"
                    for node in ast.walk(tree))  # the hostile name stayed text
     assert 'quote "\\"\\" and \\\\ backslash' in source  # inside the docstring, as text
