@@ -20,6 +20,7 @@ SCENARIO = scenarios.INJECTIONS["lower_fusion_check"]
 # The slow test's grid: the scenario's probe point at the family's width, and a second
 # workload so a context effect between points would show.
 TINY_GRID = [("softmax", 128, 1024), ("attention", 128, 1024)]
+FROM_START_POINT = TINY_GRID[1]  # the one point also counted instrumented from the start
 # max/min - 1 per series that detection and bisection treat as "the same count"
 REPEAT_BOUND = metrics.by_name("compile_work").tolerance
 
@@ -384,9 +385,11 @@ def test_the_lower_scenario_is_a_compile_regression_that_changes_no_artifact(tmp
 @pytest.fixture(scope="module")
 def measured_trees(tmp_path_factory):
     """The tiny grid measured twice on the current sources and once with the scenario, then
-    once more on the current sources instrumented from the start (the way the family counted
-    before instrumentation waited for the imports), four valgrind processes at once (counts
-    do not depend on the load, only the wall time does)."""
+    its attention point once more on the current sources instrumented from the start (the way
+    the family counted before instrumentation waited for the imports; each point of the tiny
+    grid is a share of its own, so the point's process runs the same either way, and one
+    point spares a valgrind process importing torch instrumented), all at once (counts do not
+    depend on the load, only the wall time does)."""
     if compile_work.valgrind_missing():
         pytest.skip(compile_work.valgrind_missing())
     base = _tree(tmp_path_factory.mktemp("compile-work") / "base")
@@ -394,7 +397,8 @@ def measured_trees(tmp_path_factory):
     scenarios.apply(injected, SCENARIO)
 
     def measure(tree: Path, instrument: str | None = None) -> compile_work.Measurement:
-        return compile_work.measure(TINY_GRID, env={**os.environ, "PYTHONPATH": str(tree)},
+        grid = TINY_GRID if instrument is None else [FROM_START_POINT]
+        return compile_work.measure(grid, env={**os.environ, "PYTHONPATH": str(tree)},
                                     instrument=instrument)
 
     with ThreadPoolExecutor(4) as pool:
@@ -438,8 +442,8 @@ def test_counts_equal_those_counted_with_instrumentation_from_the_start(measured
     0.34 M instructions, once counted 5,455 more from the start; docs/benchmarks.md). Counting
     the imports or a warm-up would add millions."""
     first, second, _, earlier = measured_trees
-    assert not earlier.errors
-    for point in TINY_GRID:
+    assert not earlier.errors and list(earlier.counts) == [FROM_START_POINT]
+    for point in earlier.counts:
         for stage in prepare.STAGES:
             counts = [m.counts[point][stage] for m in (first, second, earlier)]
             assert max(counts) - min(counts) <= max(REPEAT_BOUND * min(counts), 10_000), \
