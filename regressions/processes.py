@@ -129,6 +129,14 @@ class _ForkServer:
         line, self._buffer = self._buffer.split(b"\n", 1)
         return json.loads(line)
 
+    def _answer(self, deadline: float) -> dict:
+        """The server's next line about a job; an error if the server has gone."""
+        message = self._message(deadline)
+        if message is None:
+            raise SpyreRegressError("the probe fork server ended unexpectedly; rerun with "
+                                    f"{FORKSERVER_SWITCH}=0 to start each probe afresh")
+        return message
+
     def run(self, argv: list[str], cwd: Path, env: dict[str, str], timeout: float
             ) -> subprocess.CompletedProcess:
         assert self.process.stdin is not None
@@ -138,32 +146,19 @@ class _ForkServer:
         self.process.stdin.write((json.dumps(job) + "\n").encode())
         self.process.stdin.flush()
         deadline = time.monotonic() + timeout
-        started = self._message(deadline)
-        if started is None:
-            raise SpyreRegressError("the probe fork server ended unexpectedly; rerun with "
-                                    f"{FORKSERVER_SWITCH}=0 to start each probe afresh")
+        started = self._answer(deadline)
         try:
-            ended = self._message(deadline)
+            ended = self._answer(deadline)
         except BaseException:  # timed out, or Ctrl-C: the probe must not outlive the wait
             with contextlib.suppress(ProcessLookupError):
                 os.kill(started["pid"], signal.SIGKILL)
             raise
-        if ended is None:
-            raise SpyreRegressError("the probe fork server ended unexpectedly; rerun with "
-                                    f"{FORKSERVER_SWITCH}=0 to start each probe afresh")
         return subprocess.CompletedProcess(
             argv, ended["returncode"], out.read_text(errors="replace") if out.exists() else "",
             err.read_text(errors="replace") if err.exists() else "")
 
     def close(self) -> None:
-        with contextlib.suppress(OSError):
-            if self.process.stdin:
-                self.process.stdin.close()
-        try:
-            self.process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        _end(self.process, timeout=5)
 
 
 class _ForkServers:
@@ -260,13 +255,21 @@ class Worker:
         return json.loads(line)
 
     def close(self) -> None:
-        if self._process.stdin:
-            self._process.stdin.close()
-        try:
-            self._process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self._process.kill()
+        _end(self._process, timeout=30)
         self._scratch.cleanup()
+
+
+def _end(process: subprocess.Popen, timeout: float) -> None:
+    """Close a line-driven child's stdin (it exits at end of input); kill it if it has not
+    ended within `timeout` seconds."""
+    with contextlib.suppress(OSError):
+        if process.stdin:
+            process.stdin.close()
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 @contextlib.contextmanager
