@@ -319,7 +319,9 @@ def detect_with_remeasurement(series: Sequence[Series], history: Sequence[str],
                               **options) -> Remeasured:
     """Detect, plan, measure, detect again, for up to `rounds` rounds within `budget`
     seconds at `costs`' prices; with prices of the wall clock (`Costs.wall_clock`) a round
-    spends what it took when that is more, and the next rounds price the start-up it showed.
+    spends what it took when that is more, the next rounds price the start-up it showed, and
+    each plans against what is left divided by the largest overrun (took / priced) seen so
+    far, so estimates that run long do not carry the night past its budget.
 
     `measure` is injected (asv `--append-samples` in the nightly, a generator in the
     simulations), so one loop serves both; `contradicted` goes to `plan`, `options` to
@@ -330,16 +332,19 @@ def detect_with_remeasurement(series: Sequence[Series], history: Sequence[str],
     detection = run_detection(current, memo=memo, **options)
     served: list[Request] = []
     spent = 0.0
+    overrun = 1.0  # the most a round took over its price tonight, as a ratio (the clock's)
     for round_ in range(rounds):
         # Each round may spend its share of what is left, so the candidates still unsure
         # after a round (the real ones, mostly) find samples in the next. A new round is a
-        # new asv run at each commit: it pays its runs and setup caches again.
-        share = math.floor((budget - spent) / (rounds - round_))
+        # new asv run at each commit: it pays its runs and setup caches again. Prices of the
+        # clock are estimates: a round plans as if it will overrun as much as one did.
+        left = (budget - spent) / overrun
+        share = math.floor(left / (rounds - round_))
         fdr = options.get("fdr", FDR)
         measurable = same_hardware(detection, history)
         requests = plan(detection.candidates, history, share, fdr=fdr,
                         contradicted=contradicted, measurable=measurable, costs=costs) or plan(
-            detection.candidates, history, budget - spent, fdr=fdr,
+            detection.candidates, history, left, fdr=fdr,
             contradicted=contradicted, measurable=measurable, costs=costs)  # one item above
         if not requests:
             break
@@ -349,6 +354,8 @@ def detect_with_remeasurement(series: Sequence[Series], history: Sequence[str],
         served += requests
         priced = costs.added(requests, set())
         spent += max(priced, took) if costs.wall_clock else priced
+        if costs.wall_clock and priced > 0:
+            overrun = max(overrun, took / priced)
         costs = costs.learned(requests, took)
         detection = run_detection(current, memo=memo, **options)
     return Remeasured(detection, current, served, spent, budget, costs.startup)
