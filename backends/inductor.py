@@ -24,12 +24,18 @@ Stages in pipeline order, and where each text comes from:
 
 `fx_graph_runnable.py` is left out: it is a repro script holding config and version dumps,
 not a stage's result.
+
+The module is also a backend (`backends.interface`): `compile`, `reference`, `capture`,
+`knobs` and `environment` at module level. Inductor's CPU code has no device clock: a run
+reports the host's seconds only (`DEVICE_CLOCK`).
 """
 
 from __future__ import annotations
 
+import copy
 import re
 import tempfile
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,7 +45,12 @@ import torch
 
 from spyre_sim import debug_capture
 
+NAME = "inductor"
 STAGES = ("dynamo", "aot", "post_grad", "pre_fusion", "fusion", "codegen")
+DEVICE_CLOCK = False
+# A real clock: no simulated noise to switch off or to draw afresh.
+QUIET: dict[str, Any] = {}
+INDEPENDENT: dict[str, Any] = {}
 # The Inductor debug file each stage is read from; `dynamo` is recorded by the capture itself.
 STAGE_FILES: dict[str, str | None] = {
     "dynamo": None,
@@ -270,8 +281,8 @@ def compile_traced(fn_or_module: Callable, example_inputs: Sequence[Any], trace_
         torch._dynamo.reset()
 
 
-def capture(fn_or_module: Callable, example_inputs: Sequence[Any], out_dir: Path | str,
-            inductor_config: Mapping[str, Any] | None = None) -> Path:
+def capture(fn_or_module: Callable, example_inputs: Sequence[Any],
+            inductor_config: Mapping[str, Any] | None, out_dir: Path | str) -> Path:
     """Compile with Inductor on the CPU and write the stage capture under `out_dir` (a fresh
     `compile-NNN` directory, as spyre_sim's TORCH_COMPILE_DEBUG writes, so
     `regressions.records.captures` reads either); the directory written. Inductor's own trace
@@ -283,3 +294,122 @@ def capture(fn_or_module: Callable, example_inputs: Sequence[Any], out_dir: Path
                "inductor_config": dict(sorted((inductor_config or {}).items()))}
     return debug_capture.write(Path(out_dir), STAGES, stage_texts(traced.graphs), traced.wall_s,
                                [], [], summary)
+
+
+# --- the backend interface --------------------------------------------------------------------
+
+# Inductor's decisions that can be switched (`torch._inductor.config`), the stage whose text
+# each one changes, and the choice to try besides the default (read from the config at run
+# time, so a torch with other defaults is measured against its own).
+KNOB_TABLE: tuple[tuple[str, str, tuple[Any, ...]], ...] = (
+    ("freezing", "aot", (False, True)),
+    ("pattern_matcher", "post_grad", (True, False)),
+    ("split_reductions", "pre_fusion", (True, False)),
+    ("unroll_reductions_threshold", "pre_fusion", (8, 1)),
+    ("max_fusion_size", "fusion", (64, 1)),
+    ("epilogue_fusion", "fusion", (True, False)),
+    ("aggressive_fusion", "fusion", (False, True)),
+    ("loop_ordering_after_fusion", "fusion", (True, False)),
+    ("cpp.max_horizontal_fusion_size", "fusion", (16, 1)),
+    ("cpp.simdlen", "codegen", (None, 1)),
+    ("cpp.min_chunk_size", "codegen", (512, 1)),
+)
+# Compiles measured cold, as the capture's: a cache hit would skip the stages being timed.
+NO_CACHE = {k: v for k, v in CAPTURE_CONFIG.items() if k != "trace.enabled"}
+
+
+@dataclass(frozen=True)
+class Knob:
+    name: str
+    stage: str
+    choices: tuple[Any, ...]
+    default: Any
+
+
+@dataclass(frozen=True)
+class Execution:
+    outputs: tuple[Any, ...]
+    host_s: float
+    device_us: float | None
+    kernels: tuple[tuple[str, float, str], ...] = ()
+    trace: dict | None = None
+
+
+def _tuple(result: Any) -> tuple[Any, ...]:
+    return tuple(result) if isinstance(result, (tuple, list)) else (result,)
+
+
+class Compiled:
+    """An Inductor-compiled program: seconds per stage (Dynamo's own timers, see
+    `STAGE_TIMERS`, plus `total`) and calls of the generated CPU code, timed on the host."""
+
+    def __init__(self, program: Callable, function: Callable, compile_s: Mapping[str, float]
+                 ) -> None:
+        self.program, self.function = program, function
+        self.compile_s = dict(compile_s)
+
+    def run(self, *inputs: Any) -> Execution:
+        with torch.no_grad():
+            start = time.perf_counter()
+            result = self.function(*inputs)
+            took = time.perf_counter() - start
+        return Execution(_tuple(result), took, None)
+
+    def baselines(self, *inputs: Any) -> tuple[Any, Any, None]:
+        """The first output in float64, and eager in the program's own precision (what the
+        generated code computes in); no 16-bit baseline."""
+        with torch.no_grad():
+            eager = _tuple(self.program(*inputs))[0]
+        return reference(self.program, inputs)[0], eager, None
+
+    def stage_outputs(self, *inputs: Any) -> dict[str, tuple[Any, ...]]:
+        """None of Inductor's stages executes on its own: only the generated code runs."""
+        return {}
+
+
+def knobs() -> list[Knob]:
+    from torch._inductor import config
+
+    defaults = config.get_config_copy()
+    return [Knob(name, stage, choices, defaults[name]) for name, stage, choices in KNOB_TABLE
+            if name in defaults]
+
+
+def compile(program: Callable, inputs: Sequence[Any],
+            values: Mapping[str, Any] | None = None) -> Compiled:
+    """A cold Inductor compile of `program` (no cache, static shapes, inference), with
+    `values` patched into `torch._inductor.config`; Inductor compiles on the first call,
+    which this makes."""
+    from torch._dynamo.utils import compilation_time_metrics
+    from torch._inductor import config
+
+    torch._dynamo.reset()
+    timers = _timer_counts()
+    function = torch.compile(program, backend="inductor", dynamic=False)
+    start = time.perf_counter()
+    with config.patch({**NO_CACHE, **(values or {})}), torch.no_grad():
+        function(*inputs)
+    total = time.perf_counter() - start
+    return Compiled(program, function, {**stage_wall_s(timers, compilation_time_metrics),
+                                        "total": total})
+
+
+def reference(program: Callable, inputs: Sequence[Any]) -> tuple[Any, ...]:
+    """The program run eagerly in float64 (a module's parameters too): numerics' oracle."""
+    def wide(value: Any) -> Any:
+        return value.double() if isinstance(value, torch.Tensor) and value.is_floating_point() \
+            else value
+
+    program = copy.deepcopy(program).double() if isinstance(program, torch.nn.Module) \
+        else program
+    with torch.no_grad():
+        result = program(*(wide(x) for x in inputs))
+    return tuple(result) if isinstance(result, (tuple, list)) else (result,)
+
+
+def environment() -> dict[str, str]:
+    """What the generated code depends on besides the program: torch (Inductor ships in it),
+    Python and the CPU architecture its C++ is vectorized for."""
+    import platform
+    return {"torch": torch.__version__, "python": platform.python_version(),
+            "machine": platform.machine()}

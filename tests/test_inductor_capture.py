@@ -155,7 +155,7 @@ class MLP(torch.nn.Module):
 
 torch.manual_seed(0)
 out, knobs = sys.argv[1], json.loads(sys.argv[2])
-print(inductor.capture(MLP(32).eval(), (torch.randn(8, 32),), out, knobs or None))
+print(inductor.capture(MLP(32).eval(), (torch.randn(8, 32),), knobs or None, out))
 """
 
 

@@ -56,7 +56,7 @@ class StageAnswer:
 
     status: Status
     compile_times: tuple[Mapping[str, float], ...]
-    device_time_us: float
+    device_time_us: float | None  # None: the backend has no device clock
     kernels: tuple[KernelRun, ...]
     stages: tuple[str, ...]
     stage_errors: Mapping[str, Mapping[str, float | None]] = field(default_factory=dict)

@@ -153,14 +153,13 @@ class InProcessProber:
 
     @contextlib.contextmanager
     def ratios(self, good: str, bad: str, target: Target) -> Iterator[RatioOf]:
-        import spyre_sim
-
         def metric(commit: str, source: str) -> float:
             request = self.request(target, source=source)
+            backend = probe._backend(request)
             with self.history.active(commit):
                 program, inputs = probe._program(request)
-                config = probe._config(spyre_sim, request, noise_cv=0.0)
-                return probe._metric(spyre_sim, request, program, inputs, config)
+                return probe._metric(backend, request, program, inputs,
+                                     probe._values(request, **backend.QUIET))
 
         def ratio_of(source: str) -> float | None:
             try:

@@ -1,10 +1,12 @@
 """The probe: measurements taken inside one commit's compiler, in a subprocess of its own.
 
 Run as a script with `python -P probe.py COMMAND REQUEST.json RESULT.json`, with PYTHONPATH
-set to a checkout of the commit under test. It imports torch, that checkout's `spyre_sim`,
-`asv_runner` and the workload catalogue (loaded by path from the current tree) and nothing
-from `regressions`, so the tools measure historical compilers with today's benchmarks and
-workloads, as asv does. Commands:
+set to a checkout of the commit under test. It imports torch, that checkout's compiler through
+a backend module (`backends/spyre.py`, `backends/inductor.py`: the backend interface, loaded
+by path from the current tree, as are `asv_runner`'s suite and the workload catalogue) and
+nothing from `regressions`, so the tools measure historical compilers with today's benchmarks
+and workloads, as asv does. `sample`, `knobs`, `stages` and `worker` measure through the
+backend interface; `timing` and `work` still call spyre_sim by name. Commands:
 
   discover list the suite's benchmarks and their parameter names (asv_runner discovery)
   bench    run one asv benchmark (one param combination) through asv_runner
@@ -32,6 +34,7 @@ import sys
 import time
 import traceback
 import warnings
+from pathlib import Path
 
 PROBE_ANSWER_VERSION = 1
 
@@ -43,6 +46,12 @@ def _load(path: str, name: str):
     sys.modules[spec.name] = module  # dataclasses look their module up here
     spec.loader.exec_module(module)
     return module
+
+
+def _backend(request: dict):
+    """The compiler under test: the backend module the request names by path (its compiler
+    is the checkout's, on PYTHONPATH)."""
+    return _load(request["backend"], "spyre_regress_backend")
 
 
 def _harness(request: dict):
@@ -83,10 +92,14 @@ def cmd_discover(request: dict) -> dict:
 
 
 def _config(spyre_sim, request: dict, **overrides):
-    values = dict(request.get("config") or {})
-    values.update(overrides)
+    values = _values(request, **overrides)
     return spyre_sim.Config.from_dict(values) if hasattr(spyre_sim.Config, "from_dict") \
         else spyre_sim.Config(**values)
+
+
+def _values(request: dict, **overrides) -> dict:
+    """The build's config values for a backend's `compile`: the request's, then `overrides`."""
+    return {**(request.get("config") or {}), **overrides}
 
 
 def cmd_work(request: dict) -> dict:
@@ -151,118 +164,111 @@ def cmd_bench(request: dict) -> dict:
 
 def cmd_sample(request: dict) -> dict:
     """The metric's samples measured directly: what the benchmark measures, without asv."""
-    import spyre_sim
-
+    backend = _backend(request)
     program, inputs = _program(request)
     count = int(request.get("samples", 20))
-    samples, deterministic = SAMPLES[request["metric"]](spyre_sim, request, program, inputs,
+    samples, deterministic = SAMPLES[request["metric"]](backend, request, program, inputs,
                                                         count)
     return {"status": "ok", "samples": samples, "deterministic": deterministic}
 
 
-def _error_samples(spyre_sim, request, program, inputs, count):
-    return [_metric(spyre_sim, request, program, inputs, _config(spyre_sim, request))], True
+def _error_samples(backend, request, program, inputs, count):
+    return [_metric(backend, request, program, inputs, _values(request))], True
 
 
-def _compile_samples(spyre_sim, request, program, inputs, count):
-    config = _config(spyre_sim, request)
-    return [_metric(spyre_sim, {**request, "compile_repeats": 1}, program, inputs, config)
+def _compile_samples(backend, request, program, inputs, count):
+    values = _values(request)
+    return [_metric(backend, {**request, "compile_repeats": 1}, program, inputs, values)
             for _ in range(count)], False
 
 
 def _run_samples(clock):
-    """Warm calls of the compiled program, each read on `clock` (result, seconds) -> s."""
-    def samples(spyre_sim, request, program, inputs, count):
-        compiled = spyre_sim.compile(program, inputs, _config(spyre_sim, request,
-                                                              noise_seed=None))
+    """Warm calls of the compiled program, each read on `clock` (an Execution) -> seconds;
+    each compile draws its own run-to-run noise where the backend simulates it."""
+    def samples(backend, request, program, inputs, count):
+        compiled = backend.compile(program, inputs, _values(request, **backend.INDEPENDENT))
         compiled.run(*inputs)  # warm-up: uploads the weights, builds the executor
-        out = []
-        for _ in range(count):
-            start = time.perf_counter()
-            result = compiled.run(*inputs)
-            out.append(clock(result, time.perf_counter() - start))
-        return out, False
+        return [clock(backend, compiled.run(*inputs)) for _ in range(count)], False
     return samples
+
+
+def _device_s(backend, execution) -> float:
+    if execution.device_us is None:
+        raise ValueError(f"{backend.NAME} has no device clock: measure host_time instead")
+    return execution.device_us / 1e6
 
 
 # How each probe method (the metric table's `probe`) samples its metric.
 SAMPLES = {"numerics": _error_samples, "compile_time": _compile_samples,
-           "device_time": _run_samples(lambda result, _: result.device_time_us / 1e6),
-           "host_time": _run_samples(lambda _, seconds: seconds)}
+           "device_time": _run_samples(_device_s),
+           "host_time": _run_samples(lambda _, execution: execution.host_s)}
 
 
 def cmd_stages(request: dict) -> dict:
-
-    import spyre_sim
-
-    os.environ["TORCH_COMPILE_DEBUG"] = "1"
-    os.environ["SPYRE_SIM_DEBUG_DIR"] = request["capture_dir"]
+    """A compile with stage capture, then `compile_repeats` compiles for their seconds per
+    stage, a noise-free run (device time, kernels and trace where the backend models a
+    device) and each executable stage's error against float64."""
+    backend = _backend(request)
     program, inputs = _program(request)
-    compiled = spyre_sim.compile(program, inputs, _config(spyre_sim, request))
-    os.environ["TORCH_COMPILE_DEBUG"] = "0"
-    compile_times = [compiled.compile_times]
-    for _ in range(int(request.get("compile_repeats", 4)) - 1):
-        compile_times.append(spyre_sim.compile(program, inputs,
-                                               _config(spyre_sim, request)).compile_times)
-    quiet = spyre_sim.compile(program, inputs, _config(spyre_sim, request, noise_cv=0.0))
-    run = quiet.run(*inputs)
-    if request.get("trace"):
+    values = _values(request)
+    backend.capture(program, inputs, values, Path(request["capture_dir"]))
+    compiled = [backend.compile(program, inputs, values)
+                for _ in range(int(request.get("compile_repeats", 4)))]
+    run = backend.compile(program, inputs, _values(request, **backend.QUIET)).run(*inputs)
+    if request.get("trace") and run.trace is not None:
         with open(request["trace"], "w") as handle:
             json.dump(run.trace, handle)
     stage_errors = {}
     if request.get("numerics", True):
         harness = _harness(request)
-        references = harness.baselines(compiled, inputs)
-        for stage in spyre_sim.EXECUTABLE_STAGES:
-            stage_errors[stage] = harness.output_errors(
-                compiled.run_stage(stage, *inputs)[0], *references)
-    return {"status": "ok", "compile_times": compile_times,
-            "device_time_us": run.device_time_us,
-            "kernels": [{"name": k.name, "time_us": k.time_us, "bound": k.bound}
-                        for k in run.kernels],
-            "stage_errors": stage_errors, "stages": list(spyre_sim.STAGES),
-            "width": _width(request), "spyre_sim": spyre_sim.__file__}
+        references = compiled[0].baselines(*inputs)
+        stage_errors = {stage: harness.output_errors(outputs[0], *references)
+                        for stage, outputs in compiled[0].stage_outputs(*inputs).items()}
+    return {"status": "ok",
+            "compile_times": [{s: c.compile_s[s] for s in backend.STAGES} for c in compiled],
+            "device_time_us": run.device_us,
+            "kernels": [{"name": name, "time_us": time_us, "bound": bound}
+                        for name, time_us, bound in run.kernels],
+            "stage_errors": stage_errors, "stages": list(backend.STAGES),
+            "width": _width(request), "backend": backend.environment()}
 
 
-def _metric(spyre_sim, request: dict, program, inputs, config) -> float:
-    """One value of the target's metric (noise-free where the config says so)."""
-    return METRIC[request["metric"]](spyre_sim, request, program, inputs, config)
+def _metric(backend, request: dict, program, inputs, values: dict) -> float:
+    """One value of the target's metric (noise-free where the values say so)."""
+    return METRIC[request["metric"]](backend, request, program, inputs, values)
 
 
-def _compile_seconds(spyre_sim, request, program, inputs, config) -> float:
+def _compile_seconds(backend, request, program, inputs, values) -> float:
     """The stage's own compile time when one is named (a stage regression hides in the
     total), else the whole compile; the median of a few cold compiles."""
     stage = request.get("stage")
     times = []
     for _ in range(int(request.get("compile_repeats", 5))):
         start = time.perf_counter()
-        compiled = spyre_sim.compile(program, inputs, config)
+        compiled = backend.compile(program, inputs, values)
         total = time.perf_counter() - start
-        times.append(compiled.compile_times[stage] if stage else total)
+        times.append(compiled.compile_s[stage] if stage else total)
     return statistics.median(times)
 
 
-def _device_us(spyre_sim, request, program, inputs, config) -> float:
-    return spyre_sim.compile(program, inputs, config).run(*inputs).device_time_us
+def _device_us(backend, request, program, inputs, values) -> float:
+    return _device_s(backend, backend.compile(program, inputs, values).run(*inputs)) * 1e6
 
 
-def _host_seconds(spyre_sim, request, program, inputs, config) -> float:
+def _host_seconds(backend, request, program, inputs, values) -> float:
     """The median wall time of warm calls, in seconds."""
-    compiled = spyre_sim.compile(program, inputs, config)
+    compiled = backend.compile(program, inputs, values)
     compiled.run(*inputs)
-    times = []
-    for _ in range(int(request.get("calls", 21))):
-        start = time.perf_counter()
-        compiled.run(*inputs)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return statistics.median(compiled.run(*inputs).host_s
+                             for _ in range(int(request.get("calls", 21))))
 
 
-def _output_error(spyre_sim, request, program, inputs, config) -> float:
-    compiled = spyre_sim.compile(program, inputs, config)
-    harness = _harness(request)
-    errors = harness.output_errors(compiled.run(*inputs).outputs[0],
-                                   *harness.baselines(compiled, inputs))
+def _output_error(backend, request, program, inputs, values) -> float:
+    """The output's error against float64 and the backend's eager baselines, computed as the
+    reproducers compute it (the harness's `output_errors`)."""
+    compiled = backend.compile(program, inputs, values)
+    errors = _harness(request).output_errors(compiled.run(*inputs).outputs[0],
+                                             *compiled.baselines(*inputs))
     return errors[request["error"]]
 
 
@@ -272,24 +278,26 @@ METRIC = {"compile_time": _compile_seconds, "device_time": _device_us,
 
 
 def cmd_knobs(request: dict) -> dict:
+    """The metric, noise-free, under each other choice of each of the backend's knobs (this
+    probe's `part` of them); with `scope`, one knob applied to its first N decisions only
+    (spyre_sim's `Config.knob_scope`, its decisions logged by name)."""
     import logging
 
-    import spyre_sim
-
+    backend = _backend(request)
     program, inputs = _program(request)
-    quiet = {"noise_cv": 0.0}
-    baseline = _metric(spyre_sim, request, program, inputs, _config(spyre_sim, request, **quiet))
+    quiet = backend.QUIET
+    baseline = _metric(backend, request, program, inputs, _values(request, **quiet))
     trials = []
     first, every = request.get("part") or (0, 1)  # this probe's share of the knobs
-    for index, knob in enumerate(spyre_sim.KNOBS):
+    for index, knob in enumerate(backend.knobs()):
         if index % every != first:
             continue
         for value in knob.choices:
-            if value == getattr(spyre_sim.Config(), knob.name):
+            if value == knob.default:
                 continue
-            config = _config(spyre_sim, request, **quiet, **{knob.name: value})
+            values = _values(request, **quiet, **{knob.name: value})
             trials.append({"knob": knob.name, "stage": knob.stage, "value": value,
-                           "metric": _metric(spyre_sim, request, program, inputs, config),
+                           "metric": _metric(backend, request, program, inputs, values),
                            "index": index})
     result = {"status": "ok", "baseline": baseline, "trials": trials}
     scope = request.get("scope")
@@ -308,9 +316,8 @@ def cmd_knobs(request: dict) -> dict:
         counts = []
         for limit in scope["limits"]:
             records.clear()
-            config = _config(spyre_sim, request, **quiet, **{knob: value},
-                             knob_scope=[[knob, limit]])
-            metric = _metric(spyre_sim, request, program, inputs, config)
+            values = _values(request, **quiet, **{knob: value}, knob_scope=[[knob, limit]])
+            metric = _metric(backend, request, program, inputs, values)
             applications = [r for r in records if r.startswith(f"decision {knob}#")]
             counts.append({"limit": limit, "metric": metric, "applications": applications})
         logger.removeHandler(handler)
@@ -338,15 +345,13 @@ def cmd_timing(request: dict) -> dict:
 
 def cmd_worker(request: dict) -> dict:
     """Answer candidate programs, one JSON request per stdin line, until stdin closes."""
-    import spyre_sim
-
+    backend = _backend(request)
     for line in sys.stdin:
         candidate = json.loads(line)
         try:
             program, inputs = _program({**request, **candidate})
-            config = _config(spyre_sim, request, noise_cv=0.0)
-            answer = {"status": "ok", "metric": _metric(spyre_sim, request, program, inputs,
-                                                         config)}
+            answer = {"status": "ok", "metric": _metric(backend, request, program, inputs,
+                                                         _values(request, **backend.QUIET))}
         except Exception as error:  # a candidate the compiler rejects is just not a repro
             answer = {"status": "failed", "detail": f"{type(error).__name__}: {error}"}
         sys.stdout.write(json.dumps(answer) + "\n")
@@ -364,10 +369,14 @@ def main(argv: list[str]) -> int:
     with open(request_path) as handle:
         request = json.load(handle)
     warnings.simplefilter("ignore")
-    try:
-        import spyre_sim  # noqa: F401  (an import failure makes the commit untestable)
+    try:  # an import failure of the compiler under test makes the commit untestable
+        if "backend" in request:
+            _backend(request)
+        else:
+            import spyre_sim  # noqa: F401  (asv's own commands: the suite imports it)
     except Exception as error:
-        outcome = {"status": "untestable", "detail": f"import spyre_sim: {error}"}
+        name = Path(request.get("backend", "spyre_sim")).stem
+        outcome = {"status": "untestable", "detail": f"import {name}: {error}"}
     else:
         try:
             outcome = COMMANDS[command](request)

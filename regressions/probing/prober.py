@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol
 
+from backends import interface
 from regressions import git, processes
 from regressions.bisection import minimize, stages
 from regressions.bisection.commits import Measurement
@@ -44,10 +45,12 @@ PROBE_ENV = "bisect-probe"  # env name of bisection measurements in their result
 WORK_TIMEOUT_S = 1800.0
 
 
-def probe_request(target: Target, **extra: Any) -> dict:
-    """What every probe command is told about the target: the program (`workloads` and the
-    workload's name and shape, or a `source`), the metric's probe and the build's config."""
-    return {"harness": str(suite.harness_path()), "workload": target.workload,
+def probe_request(target: Target, backend: str = "spyre_sim", **extra: Any) -> dict:
+    """What every probe command is told about the target: the compiler under test (its
+    backend module, by path), the program (`workloads` and the workload's name and shape, or
+    a `source`), the metric's probe and the build's config."""
+    return {"backend": str(interface.module_path(backend)),
+            "harness": str(suite.harness_path()), "workload": target.workload,
             "seq": target.seq, "width": target.width,
             "config": {"numerics": target.measures.with_numerics}, "metric": target.probe,
             "stage": target.stage, "error": target.error, **extra}

@@ -1,0 +1,101 @@
+"""What the measuring layer asks of a compiler under test: the backend interface.
+
+A backend module (`backends/spyre.py`, `backends/inductor.py`) answers it with module-level
+names, structurally, the way asv finds a benchmark by its name: probes load a backend by file
+path inside the commit under test, next to that commit's compiler, so a backend imports only
+the standard library, torch and its compiler, never this package. These Protocols say what
+the names are; `tests/test_backends.py` holds both implementations to them on one workload.
+
+- `NAME`, `STAGES` (pipeline order), `DEVICE_CLOCK` (whether a run reports device time, or
+  only the host's clock, as Inductor's CPU code does);
+- `QUIET` and `INDEPENDENT`: config values for a noise-free measurement and for samples
+  whose noise is drawn afresh per compile (a simulator's; empty for a real clock);
+- `knobs()`: the compiler's decisions that can be switched, each with the stage that makes it
+  (the knob search tries each non-default choice; a knob named by its stage narrows a stage
+  regression to a workaround);
+- `compile(program, inputs, values)`: a `Compiled` with seconds per stage, `values` a dict
+  of knob values (and, for spyre_sim, any other Config field);
+- `reference(program, inputs)`: the outputs numerics are measured against, computed in
+  float64 (spyre_sim returns them in the program's own output dtypes, as Dynamo guarded);
+- `capture(program, inputs, values, out_dir)`: the stage capture (the protocol of
+  `regressions.records.captures`: a `compile-NNN` directory of canonical stage texts);
+- `environment()`: the versions a reproducer's environment records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+
+class Knob(Protocol):
+    """One switchable decision: its name in the backend's config, the stage that makes it,
+    its choices and its default."""
+
+    name: str
+    stage: str
+    choices: tuple[Any, ...]
+    default: Any
+
+
+class Execution(Protocol):
+    """One call of a compiled program: its outputs, the host's seconds, and the device's
+    microseconds where the backend has a device clock (None where it has not); where it
+    models a device, each kernel's (name, microseconds, bound) and a Chrome trace."""
+
+    outputs: tuple[Any, ...]
+    host_s: float
+    device_us: float | None
+    kernels: tuple[tuple[str, float, str], ...]
+    trace: dict | None
+
+
+class Compiled(Protocol):
+    """A compiled program: what each stage took to compile it, a way to call it, and what
+    its numerics are judged against."""
+
+    compile_s: Mapping[str, float]
+
+    def run(self, *inputs: Any) -> Execution: ...
+
+    def baselines(self, *inputs: Any) -> tuple[Any, Any, Any]:
+        """The first output in float64, eagerly in the backend's storage format, and in IEEE
+        fp16 (None where the backend has no such baseline)."""
+
+    def stage_outputs(self, *inputs: Any) -> dict[str, tuple[Any, ...]]:
+        """Outputs of each stage whose artifact can execute on its own (per-stage numerics);
+        empty where only the final code runs."""
+
+
+class Backend(Protocol):
+    """A compiler under test, as a module (see the module text)."""
+
+    NAME: str
+    STAGES: tuple[str, ...]
+    DEVICE_CLOCK: bool
+    QUIET: Mapping[str, Any]
+    INDEPENDENT: Mapping[str, Any]
+
+    def knobs(self) -> Sequence[Knob]: ...
+
+    def compile(self, program: Any, inputs: Sequence[Any],
+                values: Mapping[str, Any] | None = None) -> Compiled: ...
+
+    def reference(self, program: Any, inputs: Sequence[Any]) -> tuple[Any, ...]: ...
+
+    def capture(self, program: Any, inputs: Sequence[Any], values: Mapping[str, Any] | None,
+                out_dir: Path) -> Path: ...
+
+    def environment(self) -> dict[str, str]: ...
+
+
+# The backends this tree ships, by the name a request gives, as file names in this package.
+MODULES = {"spyre_sim": "spyre.py", "inductor": "inductor.py"}
+
+
+def module_path(name: str) -> Path:
+    """The file of backend `name`, for a probe to load by path; a clear error otherwise."""
+    if name not in MODULES:
+        raise ValueError(f"unknown backend {name!r}; known: {', '.join(sorted(MODULES))}")
+    return Path(__file__).with_name(MODULES[name])

@@ -1,0 +1,121 @@
+"""The simulated Spyre card (`spyre_sim`) as a compiler under test (`backends.interface`).
+
+Loaded by path inside the commit under test, so it imports only the standard library, torch
+and that commit's `spyre_sim`, and copes with older builds as the probe does: a Config field
+the build lacks is dropped, a Config without `from_dict` is built from keyword arguments.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+import spyre_sim
+
+NAME = "spyre_sim"
+STAGES: tuple[str, ...] = tuple(spyre_sim.STAGES)
+DEVICE_CLOCK = True  # the timing model's device time, per call
+# The timing model's run-to-run noise: off for a noise-free measurement (a knob's effect, a
+# minimization's ratio), and drawn afresh per compile for samples that must be independent.
+QUIET: dict[str, Any] = {"noise_cv": 0.0}
+INDEPENDENT: dict[str, Any] = {"noise_seed": None}
+
+
+@dataclasses.dataclass(frozen=True)
+class Knob:
+    name: str
+    stage: str
+    choices: tuple[Any, ...]
+    default: Any
+
+
+@dataclasses.dataclass(frozen=True)
+class Execution:
+    outputs: tuple[Any, ...]
+    host_s: float
+    device_us: float | None
+    kernels: tuple[tuple[str, float, str], ...] = ()
+    trace: dict | None = None
+
+
+class Compiled:
+    """A `spyre_sim.compile` result: seconds per stage, and calls on the simulated device."""
+
+    def __init__(self, program: Any) -> None:
+        self.program = program
+        self.compile_s: dict[str, float] = dict(program.compile_times)
+
+    def run(self, *inputs: Any) -> Execution:
+        start = time.perf_counter()
+        result = self.program.run(*inputs)
+        took = time.perf_counter() - start
+        return Execution(tuple(result.outputs), took, float(result.device_time_us),
+                         tuple((k.name, k.time_us, k.bound) for k in result.kernels),
+                         result.trace)
+
+    def baselines(self, *inputs: Any) -> tuple[Any, Any, Any]:
+        """The first output in float64, and eager with every op rounded to the device's
+        16-bit format (DLFloat16 where this build has it) and to IEEE fp16."""
+        device_format = getattr(spyre_sim, "dlfloat16", torch.float16)
+        return tuple(self.program.reference(*inputs, **kwargs)[0] for kwargs in (
+            {}, {"dtype": device_format}, {"dtype": torch.float16}))
+
+    def stage_outputs(self, *inputs: Any) -> dict[str, tuple[Any, ...]]:
+        """The outputs of each stage whose artifact executes (before the binary exists)."""
+        return {stage: self.program.run_stage(stage, *inputs)
+                for stage in spyre_sim.EXECUTABLE_STAGES}
+
+
+def config(values: Mapping[str, Any] | None = None) -> Any:
+    """This build's `spyre_sim.Config` with `values`; fields the build lacks are dropped."""
+    known = {f.name for f in dataclasses.fields(spyre_sim.Config)}
+    kept = {k: v for k, v in (values or {}).items() if k in known}
+    if hasattr(spyre_sim.Config, "from_dict"):
+        return spyre_sim.Config.from_dict(kept)
+    return spyre_sim.Config(**kept)
+
+
+def knobs() -> list[Knob]:
+    defaults = spyre_sim.Config()
+    return [Knob(k.name, k.stage, tuple(k.choices), getattr(defaults, k.name))
+            for k in spyre_sim.KNOBS]
+
+
+def compile(program: Any, inputs: Sequence[Any],
+            values: Mapping[str, Any] | None = None) -> Compiled:
+    return Compiled(spyre_sim.compile(program, inputs, config(values)))
+
+
+def reference(program: Any, inputs: Sequence[Any]) -> tuple[Any, ...]:
+    """float64 outputs of the program as Dynamo captured it, run eagerly on the CPU."""
+    return tuple(spyre_sim.compile(program, inputs, config()).reference(*inputs))
+
+
+def capture(program: Any, inputs: Sequence[Any], values: Mapping[str, Any] | None,
+            out_dir: Path) -> Path:
+    """One compile with `TORCH_COMPILE_DEBUG=1` into `out_dir`: the `compile-NNN` written."""
+    out_dir = Path(out_dir)
+    before = set(out_dir.glob("compile-*"))
+    saved = {k: os.environ.get(k) for k in ("TORCH_COMPILE_DEBUG", "SPYRE_SIM_DEBUG_DIR")}
+    os.environ.update(TORCH_COMPILE_DEBUG="1", SPYRE_SIM_DEBUG_DIR=str(out_dir))
+    try:
+        spyre_sim.compile(program, inputs, config(values))
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    (written,) = set(out_dir.glob("compile-*")) - before
+    return written
+
+
+def environment() -> dict[str, str]:
+    return {"torch": torch.__version__,
+            "spyre_sim": getattr(spyre_sim, "__version__", "unknown")}

@@ -1,0 +1,139 @@
+"""The backend interface (`backends.interface`): both compilers under test answer it alike on
+one workload of the catalogue, loaded by file path as a probe loads them."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+
+import pytest
+
+from backends import interface
+from benchmarks import workloads
+from regressions.probing import answers, probe, suite
+from regressions.probing.answers import StageAnswer
+from regressions.records.captures import load_capture, single_capture
+
+
+def _load(name: str):
+    """The backend module by path under a name of its own, as a probe loads it."""
+    path = interface.module_path(name)
+    spec = importlib.util.spec_from_file_location(f"backend_under_test_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+# (backend, largest relative error of the compiled output against float64): DLFloat16 keeps
+# 7 fraction bits, Inductor's CPU code computes in float32.
+BACKENDS = [pytest.param("spyre_sim", 0.05, id="spyre_sim"),
+            pytest.param("inductor", 1e-4, id="inductor", marks=pytest.mark.slow)]
+
+
+def test_an_unknown_backend_is_named_with_the_known_ones():
+    with pytest.raises(ValueError, match="unknown backend 'tvm'; known: inductor, spyre_sim"):
+        interface.module_path("tvm")
+
+
+@pytest.fixture(scope="module")
+def mlp():
+    return workloads.build("mlp", 8, 32)
+
+
+@pytest.mark.parametrize(("name", "tolerance"), BACKENDS)
+def test_a_backend_compiles_runs_and_captures_the_catalogues_mlp(name, tolerance, mlp, tmp_path):
+    backend = _load(name)
+    program, inputs = mlp
+    assert backend.NAME == name and len(backend.STAGES) == len(set(backend.STAGES)) >= 6
+    knobs = backend.knobs()
+    assert knobs and all(k.stage in backend.STAGES and k.default in k.choices
+                         and len(k.choices) >= 2 for k in knobs)
+
+    compiled = backend.compile(program, inputs)
+    assert set(backend.STAGES) <= set(compiled.compile_s)
+    assert all(s >= 0 for s in compiled.compile_s.values())
+    assert sum(compiled.compile_s[s] for s in backend.STAGES) > 0
+    run = compiled.run(*inputs)
+    assert run.host_s > 0
+    assert (run.device_us is not None and run.device_us > 0) == backend.DEVICE_CLOCK
+    (reference,) = backend.reference(program, inputs)
+    assert reference.shape == run.outputs[0].shape and reference.is_floating_point()
+    reference = reference.double()
+    error = (run.outputs[0].double() - reference).abs().max().item()
+    assert error <= tolerance * reference.abs().max().item()
+    assert math.isfinite(error)
+
+    directory = backend.capture(program, inputs, None, tmp_path / "capture")
+    capture = load_capture(directory)
+    assert capture.stages == tuple(backend.STAGES)
+    assert all(capture.texts[s] for s in backend.STAGES)
+    assert set(backend.environment()) >= {"torch"}
+
+
+@pytest.mark.parametrize(("name", "workload", "knob", "value"), [
+    # the MLP's bias and GELU fuse into the matmul's kernel; Inductor fuses the layer norm's
+    # reductions and pointwise ops into one scheduler node
+    pytest.param("spyre_sim", "mlp", "fusion", False, id="spyre_sim"),
+    pytest.param("inductor", "layernorm", "max_fusion_size", 1, id="inductor",
+                 marks=pytest.mark.slow)])
+def test_a_knob_changes_the_capture_first_at_its_own_stage(name, workload, knob, value,
+                                                           tmp_path):
+    backend = _load(name)
+    program, inputs = workloads.build(workload, 8, 32)
+    stage = next(k.stage for k in backend.knobs() if k.name == knob)
+    default = load_capture(backend.capture(program, inputs, None, tmp_path / "default"))
+    changed = load_capture(backend.capture(program, inputs, {knob: value}, tmp_path / "knob"))
+    differs = [s for s in backend.STAGES if default.texts[s] != changed.texts[s]]
+    assert differs and differs[0] == stage, (knob, differs)
+
+
+def _request(backend: str, metric: str, **extra) -> dict:
+    """A probe request for the catalogue's small MLP, as `probe_request` writes one."""
+    return {"backend": str(interface.module_path(backend)),
+            "harness": str(suite.harness_path()), "workloads": workloads.__file__,
+            "workload": "mlp", "seq": 8, "width": 32, "config": {}, "metric": metric,
+            "stage": None, "error": None, **extra}
+
+
+def test_the_probe_samples_through_the_backend_a_request_names():
+    answer = probe.COMMANDS["sample"](_request("spyre_sim", "device_time", samples=3))
+    assert answer["status"] == "ok" and len(answer["samples"]) == 3
+    assert all(0 < s < 1 for s in answer["samples"])  # seconds of the simulated device
+    knobs = probe.COMMANDS["knobs"](_request("spyre_sim", "device_time", part=[0, 4]))
+    spyre_knobs = _load("spyre_sim").knobs()
+    assert {t["knob"] for t in knobs["trials"]} == {k.name for k in spyre_knobs[::4]}
+
+
+@pytest.mark.slow
+def test_the_probe_measures_inductor_on_the_host_clock_and_searches_its_knobs():
+    answer = probe.COMMANDS["sample"](_request("inductor", "host_time", samples=5))
+    assert answer["status"] == "ok" and answer["deterministic"] is False
+    assert len(answer["samples"]) == 5 and all(s > 0 for s in answer["samples"])
+    with pytest.raises(ValueError, match="inductor has no device clock"):
+        probe.COMMANDS["sample"](_request("inductor", "device_time", samples=1))
+    index = [k.name for k in _load("inductor").knobs()].index("max_fusion_size")
+    knobs = probe.COMMANDS["knobs"](_request("inductor", "compile_time", part=[index, 100],
+                                             compile_repeats=1))
+    assert knobs["baseline"] > 0
+    assert [(t["knob"], t["stage"], t["value"]) for t in knobs["trials"]] == [
+        ("max_fusion_size", "fusion", 1)]
+
+
+@pytest.mark.parametrize("name", [pytest.param("spyre_sim", id="spyre_sim"),
+                                  pytest.param("inductor", id="inductor",
+                                               marks=pytest.mark.slow)])
+def test_the_stage_probe_captures_and_times_through_the_backend(name, tmp_path):
+    backend = _load(name)
+    answer = probe.COMMANDS["stages"](_request(name, "compile_time", compile_repeats=2,
+                                               capture_dir=str(tmp_path / "capture"),
+                                               trace=str(tmp_path / "trace.json")))
+    stages = answers.read(StageAnswer, answer, "stages")
+    assert stages.stages == backend.STAGES and len(stages.compile_times) == 2
+    assert all(set(times) == set(backend.STAGES) for times in stages.compile_times)
+    assert load_capture(single_capture(tmp_path / "capture")).stages == backend.STAGES
+    # a device model gives device time, kernels, a trace and per-stage errors; a CPU does not
+    modelled = backend.DEVICE_CLOCK
+    assert (stages.device_time_us is not None, bool(stages.kernels),
+            (tmp_path / "trace.json").is_file(), bool(stages.stage_errors)) == (modelled,) * 4
