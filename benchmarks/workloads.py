@@ -21,6 +21,9 @@ from torch import nn
 # Sequence lengths: decode (1), the prime 127 that cannot be split on M next to 128, and
 # prefill sizes up to the [1024, 4096] class of the compiler-debugging guide.
 SEQ_LENGTHS = (1, 127, 128, 512, 1024)
+# The compiler under test, as the regression tools' backend interface names it
+# (backends/interface.py); read as text, never imported, by regressions/probing/suite.py.
+BACKEND = "spyre_sim"
 
 
 class MLPBlock(nn.Module):

@@ -11,6 +11,7 @@ import pytest
 
 from backends import interface
 from benchmarks import workloads
+from regressions.errors import SpyreRegressError
 from regressions.probing import answers, probe, suite
 from regressions.probing.answers import StageAnswer
 from regressions.records.captures import load_capture, single_capture
@@ -137,3 +138,17 @@ def test_the_stage_probe_captures_and_times_through_the_backend(name, tmp_path):
     modelled = backend.DEVICE_CLOCK
     assert (stages.device_time_us is not None, bool(stages.kernels),
             (tmp_path / "trace.json").is_file(), bool(stages.stage_errors)) == (modelled,) * 4
+
+
+def test_a_repository_names_its_backend_in_its_catalogue(tmp_path):
+    catalogue = tmp_path / "benchmarks" / "workloads.py"
+    catalogue.parent.mkdir()
+    catalogue.write_text("def build(name, seq, width=None):\n    pass\n")
+    assert suite.backend_name(tmp_path) == "spyre_sim"  # a catalogue that names none
+    catalogue.write_text('BACKEND = "inductor"\n')
+    assert suite.backend_name(tmp_path) == "inductor"
+    catalogue.write_text('BACKEND = "tvm"\n')
+    with pytest.raises(SpyreRegressError, match="names BACKEND = 'tvm'; this spyre-regress "
+                                                 "measures inductor, spyre_sim"):
+        suite.backend_name(tmp_path)
+    assert suite.backend_name(interface.module_path("spyre_sim").parents[1]) == "spyre_sim"

@@ -107,12 +107,13 @@ class SubprocessProber:
         self.checkouts = processes.Checkouts(self.repo, self.work_dir / "checkouts")
         self.suite = suite.copy_suite(self.repo, self.work_dir)
         self.workloads = self.suite / suite.CATALOGUE
+        self.backend = suite.backend_name(self.suite.parent)  # the compiler under test
         # Instruction counts are exact: one count per (commit, program) serves bisection and
         # the stage report alike, and a valgrind run costs minutes.
         self._counted: dict[tuple, WorkAnswer | Failed] = {}
 
     def request(self, target: Target, **extra: Any) -> dict:
-        return probe_request(target, workloads=str(self.workloads), **extra)
+        return probe_request(target, self.backend, workloads=str(self.workloads), **extra)
 
     def _run(self, commit: str, command: str, request: dict, timeout: float = 600.0,
              alone: bool = False) -> dict:

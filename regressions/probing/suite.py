@@ -60,6 +60,22 @@ def numerics_widths(repo: Path) -> dict[str, int]:
     return {}
 
 
+def backend_name(repo: Path) -> str:
+    """`BACKEND` of the repository's catalogue, read as text: the compiler under test's
+    backend module (`backends.interface.MODULES`); `spyre_sim` when the catalogue names none.
+
+    Raises:
+        SpyreRegressError: the catalogue names a backend this tool does not ship.
+    """
+    from backends import interface
+
+    name = _literal(ast.parse(catalogue_path(repo).read_text()), "BACKEND") or "spyre_sim"
+    if name not in interface.MODULES:
+        raise SpyreRegressError(f"{catalogue_path(repo)} names BACKEND = {name!r}; this "
+                                f"spyre-regress measures {', '.join(sorted(interface.MODULES))}")
+    return name
+
+
 def stage_width(repo: Path) -> int | None:
     """`STAGE_WIDTH` of the suite's compile benchmarks (the width the per-stage compile
     benchmark builds its workloads at), read as text; None when the suite has none."""
