@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
-import os
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -134,8 +133,7 @@ class InProcessProber:
             root = Path(tempfile.mkdtemp(prefix=f"capture-{commit[:8]}-", dir=self.work_dir))
             request = self.request(target, capture_dir=str(root),
                                    trace=str(trace) if trace else None)
-            with _restored_environment("TORCH_COMPILE_DEBUG", "SPYRE_SIM_DEBUG_DIR"):
-                answer = self._run(commit, "stages", request)
+            answer = self._run(commit, "stages", request)  # the backend restores the env
             answer["width"] = target.width
             found.append((answers.read(StageAnswer, answer, "stages"),
                           captures.load_capture(captures.single_capture(root))))
@@ -182,16 +180,3 @@ class InProcessProber:
         program, inputs = probe._program({"source": self.source})
         graph = spyre_sim.capture(program, inputs).graphs[0]
         return minimize.from_graph(graph.graph_module, graph.example_inputs)
-
-
-@contextlib.contextmanager
-def _restored_environment(*names: str) -> Iterator[None]:
-    saved = {name: os.environ.get(name) for name in names}
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
