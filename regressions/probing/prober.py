@@ -159,7 +159,8 @@ class SubprocessProber:
         started = time.monotonic()
         answer = answers.read(BenchAnswer, self._run(
             commit, "bench", {"suite": str(self.suite), "benchmark": target.benchmark,
-                              "params": list(target.params), "samples": samples},
+                              "params": list(target.params), "samples": samples,
+                              "backend": str(interface.module_path(self.backend))},
             alone=not target.measures.shares_host), "bench")
         measured = () if isinstance(answer, Failed) else answer.samples
         self.progress(f"measured {commit[:10]}: {answer.status} ({len(measured)} samples, "
