@@ -43,7 +43,7 @@ NAMES_SPYRE_SIM = {"backends/spyre.py", "backends/inductor.py", "benchmarks/comp
 NAMES_SPYRE_SIM_FOR_NOW = {
     "regressions/bisection/stages.py", "regressions/probing/emulated.py",
     "regressions/probing/harness.py", "regressions/probing/probe.py",
-    "regressions/probing/prober.py", "spyre_regress/cli/targets.py", "spyre_regress/example.py"}
+    "regressions/probing/prober.py", "spyre_regress/example.py"}
 # Where a metric's kind may be compared as a string: the table and the codec that reads it.
 KIND_STRINGS_ALLOWED = {"regressions/metrics.py", "regressions/codec.py"}
 

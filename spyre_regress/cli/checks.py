@@ -98,6 +98,24 @@ def workload(repo: Path, name: str) -> str:
     return name
 
 
+def stage(repo: Path, name: str | None) -> str | None:
+    """`name` if the repository's compiler under test (its catalogue's `BACKEND`) has such a
+    stage; imports that backend here, once a command runs."""
+    if name is None:
+        return None
+    import importlib
+
+    from backends import interface
+
+    backend = suite.backend_name(repo)
+    stages = importlib.import_module(f"backends.{interface.module_path(backend).stem}").STAGES
+    if name not in stages:
+        raise SpyreRegressError(f"--stage {name!r}: {backend} has no such stage"
+                                f"{did_you_mean(name, stages, quote=True)}; its stages are "
+                                f"{', '.join(stages)}")
+    return name
+
+
 def benchmark(known: Mapping[str, Benchmark], pattern: str) -> Benchmark:
     """The one benchmark `pattern` (re.search) selects."""
     found = sorted(name for name in known if re.search(pattern, name))

@@ -6,7 +6,6 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import spyre_sim
 from regressions import metrics
 from regressions.probing import suite
 from spyre_regress.cli import checks, common
@@ -35,7 +34,9 @@ def add_workload_arguments(p: argparse.ArgumentParser,
                    help=f"model width, 1 to {common.MAX_WIDTH} (default: the workload's)")
     p.add_argument("--metric", choices=choices, default="device_time",
                    help="what regressed (default %(default)s)")
-    p.add_argument("--stage", choices=spyre_sim.STAGES, help="compile_time: the stage to time")
+    p.add_argument("--stage", metavar="STAGE",
+                   help="compile_time: the stage to time, one of the compiler under test's "
+                        "(docs/spyre_sim.md, docs/backends.md)")
     p.add_argument("--error", choices=metrics.ERRORS, default="rmse_ratio",
                    help="numerics: which error (default %(default)s)")
 
@@ -44,6 +45,7 @@ def range_and_target(args: argparse.Namespace) -> tuple[str, str, Target]:
     """(good sha, bad sha, target), every argument checked before anything slow runs."""
     good, bad = checks.commit_range(args.repo, args.good, args.bad)
     checks.workload(args.repo, args.workload)
+    checks.stage(args.repo, args.stage)
     checks.writable_file(args.json, "--json")
     checks.writable_dir(args.work_dir, "--work-dir")
     return good, bad, target(args)

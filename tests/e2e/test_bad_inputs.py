@@ -107,6 +107,13 @@ def test_an_unknown_workload_names_the_close_ones(command, name, close, repo, ou
         done.stderr
 
 
+def test_a_stage_the_compiler_lacks_is_named_with_its_stages(repo, outside):
+    done = run_cli("stages", "--repo", str(repo), *RANGE, "--workload", "mlp", "--shape",
+                   "127", "--metric", "compile_time", "--stage", "lowr", cwd=outside)
+    usage_error(done, "--stage 'lowr': spyre_sim has no such stage", "did you mean 'lower'?",
+                "its stages are dynamo, decompose, lower, layout, kernel, sdsc, backend, runtime")
+
+
 @pytest.mark.slow  # lists the suite in a probe (a torch import)
 @pytest.mark.parametrize("bench, params, phrases", [
     ("ExecuteDeviceTim$", "('mlp', 127)",
