@@ -41,7 +41,7 @@ NAMES_SPYRE_SIM = {"backends/spyre.py", "backends/inductor.py", "benchmarks/comp
 # Inductor, needs them to): this set only shrinks. A module that stops naming spyre_sim
 # leaves it; one that starts fails the test.
 NAMES_SPYRE_SIM_FOR_NOW = {
-    "regressions/bisection/stages.py", "regressions/probing/emulated.py",
+    "regressions/probing/emulated.py",
     "regressions/probing/harness.py", "regressions/probing/probe.py",
     "regressions/probing/prober.py", "spyre_regress/example.py"}
 # Where a metric's kind may be compared as a string: the table and the codec that reads it.

@@ -64,6 +64,20 @@ def test_numerics_divergence_is_the_first_stage_whose_error_grows():
     bad = {**good, "kernel": {"rmse_ratio": 1.6}, "runtime": {"rmse_ratio": 1.6}}
     assert stages.numerics_divergence(good, bad) == "kernel"
     assert stages.numerics_divergence(good, good) is None
+    # the pipeline's order when given, whatever order the errors came in
+    pipeline = ("dynamo", "decompose", "lower", "layout", "kernel", "sdsc", "backend", "runtime")
+    reversed_bad = dict(reversed(list(bad.items())))
+    assert stages.numerics_divergence(good, reversed_bad) == "kernel"
+    assert stages.numerics_divergence(dict(reversed(list(good.items()))), bad) == "runtime"
+    assert stages.numerics_divergence(dict(reversed(list(good.items()))), bad,
+                                      stages=pipeline) == "kernel"
+
+
+def test_the_log_excerpt_is_the_divergent_stages_logger():
+    log = ("spyre_sim.lower DEBUG fused 3 ops\nspyre_sim.kernel DEBUG split N\n"
+           "spyre_sim.lowering DEBUG not the lower stage\n")
+    assert stages._log_excerpt(log, "lower") == "spyre_sim.lower DEBUG fused 3 ops"
+    assert stages._log_excerpt(log, None) == ""
 
 
 def test_kernel_deltas_sort_by_change():

@@ -19,7 +19,6 @@ from typing import Literal
 
 from regressions import stats
 from regressions.probing.answers import KernelRun, StageAnswer
-from spyre_sim.stages import EXECUTABLE_STAGES
 
 STAGE_REPORT_VERSION = 3  # 3: `basis` names the evidence (instructions, compile_clock)
 # What named the first divergent stage: its canonical artifact differs, or (no artifact
@@ -130,10 +129,12 @@ def kernel_deltas(good: Sequence[KernelRun], bad: Sequence[KernelRun]) -> list[K
 
 def numerics_divergence(good: Mapping[str, Mapping[str, float]],
                         bad: Mapping[str, Mapping[str, float]],
-                        metric: str = "rmse_ratio") -> str | None:
-    """First executable stage where the bad build's error exceeds the good build's by more
-    than the tolerance (both measured against float64 on the same inputs)."""
-    for stage in EXECUTABLE_STAGES:
+                        metric: str = "rmse_ratio",
+                        stages: Sequence[str] | None = None) -> str | None:
+    """First executable stage (in `stages`' order, else the good build's) where the bad
+    build's error exceeds the good build's by more than the tolerance (both measured against
+    float64 on the same inputs); the stages that execute are the backend's to say."""
+    for stage in stages if stages is not None else list(good):
         if stage in good and stage in bad:
             before, after = good[stage][metric], bad[stage][metric]
             if after > before * (1 + NUMERICS_TOLERANCE) + 1e-12:
@@ -197,7 +198,8 @@ def bisect_stages(good_capture: Capture, bad_capture: Capture, good_probe: Stage
     if first is None:
         first, basis = slowest_stage(deltas)
     diff = diffs[first] if first and basis == "artifact" else ""
-    numerics_stage = numerics_divergence(good_probe.stage_errors, bad_probe.stage_errors)
+    numerics_stage = numerics_divergence(good_probe.stage_errors, bad_probe.stage_errors,
+                                         stages=stages)
     log_excerpt = _log_excerpt(bad_capture.log, first)
     return StageReport(
         good, bad, workload, seq, width, first, basis, count_changed_lines(diff), diff, deltas,
@@ -209,8 +211,10 @@ def bisect_stages(good_capture: Capture, bad_capture: Capture, good_probe: Stage
 
 
 def _log_excerpt(log: str, stage: str | None, limit: int = 40) -> str:
-    """The bad build's compile log lines from the divergent stage's logger."""
+    """The bad build's compile log lines from the divergent stage's logger (a logger named
+    `<compiler>.<stage>`, as spyre_sim's are)."""
     if not stage:
         return ""
-    lines = [line for line in log.splitlines() if line.startswith(f"spyre_sim.{stage} ")]
+    lines = [line for line in log.splitlines()
+             if line.split(" ", 1)[0].rsplit(".", 1)[-1] == stage]
     return "\n".join(lines[:limit])
