@@ -407,6 +407,36 @@ def reference(program: Callable, inputs: Sequence[Any]) -> tuple[Any, ...]:
     return tuple(result) if isinstance(result, (tuple, list)) else (result,)
 
 
+def graph(program: Callable, inputs: Sequence[Any]) -> tuple[Any, list[Any]]:
+    """The ATen graph Inductor receives (AOT Autograd's forward with Inductor's
+    decompositions, the first graph Dynamo traced) and real example inputs in its
+    placeholders' order (any parameters Dynamo did not lift first, as AOT Autograd lifts
+    them): what the minimizer cuts down."""
+    from torch._functorch.aot_autograd import aot_module_simplified
+    from torch._inductor.decomposition import select_decomp_table
+
+    graphs: list[tuple[Any, list[Any]]] = []
+
+    def backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
+        lifted = {**dict(gm.named_parameters(remove_duplicate=False)),
+                  **dict(gm.named_buffers(remove_duplicate=False))}
+        real = [*lifted.values(), *example_inputs]
+
+        def forward(module: torch.fx.GraphModule, _: list) -> Callable:
+            graphs.append((module, real))
+            return module
+        return aot_module_simplified(gm, example_inputs, fw_compiler=forward,
+                                     decompositions=select_decomp_table())
+
+    torch._dynamo.reset()
+    try:
+        with torch.no_grad():
+            torch.compile(program, backend=backend, dynamic=False)(*inputs)
+    finally:
+        torch._dynamo.reset()
+    return graphs[0]
+
+
 def environment() -> dict[str, str]:
     """What the generated code depends on besides the program: torch (Inductor ships in it),
     Python and the CPU architecture its C++ is vectorized for."""

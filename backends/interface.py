@@ -15,6 +15,8 @@ the names are; `tests/test_backends.py` holds both implementations to them on on
   regression to a workaround);
 - `compile(program, inputs, values)`: a `Compiled` with seconds per stage, `values` a dict
   of knob values (and, for spyre_sim, any other Config field);
+- `graph(program, inputs)`: the ATen graph the compiler starts from and its example inputs,
+  which the minimizer cuts down (`regressions.bisection.minimize.from_graph`);
 - `reference(program, inputs)`: the outputs numerics are measured against, computed in
   float64 (spyre_sim returns them in the program's own output dtypes, as Dynamo guarded);
 - `capture(program, inputs, values, out_dir)`: the stage capture (the protocol of
@@ -82,6 +84,8 @@ class Backend(Protocol):
     def compile(self, program: Any, inputs: Sequence[Any],
                 values: Mapping[str, Any] | None = None) -> Compiled: ...
 
+    def graph(self, program: Any, inputs: Sequence[Any]) -> tuple[Any, list[Any]]: ...
+
     def reference(self, program: Any, inputs: Sequence[Any]) -> tuple[Any, ...]: ...
 
     def capture(self, program: Any, inputs: Sequence[Any], values: Mapping[str, Any] | None,
@@ -92,6 +96,14 @@ class Backend(Protocol):
 
 # The backends this tree ships, by the name a request gives, as file names in this package.
 MODULES = {"spyre_sim": "spyre.py", "inductor": "inductor.py"}
+
+
+def load(name: str) -> Backend:
+    """Backend `name` imported in this process (the tool's own compiler, not a commit's):
+    for what the tools do with a program before any probe runs, like the minimizer's start."""
+    import importlib
+
+    return importlib.import_module(f"backends.{module_path(name).stem}")  # type: ignore[return-value]
 
 
 def module_path(name: str) -> Path:

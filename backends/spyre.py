@@ -97,6 +97,13 @@ def reference(program: Any, inputs: Sequence[Any]) -> tuple[Any, ...]:
     return tuple(spyre_sim.compile(program, inputs, config()).reference(*inputs))
 
 
+def graph(program: Any, inputs: Sequence[Any]) -> tuple[Any, list[Any]]:
+    """The ATen graph spyre_sim's pipeline starts from (Dynamo and AOT Autograd's capture,
+    the first graph) and its example inputs: what the minimizer cuts down."""
+    captured = spyre_sim.capture(program, inputs).graphs[0]
+    return captured.graph_module, list(captured.example_inputs)
+
+
 def capture(program: Any, inputs: Sequence[Any], values: Mapping[str, Any] | None,
             out_dir: Path) -> Path:
     """One compile with `TORCH_COMPILE_DEBUG=1` into `out_dir`: the `compile-NNN` written."""

@@ -11,6 +11,7 @@ import pytest
 
 from backends import interface
 from benchmarks import workloads
+from regressions.bisection import minimize
 from regressions.errors import SpyreRegressError
 from regressions.probing import answers, probe, suite
 from regressions.probing.answers import StageAnswer
@@ -65,6 +66,9 @@ def test_a_backend_compiles_runs_and_captures_the_catalogues_mlp(name, tolerance
     error = (run.outputs[0].double() - reference).abs().max().item()
     assert error <= tolerance * reference.abs().max().item()
     assert math.isfinite(error)
+
+    candidate = minimize.from_graph(*backend.graph(program, inputs))  # the minimizer's start
+    assert candidate.op_count >= 3  # two matmuls and the GELU, at least
 
     directory = backend.capture(program, inputs, None, tmp_path / "capture")
     capture = load_capture(directory)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from backends import interface
 from regressions.bisection import minimize, stages
 from regressions.bisection.commits import Measurement
 from regressions.investigation import model
@@ -175,8 +176,5 @@ class InProcessProber:
         return answers.read(TimingAnswer, self._run(commit, "timing", request), "timing")
 
     def full_candidate(self, target: Target) -> minimize.Candidate:
-        import spyre_sim
-
         program, inputs = probe._program({"source": self.source})
-        graph = spyre_sim.capture(program, inputs).graphs[0]
-        return minimize.from_graph(graph.graph_module, graph.example_inputs)
+        return minimize.from_graph(*interface.load("spyre_sim").graph(program, inputs))

@@ -232,13 +232,11 @@ class SubprocessProber:
                             "timing")
 
     def full_candidate(self, target: Target) -> minimize.Candidate:
-        """The probe workload's captured ATen graph, from today's catalogue (loaded by path)."""
-        import spyre_sim
-
+        """The probe workload's ATen graph as the backend captures it, from today's catalogue
+        (loaded by path)."""
         spec = importlib.util.spec_from_file_location("spyre_regress_workloads", self.workloads)
         catalogue = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = catalogue  # dataclasses look their module up here
         spec.loader.exec_module(catalogue)
         program, inputs = catalogue.build(target.workload, target.seq, target.width)
-        graph = spyre_sim.capture(program, inputs).graphs[0]
-        return minimize.from_graph(graph.graph_module, graph.example_inputs)
+        return minimize.from_graph(*interface.load(self.backend).graph(program, inputs))
