@@ -4,7 +4,10 @@ one workload of the catalogue, loaded by file path as a probe loads them."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import math
+import os
+import subprocess
 import sys
 
 import pytest
@@ -166,3 +169,19 @@ def test_a_request_that_names_no_backend_measures_spyre_sim():
     assert probe.DEFAULT_BACKEND == interface.module_path("spyre_sim")
     answer = probe.COMMANDS["sample"](request)
     assert answer["status"] == "ok" and len(answer["samples"]) == 2
+
+
+def test_a_commit_whose_compiler_does_not_import_is_untestable(tmp_path):
+    """The probe script as a subprocess runs it, with a checkout whose spyre_sim is broken."""
+    (tmp_path / "spyre_sim").mkdir()
+    (tmp_path / "spyre_sim" / "__init__.py").write_text("raise ImportError('half a rename')\n")
+    request = tmp_path / "request.json"
+    request.write_text(json.dumps(_request("spyre_sim", "device_time", samples=1)))
+    answer = tmp_path / "answer.json"
+    done = subprocess.run([sys.executable, "-P", probe.__file__, "sample", str(request),
+                           str(answer)], env={**os.environ, "PYTHONPATH": str(tmp_path)},
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    outcome = json.loads(answer.read_text())
+    assert outcome["status"] == "untestable" and outcome["version"] == probe.PROBE_ANSWER_VERSION
+    assert "does not import (spyre.py): half a rename" in outcome["detail"]
