@@ -1,5 +1,6 @@
 import json
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -254,6 +255,28 @@ def test_probe_prefers_small_shapes_then_small_baselines():
                regression("b.time_z", "(127, 'mlp')", 1, 2, baseline=4.0)]
     (alert,) = cluster_alerts(members)
     assert (alert.probe.benchmark, alert.probe.params) == ("b.time_z", "(127, 'mlp')")
+
+
+def test_a_faint_member_is_not_the_probe_however_narrow():
+    """The full-suite night's device-time alert: three series at seq 127 moved x1.11-1.76 at
+    the work-division commit, and linear at seq 1 moved x1.014 by noise; the probe is the
+    strongest of the narrowest that moved at least half as far (in log ratio)."""
+    def member(params, ratio):
+        return replace(regression("e.time_device", params, 13, 14), ratio=ratio)
+
+    members = [member("('attention', 127)", 1.110), member("('linear', 1)", 1.0136),
+               member("('linear', 127)", 1.7596), member("('mlp', 127)", 1.7553)]
+    (alert,) = cluster_alerts(members)
+    assert alert.probe.params == "('linear', 127)"
+    # beside attention alone (x1.110) the noise step is still under half its log ratio
+    (weaker,) = cluster_alerts(members[:2])
+    assert weaker.probe.params == "('attention', 127)"
+    # members that moved alike: the narrowest, as before
+    alike = [member("('linear', 1)", 1.10), member("('linear', 127)", 1.12)]
+    assert cluster_alerts(alike)[0].probe.params == "('linear', 1)"
+    # a member whose ratio is not finite (an error from zero) stays eligible
+    infinite = member("('softmax', 1)", math.inf)
+    assert cluster_alerts([*members, infinite])[0].probe.params == "('softmax', 1)"
 
 
 def test_param_size():
