@@ -103,12 +103,10 @@ def stage(repo: Path, name: str | None) -> str | None:
     stage; imports that backend here, once a command runs."""
     if name is None:
         return None
-    import importlib
-
     from backends import interface
 
     backend = suite.backend_name(repo)
-    stages = importlib.import_module(f"backends.{interface.module_path(backend).stem}").STAGES
+    stages = interface.load(backend).STAGES
     if name not in stages:
         raise SpyreRegressError(f"--stage {name!r}: {backend} has no such stage"
                                 f"{did_you_mean(name, stages, quote=True)}; its stages are "
