@@ -6,7 +6,9 @@ benchmarks/) laid over it, so the suite under test is the one being edited, comm
 On top come two commits: one halves the CPU-fallback throughput of the device model (only the
 embedding workload falls back: its device time at seq 128 rises ~1.5x, softmax's does not move),
 and one that only touches the README. Both asv runs share one environment in the clone's
-.asv/env (built once, about a minute) and select two device-time benchmarks with `--bench`.
+.asv/env, seeded from the session's (`asv_env` in conftest: the project's asv.conf.json builds
+the same environment as the scratch histories'), and select two device-time benchmarks with
+`--bench`. The demo's test creates an environment as a user's first run does.
 """
 
 import os
@@ -17,6 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import seed_asv_env
 
 pytestmark = pytest.mark.slow
 
@@ -58,10 +61,11 @@ def comparison_rows(output: str) -> dict[str, list[str]]:
 
 
 @pytest.fixture(scope="module")
-def scratch(tmp_path_factory):
+def scratch(tmp_path_factory, asv_env):
     """The scratch clone and its commits: base (the suite), slower, docs-only."""
     repo = tmp_path_factory.mktemp("asv-continuous") / "repo"
     subprocess.run(["git", "clone", "--quiet", str(ROOT), str(repo)], check=True)
+    seed_asv_env(repo / ".asv" / "env", asv_env)
     git(repo, "checkout", "--quiet", "-B", "main")
     git(repo, "config", "user.name", "asv suite test")
     git(repo, "config", "user.email", "asv-suite-test@example.invalid")
