@@ -331,8 +331,9 @@ class Execution:
     outputs: tuple[Any, ...]
     host_s: float
     device_us: float | None
-    kernels: tuple[tuple[str, float, str], ...] = ()
+    kernels: tuple[tuple[str, float, str, int | None], ...] = ()
     trace: dict | None = None
+    nonfinite: str | None = None
 
 
 def _tuple(result: Any) -> tuple[Any, ...]:
@@ -435,6 +436,12 @@ def graph(program: Callable, inputs: Sequence[Any]) -> tuple[Any, list[Any]]:
     finally:
         torch._dynamo.reset()
     return graphs[0]
+
+
+def settings(values: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Every knob of `KNOB_TABLE` as a compile with `values` sets it (this torch's default
+    where `values` leaves it), then any other config `values` patch."""
+    return {**{knob.name: knob.default for knob in knobs()}, **dict(values or {})}
 
 
 def environment() -> dict[str, str]:

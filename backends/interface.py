@@ -21,6 +21,9 @@ the names are; `tests/test_backends.py` holds both implementations to them on on
   float64 (spyre_sim returns them in the program's own output dtypes, as Dynamo guarded);
 - `capture(program, inputs, values, out_dir)`: the stage capture (the protocol of
   `regressions.records.captures`: a `compile-NNN` directory of canonical stage texts);
+- `settings(values)`: the whole configuration a compile with `values` applies, as JSON
+  values (spyre_sim's `Config.to_dict()`, Inductor's knobs): what a report records beside its
+  figures, so a reader can apply it again;
 - `environment()`: the versions a reproducer's environment records.
 """
 
@@ -44,13 +47,15 @@ class Knob(Protocol):
 class Execution(Protocol):
     """One call of a compiled program: its outputs, the host's seconds, and the device's
     microseconds where the backend has a device clock (None where it has not); where it
-    models a device, each kernel's (name, microseconds, bound) and a Chrome trace."""
+    models a device, each kernel's (name, microseconds, bound, cores) and a Chrome trace;
+    where it checks its outputs, which kernel first produced a NaN or inf (as text)."""
 
     outputs: tuple[Any, ...]
     host_s: float
     device_us: float | None
-    kernels: tuple[tuple[str, float, str], ...]
+    kernels: tuple[tuple[str, float, str, int | None], ...]
     trace: dict | None
+    nonfinite: str | None
 
 
 class Compiled(Protocol):
@@ -90,6 +95,8 @@ class Backend(Protocol):
 
     def capture(self, program: Any, inputs: Sequence[Any], values: Mapping[str, Any] | None,
                 out_dir: Path) -> Path: ...
+
+    def settings(self, values: Mapping[str, Any] | None = None) -> dict[str, Any]: ...
 
     def environment(self) -> dict[str, str]: ...
 

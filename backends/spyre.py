@@ -40,8 +40,9 @@ class Execution:
     outputs: tuple[Any, ...]
     host_s: float
     device_us: float | None
-    kernels: tuple[tuple[str, float, str], ...] = ()
+    kernels: tuple[tuple[str, float, str, int | None], ...] = ()
     trace: dict | None = None
+    nonfinite: str | None = None
 
 
 class Compiled:
@@ -55,9 +56,11 @@ class Compiled:
         start = time.perf_counter()
         result = self.program.run(*inputs)
         took = time.perf_counter() - start
+        nonfinite = getattr(result, "nonfinite", None)  # builds before the check: none
         return Execution(tuple(result.outputs), took, float(result.device_time_us),
-                         tuple((k.name, k.time_us, k.bound) for k in result.kernels),
-                         result.trace)
+                         tuple((k.name, k.time_us, k.bound, getattr(k, "cores", None))
+                               for k in result.kernels),
+                         result.trace, None if nonfinite is None else nonfinite.describe())
 
     def baselines(self, *inputs: Any) -> tuple[Any, Any, Any]:
         """The first output in float64, and eager with every op rounded to the device's
@@ -121,6 +124,13 @@ def capture(program: Any, inputs: Sequence[Any], values: Mapping[str, Any] | Non
                 os.environ[name] = value
     (written,) = set(out_dir.glob("compile-*")) - before
     return written
+
+
+def settings(values: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """This build's whole Config under `values` (`Config.to_dict()`; empty for a build
+    without it)."""
+    built = config(values)
+    return built.to_dict() if hasattr(built, "to_dict") else {}
 
 
 def environment() -> dict[str, str]:

@@ -17,7 +17,7 @@ from benchmarks import workloads
 from regressions.bisection import minimize
 from regressions.errors import SpyreRegressError
 from regressions.probing import answers, probe, suite
-from regressions.probing.answers import StageAnswer
+from regressions.probing.answers import StageAnswer, TimingAnswer
 from regressions.records.captures import load_capture, single_capture
 
 
@@ -145,6 +145,30 @@ def test_the_stage_probe_captures_and_times_through_the_backend(name, tmp_path):
     modelled = backend.DEVICE_CLOCK
     assert (stages.device_time_us is not None, bool(stages.kernels),
             (tmp_path / "trace.json").is_file(), bool(stages.stage_errors)) == (modelled,) * 4
+
+
+@pytest.mark.parametrize("name", [pytest.param("spyre_sim", id="spyre_sim"),
+                                  pytest.param("inductor", id="inductor",
+                                               marks=pytest.mark.slow)])
+def test_the_timing_probe_times_iterations_through_the_backend(name):
+    """The report's timing: host time always, device time where there is a device clock,
+    the warm-up call's errors, and the configuration the backend applied."""
+    backend = _load(name)
+    answer = answers.read(TimingAnswer, probe.COMMANDS["timing"](
+        _request(name, "device_time", iterations=4, config=dict(backend.INDEPENDENT))),
+        "timing")
+    assert answer.status == "ok" and len(answer.host_s) == 4 and min(answer.host_s) > 0
+    assert len(answer.device_us) == (4 if backend.DEVICE_CLOCK else 0)
+    assert bool(answer.kernels) == backend.DEVICE_CLOCK  # a device model names its kernels
+    assert 0 <= answer.errors["max_rel"] < 0.05 and answer.nonfinite is None
+    assert set(answer.compile_times) == set(backend.STAGES) and answer.width == 32
+    assert answer.environment["torch"] == backend.environment()["torch"]
+    assert json.dumps(answer.config, sort_keys=True) == json.dumps(
+        backend.settings(backend.INDEPENDENT), sort_keys=True)  # as the bundle writes both
+    if name == "spyre_sim":  # the whole Config, as the report's environment table reads it
+        assert answer.config["cores"] == 32 and all(k.cores for k in answer.kernels)
+    else:  # every knob the search may switch, at this torch's default
+        assert {k.name for k in backend.knobs()} <= set(answer.config)
 
 
 def test_a_repository_names_its_backend_in_its_catalogue(tmp_path):

@@ -6,7 +6,7 @@ a backend module (`backends/spyre.py`, `backends/inductor.py`: the backend inter
 by path from the current tree, as are `asv_runner`'s suite and the workload catalogue) and
 nothing from `regressions`, so the tools measure historical compilers with today's benchmarks
 and workloads, as asv does. `sample`, `knobs`, `stages` and `worker` measure through the
-backend interface; `timing` and `work` still call spyre_sim by name. Commands:
+backend interface, as does `timing`; `work` runs the suite's own compile_work module. Commands:
 
   discover list the suite's benchmarks and their parameter names (asv_runner discovery)
   bench    run one asv benchmark (one param combination) through asv_runner
@@ -94,12 +94,6 @@ def cmd_discover(request: dict) -> dict:
     # each parameter's values as asv's repr strings, the form detect prints and bench takes
     params = {b.name: [list(values) for values in b.params] for b in listed}
     return {"status": "ok", "benchmarks": found, "params": params}
-
-
-def _config(spyre_sim, request: dict, **overrides):
-    values = _values(request, **overrides)
-    return spyre_sim.Config.from_dict(values) if hasattr(spyre_sim.Config, "from_dict") \
-        else spyre_sim.Config(**values)
 
 
 def _values(request: dict, **overrides) -> dict:
@@ -209,6 +203,11 @@ SAMPLES = {"numerics": _error_samples, "compile_time": _compile_samples,
            "host_time": _run_samples(lambda _, execution: execution.host_s)}
 
 
+def _kernels(execution) -> list[dict]:
+    return [{"name": name, "time_us": time_us, "bound": bound, "cores": cores}
+            for name, time_us, bound, cores in execution.kernels]
+
+
 def cmd_stages(request: dict) -> dict:
     """A compile with stage capture, then `compile_repeats` compiles for their seconds per
     stage, a noise-free run (device time, kernels and trace where the backend models a
@@ -232,8 +231,7 @@ def cmd_stages(request: dict) -> dict:
     return {"status": "ok",
             "compile_times": [{s: c.compile_s[s] for s in backend.STAGES} for c in compiled],
             "device_time_us": run.device_us,
-            "kernels": [{"name": name, "time_us": time_us, "bound": bound}
-                        for name, time_us, bound in run.kernels],
+            "kernels": _kernels(run),
             "stage_errors": stage_errors, "stages": list(backend.STAGES),
             "width": _width(request), "backend": backend.environment()}
 
@@ -331,21 +329,24 @@ def cmd_knobs(request: dict) -> dict:
 
 
 def cmd_timing(request: dict) -> dict:
-    import torch
-
-    import spyre_sim
-
+    """Synchronized iterations for a report, through the backend, as the reproducers run
+    them (harness.measure): one cold compile, one warm-up call (its output is the one
+    checked against float64), then `iterations` calls, each timed on the host clock and, where
+    the backend has one, on the device clock."""
+    backend = _backend(request)
     program, inputs = _program(request)
-    config = _config(spyre_sim, request)
-    measured = _harness(request).measure(program, inputs, config,
-                                         int(request.get("iterations", 100)), 1)
-    compile_times = {k: v for k, v in measured.pop("compile_s").items() if k != "total"}
-    return {"status": "ok", **measured, "compile_times": compile_times,
+    values = _values(request)
+    compiled = backend.compile(program, inputs, values)
+    first = compiled.run(*inputs)  # uploads the weights, as the reproducer's warm-up does
+    runs = [compiled.run(*inputs) for _ in range(int(request.get("iterations", 100)))]
+    errors = _harness(request).output_errors(first.outputs[0], *compiled.baselines(*inputs))
+    return {"status": "ok", "host_s": [run.host_s for run in runs],
+            "device_us": [run.device_us for run in runs] if backend.DEVICE_CLOCK else [],
+            "errors": errors, "nonfinite": first.nonfinite, "kernels": _kernels(first),
+            "compile_times": {k: v for k, v in compiled.compile_s.items() if k != "total"},
             "width": None if request.get("source") else _width(request),
-            "environment": {"torch": torch.__version__,
-                            "spyre_sim": getattr(spyre_sim, "__version__", "unknown"),
-                            "python": sys.version.split()[0], "cores": config.cores},
-            "config": config.to_dict() if hasattr(config, "to_dict") else {}}
+            "environment": {**backend.environment(), "python": sys.version.split()[0]},
+            "config": backend.settings(values)}
 
 
 def cmd_worker(request: dict) -> dict:

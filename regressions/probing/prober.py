@@ -226,7 +226,8 @@ class SubprocessProber:
     def timing(self, commit: str, target: Target, source: str, iterations: int
                ) -> TimingAnswer | Failed:
         request = self.request(target, source=source, iterations=iterations)
-        request["config"] = {"noise_seed": None}  # independent run-to-run noise per build
+        # independent run-to-run noise per build, where the backend simulates it
+        request["config"] = dict(interface.load(self.backend).INDEPENDENT)
         # the report's host wall time: both builds on the clock worker, never beside other work
         return answers.read(TimingAnswer, self._run(commit, "timing", request, alone=True),
                             "timing")
