@@ -37,13 +37,12 @@ import re
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
-
-from spyre_sim import debug_capture
 
 NAME = "inductor"
 STAGES = ("dynamo", "aot", "post_grad", "pre_fusion", "fusion", "codegen")
@@ -287,6 +286,10 @@ def capture(fn_or_module: Callable, example_inputs: Sequence[Any],
     `compile-NNN` directory, as spyre_sim's TORCH_COMPILE_DEBUG writes, so
     `regressions.records.captures` reads either); the directory written. Inductor's own trace
     goes to a temporary directory, removed afterwards."""
+    # the stage-capture protocol's writer; only a capture needs it, so a reproducer that
+    # embeds this module runs with torch alone
+    from spyre_sim import debug_capture
+
     with tempfile.TemporaryDirectory(prefix="inductor-trace-") as trace_dir:
         traced = compile_traced(fn_or_module, example_inputs, Path(trace_dir), inductor_config)
     summary = {"backend": "inductor", "torch": torch.__version__, "graphs": len(traced.graphs),
@@ -450,3 +453,31 @@ def environment() -> dict[str, str]:
     import platform
     return {"torch": torch.__version__, "python": platform.python_version(),
             "machine": platform.machine()}
+
+
+def build_path() -> str:
+    """Where this process imported torch (and so Inductor) from."""
+    return str(Path(torch.__file__).parent)
+
+
+def known_settings(values: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The entries of `values` this torch's `torch._inductor.config` has, and the names it
+    has not (a knob renamed or removed between the two torches of a comparison)."""
+    from torch._inductor import config
+
+    known = set(config.get_config_copy())
+    return ({k: v for k, v in values.items() if k in known},
+            sorted(k for k in values if k not in known))
+
+
+# One region: Inductor's stages run interleaved inside `compile_fx`, with no seam to count
+# between; the C++ build runs in a subprocess that callgrind does not follow.
+WORK_REGIONS: tuple[str, ...] = ("compile",)
+
+
+def compile_in_regions(program: Callable, inputs: Sequence[Any],
+                       values: Mapping[str, Any] | None,
+                       region: Callable[[str], AbstractContextManager[Any]]) -> None:
+    """One cold compile inside `region("compile")` (the caller counts it)."""
+    with region(WORK_REGIONS[0]):
+        compile(program, inputs, values)

@@ -24,12 +24,23 @@ the names are; `tests/test_backends.py` holds both implementations to them on on
 - `settings(values)`: the whole configuration a compile with `values` applies, as JSON
   values (spyre_sim's `Config.to_dict()`, Inductor's knobs): what a report records beside its
   figures, so a reader can apply it again;
-- `environment()`: the versions a reproducer's environment records.
+- `known_settings(values)`: the part of recorded settings this build's compiler knows, and
+  the names it does not (a reproducer applies one build's settings to the other build);
+- `environment()`: the versions a reproducer's environment records; `build_path()`: where
+  this process imported the compiler from (a reproducer prints it, so its user sees which
+  checkout ran; never recorded in a report);
+- `WORK_REGIONS` and `compile_in_regions(program, inputs, values, region)`: one compile with
+  each region inside the caller's `region(name)` context, so a reproducer under callgrind
+  counts instructions per region (spyre_sim: per stage; Inductor: the whole compile).
+
+A reproducer embeds the backend module's source and loads it as a module, so the module is
+also what a maintainer runs: it imports nothing of this project at module level.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -98,7 +109,17 @@ class Backend(Protocol):
 
     def settings(self, values: Mapping[str, Any] | None = None) -> dict[str, Any]: ...
 
+    def known_settings(self, values: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]: ...
+
     def environment(self) -> dict[str, str]: ...
+
+    def build_path(self) -> str: ...
+
+    WORK_REGIONS: tuple[str, ...]
+
+    def compile_in_regions(self, program: Any, inputs: Sequence[Any],
+                           values: Mapping[str, Any] | None,
+                           region: Callable[[str], AbstractContextManager[Any]]) -> None: ...
 
 
 # The backends this tree ships, by the name a request gives, as file names in this package.

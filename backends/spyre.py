@@ -10,7 +10,8 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -75,12 +76,28 @@ class Compiled:
                 for stage in spyre_sim.EXECUTABLE_STAGES}
 
 
+def known_settings(values: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The Config fields (and device parameters) of `values` this build knows, and the names
+    of those it does not: a Config recorded at the bad commit still applies at the good one,
+    and what it loses is reported, never fatal."""
+    known = {f.name for f in dataclasses.fields(spyre_sim.Config)}
+    kept = {k: v for k, v in values.items() if k in known}
+    dropped = sorted(set(values) - known)
+    device = kept.get("device")
+    if isinstance(device, dict) and hasattr(spyre_sim, "DeviceParams"):
+        device_known = {f.name for f in dataclasses.fields(spyre_sim.DeviceParams)}
+        dropped += sorted(f"device.{k}" for k in set(device) - device_known)
+        kept["device"] = {k: v for k, v in device.items() if k in device_known}
+    return kept, dropped
+
+
 def config(values: Mapping[str, Any] | None = None) -> Any:
     """This build's `spyre_sim.Config` with `values`; fields the build lacks are dropped."""
-    known = {f.name for f in dataclasses.fields(spyre_sim.Config)}
-    kept = {k: v for k, v in (values or {}).items() if k in known}
+    kept, _ = known_settings(values or {})
     if hasattr(spyre_sim.Config, "from_dict"):
         return spyre_sim.Config.from_dict(kept)
+    kept.pop("device", None)  # builds before from_dict take neither as a dict
+    kept.pop("knob_scope", None)
     return spyre_sim.Config(**kept)
 
 
@@ -136,3 +153,27 @@ def settings(values: Mapping[str, Any] | None = None) -> dict[str, Any]:
 def environment() -> dict[str, str]:
     return {"torch": torch.__version__,
             "spyre_sim": getattr(spyre_sim, "__version__", "unknown")}
+
+
+def build_path() -> str:
+    """Where this process imported spyre_sim from: the checkout a reproducer ran."""
+    return str(Path(spyre_sim.__file__).parent)
+
+
+# The regions a compile is counted in under callgrind, in order: one per stage.
+WORK_REGIONS: tuple[str, ...] = STAGES
+
+
+def compile_in_regions(program: Any, inputs: Sequence[Any],
+                       values: Mapping[str, Any] | None,
+                       region: Callable[[str], AbstractContextManager[Any]]) -> None:
+    """One compile, stage by stage, each inside `region(stage)` (the caller counts it):
+    Dynamo's capture, then `run_stage` over every captured graph, as the compile-work
+    benchmark delimits them."""
+    built = config(values)
+    torch._dynamo.reset()
+    with region(STAGES[0]):
+        artifacts = list(spyre_sim.capture(program, inputs).graphs)
+    for stage in STAGES[1:]:
+        with region(stage):
+            artifacts = [spyre_sim.run_stage(stage, artifact, built) for artifact in artifacts]

@@ -1,9 +1,12 @@
 """reproducer.py: one standalone file a maintainer runs with the good and with the bad build.
 
-Assembled from three parts: a usage docstring (commands, what to expect), the program under
-test (the investigation's `source`, the minimized program when there is one, pasted verbatim
-so it can be read), and the harness (`regressions/probing/harness.py`, read through the installed
-package and copied between its markers). Text from the investigation enters the file
+Assembled from four parts: a usage docstring (commands, what to expect), the compiler's
+backend module (`backends/spyre.py` or `backends/inductor.py`, the one the investigation
+measured through, embedded as text and loaded as a module: it needs only torch and the
+compiler), the program under test (the investigation's `source`, the minimized program when
+there is one, pasted verbatim so it can be read), and the harness
+(`regressions/probing/harness.py`, read through the installed package and copied between its
+markers). Text from the investigation enters the file
 only through `docstring_text` (inside the docstring) or `python_literal` (as data), and the
 assembled source is compiled before it is written, so no name or subject can break out into
 code. When the program's top-level names collide with the harness's, or it needs a
@@ -38,10 +41,30 @@ def _harness_parts() -> tuple[str, str]:
     lines = harness_source().splitlines()
     imports = [line for line in lines if line.startswith(("import ", "from "))]
     body = "\n".join(line for line in lines if line not in imports).strip("\n")
-    # isort's groups: the standard library, then torch, then spyre_sim
-    grouped = "\n".join(imports).replace("\nimport torch", "\n\nimport torch")
-    grouped = grouped.replace("\nimport spyre_sim", "\n\nimport spyre_sim")
-    return grouped + "\n", body + "\n"
+    # isort's groups: the standard library (with the backend's loader), then torch
+    standard = sorted(set(imports) - {"import torch"} | {"import importlib.util"})
+    return "\n".join(standard) + "\n\nimport torch\n", body + "\n"
+
+
+def backend_section(name: str) -> str:
+    """The backend module `name` as text, and the function that loads it as a module: the
+    reproducer reaches the compiler only through it, as the probes did. A raw triple-quoted
+    string keeps the module readable; `repr` where its text could end one."""
+    from backends import interface
+
+    source = interface.module_path(name).read_text()
+    quotes = "'" * 3
+    literal = (f"r{quotes}{source}{quotes}"
+               if quotes not in source and not source.endswith(("\\", "'")) else repr(source))
+    return (f"# The compiler under test, {name}, as the investigation measured it: "
+            "spyre-regress's backend module for it.\n"
+            f"BACKEND_SOURCE = {literal}\n\n\n"
+            "def load_backend():\n"
+            "    spec = importlib.util.spec_from_loader('reproducer_backend', loader=None)\n"
+            "    module = importlib.util.module_from_spec(spec)\n"
+            "    sys.modules[spec.name] = module  # dataclasses look their module up\n"
+            f"    exec(compile(BACKEND_SOURCE, '<backend {name}>', 'exec'), module.__dict__)\n"
+            "    return module\n")
 
 
 def docstring_text(value: str) -> str:
@@ -102,7 +125,8 @@ def program_section(source: str) -> str:
         raise SpyreRegressError(f"investigation field `source` must define "
                                 f"{sorted(missing)} (regressions.bisection.minimize.to_source "
                                 "does)")
-    harness_names = _top_level_names(harness_source()) | {"SETTINGS"}
+    harness_names = _top_level_names(harness_source()) | {"SETTINGS", "BACKEND_SOURCE",
+                                                          "load_backend", "importlib"}
     if (names & harness_names) - {"torch"} or "from __future__" in source:
         return ("# The program under test (embedded as text: its names would clash with the "
                 "harness's).\n"
@@ -163,7 +187,8 @@ def settings(report: Report) -> dict:
     timing = report.investigation.timing
     recorded_bad = dict(timing.bad.config) or dict(timing.good.config)
     recorded_good = dict(timing.good.config) or recorded_bad
-    return {"version": 1, "configs": {"good": recorded_good, "bad": recorded_bad},
+    return {"version": 2, "backend": report.investigation.backend,
+            "configs": {"good": recorded_good, "bad": recorded_bad},
             "default_config": "bad", "seed": SEED, "iterations": timing.iterations or 100,
             "compile_repeats": report.metric.reproducer_compiles,
             "tolerance": {"rmse_ratio": timing.tolerance.rmse_ratio,
@@ -181,14 +206,17 @@ def reproducer_source(report: Report) -> str:
         "",
         textwrap.fill(report.causal_statement, 96),
         "",
-        "Needs only torch and spyre_sim. One cold compile, one warm-up call, then synchronized",
-        "iterations; prints device and host time (median, IQR) and the output's error against",
-        "float64 with a PASS/FAIL verdict. Usage:",
+        textwrap.fill(f"Needs only torch and the compiler under test "
+                      f"({report.investigation.backend}, reached through the backend module "
+                      "embedded below). One cold compile, one warm-up call, then synchronized "
+                      "iterations; prints host time and, where the compiler models a device, "
+                      "device time (median, IQR), and the output's error against float64 "
+                      "with a PASS/FAIL verdict. Usage:", 96),
         "",
         textwrap.indent(usage, "    "),
         "",
-        "--config good|bad applies the Config recorded at that commit exactly; --set FIELD=VALUE",
-        "overrides one field; --iterations N; --json prints one JSON document.",
+        "--config good|bad applies the settings recorded at that commit exactly; --set",
+        "NAME=VALUE overrides one; --iterations N; --json prints one JSON document.",
         "",
         textwrap.fill(f"When the report was written, on {program}: "
                       + expected_summary(report) + ".", 96),
@@ -201,10 +229,11 @@ def reproducer_source(report: Report) -> str:
         f'"""{docstring_text(doc)}\n"""\n',
         imports,
         f"SETTINGS = {python_literal(settings(report))}\n",
+        backend_section(report.investigation.backend),
         program_section(report.investigation.source),
         body,
         'if __name__ == "__main__":',
-        "    sys.exit(main(sys.argv[1:], program, make_inputs, SETTINGS))",
+        "    sys.exit(main(sys.argv[1:], load_backend(), program, make_inputs, SETTINGS))",
         "",
     ]
     source = "\n".join(parts)

@@ -39,10 +39,9 @@ EXECUTOR = ("spyre_regress.executor", "dask", "distributed")
 NAMES_SPYRE_SIM = {"backends/spyre.py", "backends/inductor.py", "benchmarks/compile_work.py",
                    "benchmarks/prepare.py", "regressions/groundtruth/month.py",
                    "regressions/probing/emulated.py", "spyre_regress/example.py"}
-# Still naming it until they go through the backend interface (a second compiler under test,
-# Inductor, needs them to): this set only shrinks. A module that stops naming spyre_sim
-# leaves it; one that starts fails the test.
-NAMES_SPYRE_SIM_FOR_NOW = {"regressions/probing/harness.py"}
+# Still naming it until they go through the backend interface: none is left (the reproducer's
+# harness was the last). A module that starts naming spyre_sim fails the test.
+NAMES_SPYRE_SIM_FOR_NOW: set[str] = set()
 # Where a metric's kind may be compared as a string: the table and the codec that reads it.
 KIND_STRINGS_ALLOWED = {"regressions/metrics.py", "regressions/codec.py"}
 

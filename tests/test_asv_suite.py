@@ -236,15 +236,16 @@ def test_the_suite_imports_what_a_first_compile_would_and_still_forks_with_one_t
 def test_max_rel_is_defined_once_the_benchmarks_and_the_reports_agree():
     """The numerics benchmark's max rel (`track_max_rel_error`) and the reports' (the
     reproducer harness, regressions/probing/harness.py) are one quantity with one value."""
+    from backends import spyre
     from regressions import metrics
     from regressions.probing import harness
 
     width = workloads.NUMERICS_WIDTHS["linear"]
     benchmark = bench_numerics.stage_errors("linear", 127, ["runtime"])["runtime"]
     program, inputs = workloads.build("linear", 127, width)
-    compiled = spyre_sim.compile(program, inputs)
+    compiled = spyre.compile(program, inputs)
     reported = harness.output_errors(compiled.run(*inputs).outputs[0],
-                                     *harness.baselines(compiled, inputs))
+                                     *compiled.baselines(*inputs))
     assert reported["max_abs"] == pytest.approx(benchmark["max_abs"], rel=1e-12)
     assert reported["max_rel"] == pytest.approx(benchmark["max_rel"], rel=1e-12)
     assert reported["max_rel"] < 2.0 ** -8  # not a per-element ratio near a zero output

@@ -12,12 +12,16 @@ import ast
 import dataclasses
 import io
 import json
+import os
 import re
+import subprocess
+import sys
 import tarfile
 from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 import spyre_sim
 from regressions.bisection.commits import BisectResult, Step
@@ -449,9 +453,12 @@ def test_reproducer_text_survives_hostile_names(tmp_path):
     tree = ast.parse(source)
     imported = {alias.name for node in ast.walk(tree)
                 if isinstance(node, (ast.Import, ast.ImportFrom)) for alias in node.names}
-    assert imported == {"argparse", "ctypes", "dataclasses", "gc", "json", "math", "mmap",
-                        "os", "platform", "shutil", "statistics", "subprocess", "sys",
-                        "tempfile", "time", "warnings", "torch", "spyre_sim"}
+    # the compiler is reached through the embedded backend module (BACKEND_SOURCE), never
+    # imported by the reproducer's own code
+    assert imported == {"argparse", "contextlib", "ctypes", "gc", "importlib.util", "json",
+                        "math", "mmap", "os", "platform", "shutil", "statistics", "subprocess",
+                        "sys", "tempfile", "time", "warnings", "torch"}
+    assert "BACKEND_SOURCE = r" + "'''" in source and "import spyre_sim" in source
     assert not any(isinstance(node, ast.Attribute) and node.attr == "system"
                    for node in ast.walk(tree))  # the hostile name stayed text
     assert 'quote "\\"\\" and \\\\ backslash' in source  # inside the docstring, as text
@@ -481,13 +488,63 @@ def test_reproducer_usage_quotes_the_workaround_for_the_shell(tmp_path):
 
 
 def test_harness_reads_configs_recorded_by_another_build():
+    from backends import spyre
+
     recorded = {**spyre_sim.Config().to_dict(), "future_knob": 3}
     recorded["device"] = {**recorded["device"], "future_param": 1.0}
-    config, dropped = harness.config_for(recorded, {"fusion": False})
+    values, dropped = harness.settings_for(spyre, recorded, {"fusion": False})
     assert dropped == ["future_knob", "device.future_param"]
-    assert config.fusion is False
-    with pytest.raises(SystemExit, match="no field 'fusoin'"):
-        harness.config_for(recorded, {"fusoin": False})
+    assert spyre.config(values).fusion is False
+    assert spyre.config(values).device == spyre_sim.Config().device
+    with pytest.raises(SystemExit, match="spyre_sim has no setting 'fusoin'"):
+        harness.settings_for(spyre, recorded, {"fusoin": False})
+
+
+def _run_isolated(folder: Path, *args: str) -> subprocess.CompletedProcess:
+    """reproducer.py in a fresh interpreter in which `import spyre_sim` fails: what a
+    maintainer of another compiler has (torch, no spyre-regress, no simulator)."""
+    blocked = folder / "blocked" / "spyre_sim"
+    blocked.mkdir(parents=True, exist_ok=True)
+    (blocked / "__init__.py").write_text("raise ImportError('no spyre_sim here')\n")
+    environment = {key: value for key, value in os.environ.items()
+                   if key in ("PATH", "HOME", "LANG", "TMPDIR")}
+    environment.update(PYTHONPATH=str(blocked.parent),
+                       TORCHINDUCTOR_CACHE_DIR=str(folder / "inductor-cache"))
+    return subprocess.run([sys.executable, "reproducer.py", *args], cwd=folder,
+                          env=environment, capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.slow
+def test_an_inductor_reproducer_runs_with_torch_alone(tmp_path):
+    """An investigation measured through the Inductor backend embeds backends/inductor.py,
+    applies the recorded Inductor settings (dropping a knob this torch lacks) and times the
+    compiled CPU code on the host clock, with no simulator importable."""
+    from backends import inductor
+
+    found = synthetic_investigation(tmp_path)
+    recorded = json.loads(json.dumps(inductor.settings()))
+    timing = dataclasses.replace(
+        found.timing, good=dataclasses.replace(found.timing.good, config=recorded),
+        bad=dataclasses.replace(found.timing.bad, config={**recorded, "max_fusion_size": 1,
+                                                          "future_knob": 3}))
+    found = dataclasses.replace(found, timing=timing, backend="inductor")
+    (tmp_path / "reproducer.py").write_text(
+        reproducer.reproducer_source(build_report(found, "inductor")))
+
+    done = _run_isolated(tmp_path, "--json", "--iterations", "5", "--compile-repeats", "1")
+    assert done.returncode == 0, done.stderr
+    outcome = json.loads(done.stdout)
+    assert outcome["build"]["backend"] == "inductor"
+    assert outcome["build"]["versions"]["torch"] == torch.__version__
+    assert outcome["dropped"] == ["future_knob"]
+    assert outcome["device_us"] is None and outcome["host_s"]["n"] == 5
+    assert outcome["kernels"] == []
+    assert set(inductor.STAGES) < set(outcome["compile_s"])
+    # float32 code against float64: far inside the tolerance, unlike a 16-bit format
+    assert outcome["correctness"]["max_rel"] < 1e-5
+    refused = _run_isolated(tmp_path, "--set", "max_fusoin_size=2", "--iterations", "1")
+    assert refused.returncode != 0
+    assert "inductor has no setting 'max_fusoin_size'" in refused.stderr
 
 
 def test_kernels_csv_has_one_row_per_kernel(tmp_path):

@@ -47,6 +47,7 @@ class History(Protocol):
 class Prober(Protocol):
     """Measurements inside one build of the compiler (the probe commands of probe.py)."""
 
+    backend: str  # the compiler under test's backend (backends.interface.MODULES)
     def bench(self, commit: str, target: Target, samples: int | None = None
               ) -> Measurement: ...  # one run; at least `samples` samples when given
     def stages(self, commits: Sequence[str], target: Target,
@@ -350,7 +351,8 @@ class Investigator:
         return model.Investigation(
             model.INVESTIGATION_VERSION, alert, target, commits, result, confirmed, report,
             workaround, minimized, source, model.timing(program, runs["good"], runs["bad"]),
-            {side: str(path) if path.is_file() else None for side, path in traces.items()})
+            {side: str(path) if path.is_file() else None for side, path in traces.items()},
+            backend=self.prober.backend)
 
 
 def confirm(result: BisectResult, parent: str, culprit: str, target: Target,

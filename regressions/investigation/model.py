@@ -272,6 +272,7 @@ class Investigation:
     timing: Timing
     traces: Mapping[str, str | None]
     related: tuple[Related, ...] = ()  # the same culprit's other alerts
+    backend: str = "spyre_sim"  # the compiler measured (backends.interface.MODULES)
 
     @property
     def symptoms(self) -> tuple[Alert, ...]:

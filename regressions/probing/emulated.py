@@ -106,6 +106,8 @@ class InProcessProber:
     """The probe commands, run here on `source` (a module defining program and make_inputs)
     while the commit's build is active."""
 
+    backend = "spyre_sim"  # the emulated builds patch this tree's spyre_sim
+
     def __init__(self, history: ListHistory, source: str, work_dir: Path,
                  samples: int = 20) -> None:
         self.history, self.source, self.samples = history, source, samples

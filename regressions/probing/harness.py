@@ -2,17 +2,19 @@
 
 Probes load this file by path (`regressions.probing.suite.harness_path`) inside the commit under
 test, and `reports.reproducer` copies the code between the two marker comments into each
-reproducer, after the program and its SETTINGS. So the code imports only the standard library,
-torch and spyre_sim, takes everything it needs as arguments, and must run against old builds
-of spyre_sim as well as new ones (a Config field one build lacks is dropped and reported,
-never fatal). A reproducer run with the recorded Config repeats the report's numbers: one cold
-compile, one warm-up call, then synchronized iterations (each call returns when the simulated
-device is done).
+reproducer, after the program, its SETTINGS and the compiler's backend module
+(`backends/`, embedded as text). So the code imports only the standard library and torch,
+reaches the compiler under test only through the backend interface (`backends.interface`),
+takes everything it needs as arguments, and must run against old builds as well as new ones
+(a setting one build lacks is dropped and reported, never fatal). A reproducer run with the
+recorded settings repeats the report's numbers: one cold compile, one warm-up call, then
+synchronized iterations (each call returns when the compiled code is done: on spyre_sim, the
+simulated device).
 """
 
 # --- reproducer harness begins ---
 import argparse
-import dataclasses
+import contextlib
 import gc
 import json
 import math
@@ -27,43 +29,22 @@ import warnings
 
 import torch
 
-import spyre_sim
-
-REPRODUCER_OUTPUT_VERSION = 1
+REPRODUCER_OUTPUT_VERSION = 2
 
 
-def config_for(recorded, overrides):
-    """This build's Config from a recorded `Config.to_dict()`, plus `--set` overrides.
+def settings_for(backend, recorded, overrides):
+    """This build's settings from recorded ones, plus `--set` overrides.
 
-    Returns (config, dropped): fields this build does not know are dropped, so a Config
-    recorded at the bad commit still runs on the good one.
+    Returns (values, dropped): names this build's compiler does not know are dropped, so
+    settings recorded at the bad commit still run on the good one.
     """
-    known = {f.name for f in dataclasses.fields(spyre_sim.Config)}
-    values = {k: v for k, v in recorded.items() if k in known}
-    dropped = sorted(set(recorded) - known)
-    device = values.get("device")
-    if isinstance(device, dict) and hasattr(spyre_sim, "DeviceParams"):
-        device_known = {f.name for f in dataclasses.fields(spyre_sim.DeviceParams)}
-        dropped += sorted(f"device.{k}" for k in set(device) - device_known)
-        values["device"] = {k: v for k, v in device.items() if k in device_known}
+    values, dropped = backend.known_settings(recorded)
     for name, value in overrides.items():
-        if name not in known:
-            raise SystemExit(f"--set {name}=...: this build's Config has no field {name!r}; "
-                             f"known: {sorted(known)}")
+        if backend.known_settings({name: value})[1]:
+            raise SystemExit(f"--set {name}=...: this build's {backend.NAME} has no setting "
+                             f"{name!r}; known: {sorted(backend.settings())}")
         values[name] = value
-    if hasattr(spyre_sim.Config, "from_dict"):
-        return spyre_sim.Config.from_dict(values), dropped
-    values.pop("device", None)
-    values.pop("knob_scope", None)
-    return spyre_sim.Config(**values), dropped
-
-
-def baselines(compiled, inputs):
-    """float64, eager in the device's 16-bit format and eager IEEE fp16: the program's first
-    output run eagerly, every op rounded (DLFloat16 where this build has it)."""
-    device_format = getattr(spyre_sim, "dlfloat16", torch.float16)
-    return tuple(compiled.reference(*inputs, **kwargs)[0] for kwargs in (
-        {}, {"dtype": device_format}, {"dtype": torch.float16}))
+    return values, dropped
 
 
 def output_errors(output, reference, eager, eager_fp16=None):
@@ -114,28 +95,30 @@ def summarize(values):
             "min": min(values), "max": max(values)}
 
 
-def measure(program, inputs, config, iterations, compile_repeats):
+def measure(backend, program, inputs, values, iterations, compile_repeats):
     """Cold compiles, a warm-up call, `iterations` synchronized calls, and the errors."""
     compiles = []
     for _ in range(max(1, compile_repeats)):
         start = time.perf_counter()
-        compiled = spyre_sim.compile(program, inputs, config)
-        compiles.append({**compiled.compile_times, "total": time.perf_counter() - start})
+        compiled = backend.compile(program, inputs, values)
+        took = time.perf_counter() - start
+        compiles.append({**{k: v for k, v in compiled.compile_s.items() if k != "total"},
+                         "total": took})
     first = compiled.run(*inputs)  # uploads the weights, as the probe's warm-up does
     host, device = [], []
     for _ in range(iterations):
         start = time.perf_counter()
-        result = compiled.run(*inputs)  # returns once the simulated device is done
+        result = compiled.run(*inputs)  # returns once the compiled code is done
         host.append(time.perf_counter() - start)
-        device.append(result.device_time_us)
+        if result.device_us is not None:
+            device.append(result.device_us)
     return {"host_s": host, "device_us": device,
-            "errors": output_errors(first.outputs[0], *baselines(compiled, inputs)),
-            "nonfinite": (first.nonfinite.describe()
-                          if getattr(first, "nonfinite", None) is not None else None),
+            "errors": output_errors(first.outputs[0], *compiled.baselines(*inputs)),
+            "nonfinite": first.nonfinite,
             "compile_s": {stage: statistics.median(c[stage] for c in compiles)
                           for stage in compiles[0]},
-            "kernels": [{"name": k.name, "time_us": k.time_us, "bound": k.bound,
-                         "cores": k.cores} for k in first.kernels]}
+            "kernels": [{"name": name, "time_us": time_us, "bound": bound, "cores": cores}
+                        for name, time_us, bound, cores in first.kernels]}
 
 
 def parse_value(text):
@@ -147,8 +130,8 @@ def parse_value(text):
 
 
 def compile_line(compile_s):
-    """Per-stage compile times, then the whole call: its "total" times all of
-    spyre_sim.compile, of which the stages are a part. The rest is outside the stage timers:
+    """Per-stage compile times, then the whole call: its "total" times all of the
+    backend's compile, of which the stages are a part. The rest is outside the stage timers:
     Dynamo's cache reset, which in a process's first compile also pays torch's lazy imports
     and first-use initialisation (7.2 s of an 11.0 s first compile of mlp at seq 127, width
     1024 on a loaded 2-core machine; 0.3 ms in the compiles after it)."""
@@ -157,19 +140,19 @@ def compile_line(compile_s):
             + ", ".join(f"{k} {v:.4f}" for k, v in stages.items()))
     if "total" in compile_s:
         line += (f"; the stages sum to {sum(stages.values()):.4f}, the whole "
-                 f"spyre_sim.compile call took {compile_s['total']:.4f} (the rest is "
-                 "Dynamo's cache reset: in a process's first compile it also pays torch's "
-                 "lazy imports)")
+                 f"compile call took {compile_s['total']:.4f} (the rest is outside the stages' "
+                 "timers: in a process's first compile it also pays torch's lazy imports)")
     return line
 
 
 def describe(outcome, settings):
     device, host = outcome["device_us"], outcome["host_s"]
     correctness = outcome["correctness"]
+    build = outcome["build"]
+    versions = ", ".join(f"{k} {v}" for k, v in build["versions"].items())
     lines = [
-        f"spyre_sim {outcome['build']['spyre_sim']} from {outcome['build']['path']} "
-        f"(torch {outcome['build']['torch']}, python {outcome['build']['python']})",
-        f"config: recorded '{outcome['config']}'" + "".join(
+        f"{build['backend']} from {build['path']} ({versions}, python {build['python']})",
+        f"settings: recorded '{outcome['config']}'" + "".join(
             f", {k}={v!r}" for k, v in outcome["overrides"].items())
         + (f"; dropped (unknown to this build): {', '.join(outcome['dropped'])}"
            if outcome["dropped"] else ""),
@@ -180,9 +163,10 @@ def describe(outcome, settings):
           if outcome.get("compile_instructions") else
           [f"compile instructions: {outcome['compile_instructions_note']}"]
           if "compile_instructions" in outcome else []),
-        f"device time: median {device['median']:.2f} us, IQR {device['q1']:.2f}-"
-        f"{device['q3']:.2f} us, geomean {device['geomean']:.2f} us (n={device['n']})",
-        f"host time:   median {host['median'] * 1e3:.3f} ms, IQR {host['q1'] * 1e3:.3f}-"
+        *([f"device time: median {device['median']:.2f} us, IQR {device['q1']:.2f}-"
+           f"{device['q3']:.2f} us, geomean {device['geomean']:.2f} us (n={device['n']})"]
+          if device else []),
+    f"host time:   median {host['median'] * 1e3:.3f} ms, IQR {host['q1'] * 1e3:.3f}-"
         f"{host['q3'] * 1e3:.3f} ms (n={host['n']})",
         "correctness vs float64: " + ", ".join(
             f"{k} {correctness[k]:.3g}" for k in ("max_abs", "max_rel", "rmse", "rmse_ratio"))
@@ -224,35 +208,39 @@ def start_instrumentation():
     function((ctypes.c_uint64 * 6)(CALLGRIND_START_INSTRUMENTATION, 0, 0, 0, 0, 0))
 
 
-def counted_compile(program, inputs, config):
-    """Under callgrind: one discarded compile (lazy imports, first-use init), then each stage
-    with collection on and its count dumped, as torch.utils.benchmark collects callgrind. The
-    cyclic collector is off inside a stage: a collection costs in proportion to the heap.
-    Instrumentation starts after the discarded compile where it can: the imports then run at
-    native speed, and the counted regions are the same (one attention reproducer: 43 s
-    instead of 103 s, every stage's count within 0.61% of counting from the start)."""
-    spyre_sim.compile(program, inputs, config)
+def counted_compile(backend, program, inputs, values):
+    """Under callgrind: one discarded compile (lazy imports, first-use init), then the
+    backend's regions (spyre_sim: each stage) with collection on and each count dumped, as
+    torch.utils.benchmark collects callgrind. The cyclic collector is off inside a region: a
+    collection costs in proportion to the heap. Instrumentation starts after the discarded
+    compile where it can: the imports then run at native speed, and the counted regions are
+    the same (one attention reproducer on spyre_sim: 43 s instead of 103 s, every stage's
+    count within 0.61% of counting from the start)."""
+    backend.compile(program, inputs, values)
     if can_start_instrumentation():
         start_instrumentation()
-    torch._dynamo.reset()
-    gc.collect()
-    gc.disable()
-    torch._C._valgrind_toggle()
-    artifacts = list(spyre_sim.capture(program, inputs).graphs)
-    torch._C._valgrind_toggle_and_dump_stats()
-    for stage in spyre_sim.STAGES[1:]:
+
+    @contextlib.contextmanager
+    def region(name):
         gc.enable()
         gc.collect()
         gc.disable()
         torch._C._valgrind_toggle()
-        artifacts = [spyre_sim.run_stage(stage, artifact, config) for artifact in artifacts]
-        torch._C._valgrind_toggle_and_dump_stats()
-    gc.enable()
+        try:
+            yield
+        finally:
+            torch._C._valgrind_toggle_and_dump_stats()
+
+    try:
+        backend.compile_in_regions(program, inputs, values, region)
+    finally:
+        gc.enable()
 
 
-def compile_instructions(argv):
-    """Instructions per compile stage: this script again under valgrind's callgrind, or a
-    line saying why not. Counts repeat across runs (unlike a clock) with a pinned hash seed."""
+def compile_instructions(backend, argv):
+    """Instructions per compile region (spyre_sim: per stage): this script again under
+    valgrind's callgrind, or a line saying why not. Counts repeat across runs (unlike a clock)
+    with a pinned hash seed."""
     valgrind = shutil.which("valgrind")
     if valgrind is None:
         return None, "valgrind is not installed (Debian/Ubuntu: apt-get install valgrind)"
@@ -268,30 +256,30 @@ def compile_instructions(argv):
             return None, f"the counted run failed (exit {done.returncode})"
         counts = {}
         try:
-            for index, stage in enumerate(spyre_sim.STAGES, 1):
+            for index, name in enumerate(backend.WORK_REGIONS, 1):
                 with open(f"{out}.{index}") as dump:
                     totals = [line.split()[1] for line in dump
                               if line.startswith(("totals:", "summary:"))]
-                counts[stage] = int(totals[0])
+                counts[name] = int(totals[0])
         except (OSError, IndexError, ValueError) as error:
             return None, f"callgrind's counts could not be read ({error})"
         return counts, ""
 
 
-def main(argv, program, make_inputs, settings):
+def main(argv, backend, program, make_inputs, settings):
     parser = argparse.ArgumentParser(
         description="Reproduce the regression: run once with each build and compare.")
     parser.add_argument("--config", choices=sorted(settings["configs"]),
                         default=settings["default_config"],
-                        help="which recorded Config to apply (default: %(default)s)")
+                        help="which recorded settings to apply (default: %(default)s)")
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
-                        help="override one Config field, e.g. a workaround knob")
+                        help="override one setting, e.g. a workaround knob")
     parser.add_argument("--iterations", type=int, default=settings["iterations"])
     parser.add_argument("--compile-repeats", type=int, default=settings["compile_repeats"])
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     parser.add_argument("--instructions", action="store_true",
-                        help="also count instructions per compile stage under valgrind "
-                             "(callgrind; under a minute)")
+                        help="also count the compile's instructions under valgrind "
+                             "(callgrind; per stage where the compiler has seams)")
     parser.add_argument("--count-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     overrides = {}
@@ -303,27 +291,27 @@ def main(argv, program, make_inputs, settings):
     warnings.filterwarnings("ignore", message="spyre_sim: (float32|int64) tensors")
     torch.manual_seed(settings["seed"])
     inputs = make_inputs()
-    config, dropped = config_for(settings["configs"][args.config], overrides)
+    values, dropped = settings_for(backend, settings["configs"][args.config], overrides)
     if args.count_child:
-        counted_compile(program, inputs, config)
+        counted_compile(backend, program, inputs, values)
         return 0
-    measured = measure(program, inputs, config, args.iterations, args.compile_repeats)
+    measured = measure(backend, program, inputs, values, args.iterations,
+                       args.compile_repeats)
     reasons = failures(measured["errors"], settings["tolerance"])
     outcome = {
         "version": REPRODUCER_OUTPUT_VERSION,
-        "build": {"spyre_sim": getattr(spyre_sim, "__version__", "unknown"),
-                  "path": spyre_sim.__file__, "torch": torch.__version__,
-                  "python": sys.version.split()[0]},
+        "build": {"backend": backend.NAME, "versions": backend.environment(),
+                  "path": backend.build_path(), "python": sys.version.split()[0]},
         "config": args.config, "overrides": overrides, "dropped": dropped,
         "compile_s": measured["compile_s"],
-        "device_us": summarize(measured["device_us"]),
+        "device_us": summarize(measured["device_us"]) if measured["device_us"] else None,
         "host_s": summarize(measured["host_s"]),
         "correctness": {**measured["errors"], "pass": not reasons, "reasons": reasons},
         "kernels": measured["kernels"],
     }
     if args.instructions:
-        counts, why = compile_instructions([a for a in argv if a not in ("--json",
-                                                                            "--instructions")])
+        counts, why = compile_instructions(
+            backend, [a for a in argv if a not in ("--json", "--instructions")])
         outcome["compile_instructions"] = counts
         outcome["compile_instructions_note"] = why
     print(json.dumps(outcome, indent=1) if args.json else describe(outcome, settings))
