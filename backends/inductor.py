@@ -28,11 +28,21 @@ not a stage's result.
 The module is also a backend (`backends.interface`): `compile`, `reference`, `capture`,
 `knobs` and `environment` at module level. Inductor's CPU code has no device clock: a run
 reports the host's seconds only (`DEVICE_CLOCK`).
+
+An Inductor-based project (torch-spyre is one) puts its own module in `compile_fx`'s place:
+`COMPILER` names it (the repository's catalogue says which; the probe and the reproducer set
+it). Such a module has `CONFIG`, its `torch._inductor.config` defaults, and
+`compile_graph(graph_module, example_inputs)`, Inductor's `compile_fx` with its own
+decompositions and passes under whatever config the caller set. Every compile here applies
+`CONFIG`, then the knob values under test, then calls `compile_graph`: so a knob the project
+sets can still be tried the other way, and the captures show what the project's changes do
+to Inductor's stages.
 """
 
 from __future__ import annotations
 
 import copy
+import importlib
 import re
 import tempfile
 import time
@@ -45,8 +55,12 @@ from typing import Any
 import torch
 
 NAME = "inductor"
+# The module of an Inductor-based project that takes `compile_fx`'s place (see the module
+# text); None: Inductor itself.
+COMPILER: str | None = None
 STAGES = ("dynamo", "aot", "post_grad", "pre_fusion", "fusion", "codegen")
 DEVICE_CLOCK = False
+SCOPES_KNOBS = False  # a config switch applies to the whole compile
 # A real clock: no simulated noise to switch off or to draw afresh.
 QUIET: dict[str, Any] = {}
 INDEPENDENT: dict[str, Any] = {}
@@ -246,6 +260,20 @@ def _timer_counts() -> dict[str, int]:
     return {name: len(times) for name, times in compilation_time_metrics.items()}
 
 
+def project_defaults() -> dict[str, Any]:
+    """The project's `torch._inductor.config` defaults (`COMPILER`'s `CONFIG`); none for
+    Inductor itself."""
+    return dict(getattr(importlib.import_module(COMPILER), "CONFIG", {})) if COMPILER else {}
+
+
+def graph_compiler() -> Callable:
+    """What compiles one Dynamo graph: the project's `compile_graph`, or `compile_fx`."""
+    if COMPILER:
+        return importlib.import_module(COMPILER).compile_graph
+    from torch._inductor.compile_fx import compile_fx
+    return compile_fx
+
+
 def compile_traced(fn_or_module: Callable, example_inputs: Sequence[Any], trace_dir: Path,
                    inductor_config: Mapping[str, Any] | None = None
                    ) -> Traced:
@@ -254,20 +282,21 @@ def compile_traced(fn_or_module: Callable, example_inputs: Sequence[Any], trace_
     `inductor_config` patches `torch._inductor.config` on top (a knob under test)."""
     from torch._dynamo.utils import compilation_time_metrics
     from torch._inductor import config
-    from torch._inductor.compile_fx import compile_fx
 
+    compile_graph = graph_compiler()
     graphs: list[TracedGraph] = []
     root = trace_dir / "torchinductor"
 
     def backend(gm: torch.fx.GraphModule, inputs: list) -> Callable:
         dynamo = gm.print_readable(print_output=False)
         before = _folders(root)
-        compiled = compile_fx(gm, inputs)
+        compiled = compile_graph(gm, inputs)
         written = sorted(_folders(root) - before, key=natural_key)
         graphs.append(TracedGraph(dynamo, tuple((n, _read_folder(root / n)) for n in written)))
         return compiled
 
-    patches = {**CAPTURE_CONFIG, "trace.debug_dir": str(trace_dir), **(inductor_config or {})}
+    patches = {**CAPTURE_CONFIG, "trace.debug_dir": str(trace_dir), **project_defaults(),
+               **known_settings(inductor_config or {})[0]}
     torch._dynamo.reset()
     timers, breaks = _timer_counts(), _graph_breaks()
     try:
@@ -292,7 +321,8 @@ def capture(fn_or_module: Callable, example_inputs: Sequence[Any],
 
     with tempfile.TemporaryDirectory(prefix="inductor-trace-") as trace_dir:
         traced = compile_traced(fn_or_module, example_inputs, Path(trace_dir), inductor_config)
-    summary = {"backend": "inductor", "torch": torch.__version__, "graphs": len(traced.graphs),
+    summary = {"backend": "inductor", "compiler": COMPILER or "compile_fx",
+               "torch": torch.__version__, "graphs": len(traced.graphs),
                "graph_breaks": traced.graph_breaks,
                "inductor_config": dict(sorted((inductor_config or {}).items()))}
     return debug_capture.write(Path(out_dir), STAGES, stage_texts(traced.graphs), traced.wall_s,
@@ -317,8 +347,12 @@ KNOB_TABLE: tuple[tuple[str, str, tuple[Any, ...]], ...] = (
     ("cpp.simdlen", "codegen", (None, 1)),
     ("cpp.min_chunk_size", "codegen", (512, 1)),
 )
-# Compiles measured cold, as the capture's: a cache hit would skip the stages being timed.
-NO_CACHE = {k: v for k, v in CAPTURE_CONFIG.items() if k != "trace.enabled"}
+# Compiles measured cold: a hit in the FX graph cache would skip the stages being timed. The
+# C++ kernel cache stays on (unlike a capture's `force_disable_caches`): it is keyed by the
+# kernel's source, so a hit skips only the C++ build of a kernel already built, and compile
+# time measures Inductor's own work, not the C++ compiler's.
+NO_CACHE = {k: v for k, v in CAPTURE_CONFIG.items()
+            if k not in ("trace.enabled", "force_disable_caches")}
 
 
 @dataclass(frozen=True)
@@ -374,24 +408,27 @@ class Compiled:
 def knobs() -> list[Knob]:
     from torch._inductor import config
 
-    defaults = config.get_config_copy()
+    defaults = {**config.get_config_copy(), **project_defaults()}
     return [Knob(name, stage, choices, defaults[name]) for name, stage, choices in KNOB_TABLE
             if name in defaults]
 
 
 def compile(program: Callable, inputs: Sequence[Any],
             values: Mapping[str, Any] | None = None) -> Compiled:
-    """A cold Inductor compile of `program` (no cache, static shapes, inference), with
-    `values` patched into `torch._inductor.config`; Inductor compiles on the first call,
-    which this makes."""
+    """A cold Inductor compile of `program` (no FX graph cache, static shapes, inference),
+    with the project's defaults and then `values` patched into `torch._inductor.config`
+    (entries this torch's config lacks, such as spyre_sim's `numerics`, are ignored, as
+    spyre_sim's backend ignores Config fields a build lacks); Inductor compiles on the first
+    call, which this makes."""
     from torch._dynamo.utils import compilation_time_metrics
     from torch._inductor import config
 
     torch._dynamo.reset()
     timers = _timer_counts()
-    function = torch.compile(program, backend="inductor", dynamic=False)
+    function = torch.compile(program, backend=graph_compiler(), dynamic=False)
+    patches = {**NO_CACHE, **project_defaults(), **known_settings(values or {})[0]}
     start = time.perf_counter()
-    with config.patch({**NO_CACHE, **(values or {})}), torch.no_grad():
+    with config.patch(patches), torch.no_grad():
         function(*inputs)
     total = time.perf_counter() - start
     return Compiled(program, function, {**stage_wall_s(timers, compilation_time_metrics),
@@ -412,12 +449,12 @@ def reference(program: Callable, inputs: Sequence[Any]) -> tuple[Any, ...]:
 
 
 def graph(program: Callable, inputs: Sequence[Any]) -> tuple[Any, list[Any]]:
-    """The ATen graph Inductor receives (AOT Autograd's forward with Inductor's
-    decompositions, the first graph Dynamo traced) and real example inputs in its
-    placeholders' order (any parameters Dynamo did not lift first, as AOT Autograd lifts
-    them): what the minimizer cuts down."""
+    """The ATen graph Inductor starts from (AOT Autograd's forward of the first graph Dynamo
+    traced, before any decomposition: each build compiling a candidate applies its own table,
+    so a decomposition a commit changes still shows on the minimizer's candidates) and real
+    example inputs in its placeholders' order (any parameters Dynamo did not lift first, as
+    AOT Autograd lifts them): what the minimizer cuts down."""
     from torch._functorch.aot_autograd import aot_module_simplified
-    from torch._inductor.decomposition import select_decomp_table
 
     graphs: list[tuple[Any, list[Any]]] = []
 
@@ -429,8 +466,7 @@ def graph(program: Callable, inputs: Sequence[Any]) -> tuple[Any, list[Any]]:
         def forward(module: torch.fx.GraphModule, _: list) -> Callable:
             graphs.append((module, real))
             return module
-        return aot_module_simplified(gm, example_inputs, fw_compiler=forward,
-                                     decompositions=select_decomp_table())
+        return aot_module_simplified(gm, example_inputs, fw_compiler=forward)
 
     torch._dynamo.reset()
     try:
@@ -442,22 +478,30 @@ def graph(program: Callable, inputs: Sequence[Any]) -> tuple[Any, list[Any]]:
 
 
 def settings(values: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Every knob of `KNOB_TABLE` as a compile with `values` sets it (this torch's default
-    where `values` leaves it), then any other config `values` patch."""
-    return {**{knob.name: knob.default for knob in knobs()}, **dict(values or {})}
+    """Every knob of `KNOB_TABLE` as a compile with `values` sets it (the project's default,
+    else this torch's, where `values` leaves it), then the project's other defaults and any
+    other config entry `values` patch."""
+    return {**{knob.name: knob.default for knob in knobs()}, **project_defaults(),
+            **known_settings(values or {})[0]}
 
 
 def environment() -> dict[str, str]:
     """What the generated code depends on besides the program: torch (Inductor ships in it),
     Python and the CPU architecture its C++ is vectorized for."""
     import platform
-    return {"torch": torch.__version__, "python": platform.python_version(),
-            "machine": platform.machine()}
+    found = {"torch": torch.__version__, "python": platform.python_version(),
+             "machine": platform.machine()}
+    if COMPILER:
+        package = importlib.import_module(COMPILER.split(".")[0])
+        found["compiler"] = f"{COMPILER} {getattr(package, '__version__', 'unknown')}"
+    return found
 
 
 def build_path() -> str:
-    """Where this process imported torch (and so Inductor) from."""
-    return str(Path(torch.__file__).parent)
+    """Where this process imported the compiler from: the project's module (the checkout
+    under test), else torch (and so Inductor)."""
+    module = importlib.import_module(COMPILER) if COMPILER else torch
+    return str(Path(module.__file__).parent)
 
 
 def known_settings(values: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:

@@ -8,6 +8,8 @@ the names are; `tests/test_backends.py` holds both implementations to them on on
 
 - `NAME`, `STAGES` (pipeline order), `DEVICE_CLOCK` (whether a run reports device time, or
   only the host's clock, as Inductor's CPU code does);
+- `SCOPES_KNOBS`: whether a knob can be limited to its first n applications (spyre_sim's
+  `Config.knob_scope`); where not, the knob probe skips that narrowing;
 - `QUIET` and `INDEPENDENT`: config values for a noise-free measurement and for samples
   whose noise is drawn afresh per compile (a simulator's; empty for a real clock);
 - `knobs()`: the compiler's decisions that can be switched, each with the stage that makes it
@@ -92,6 +94,7 @@ class Backend(Protocol):
     NAME: str
     STAGES: tuple[str, ...]
     DEVICE_CLOCK: bool
+    SCOPES_KNOBS: bool
     QUIET: Mapping[str, Any]
     INDEPENDENT: Mapping[str, Any]
 

@@ -22,6 +22,9 @@ import spyre_sim
 NAME = "spyre_sim"
 STAGES: tuple[str, ...] = tuple(spyre_sim.STAGES)
 DEVICE_CLOCK = True  # the timing model's device time, per call
+# A knob can be limited to its first n applications (`Config.knob_scope`), each logged as a
+# `decision <knob>#<n>` line: the knob probe names the application that matters.
+SCOPES_KNOBS = True
 # The timing model's run-to-run noise: off for a noise-free measurement (a knob's effect, a
 # minimization's ratio), and drawn afresh per compile for samples that must be independent.
 QUIET: dict[str, Any] = {"noise_cv": 0.0}

@@ -28,7 +28,7 @@ Section = Literal["timing", "correctness", "evidence"]
 Width = Literal["workload_default", "stage_width", "numerics_width"]
 # The stage-probe figure that is the good build's value of the metric (what a knob must
 # bring the bad build back to); None: no knob probe measures it.
-KnobBaseline = Literal["device_clock", "stage_clock", "runtime_error"]
+KnobBaseline = Literal["device_clock", "stage_clock", "runtime_error", "host_clock"]
 # How a figure is shown: device time in us, other times in ms or s, counts in millions of
 # instructions, errors with what they are, anything else as a number with its unit.
 Display = Literal["us", "ms", "instructions", "error", "value"]
@@ -105,6 +105,9 @@ METRICS: tuple[Metric, ...] = (
     Metric("host_time", r"HostTime\.", "host wall time", "s", 0.10, probe="host_time",
            probe_unit="s", clock="wall time", display="ms",
            sections=("timing", "correctness", "evidence"), with_numerics=True,
+           knob_baseline="host_clock",
+           knob_quantity="host wall time per warm call (median of 21; a clock: it moves "
+                         "with the machine's load)",
            timing_row="host"),
     # Cold compile CPU time: asv's default regressions_threshold (asv/config.py, 0.05).
     Metric("compile_time", r"^(bench_)?compile\.", "compile time", "s", 0.05,

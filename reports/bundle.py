@@ -30,7 +30,13 @@ from regressions.investigation import model
 from regressions.investigation.model import Investigation
 from reports import html, markdown, plots, reproducer, secrets
 from reports.analysis import config_differences
-from reports.narrative import Report, build_report, stages_plot_title, timing_plot_title
+from reports.narrative import (
+    Report,
+    build_report,
+    compiler_name,
+    stages_plot_title,
+    timing_plot_title,
+)
 
 BUNDLE_VERSION = 2
 ENVIRONMENT_VERSION = 1
@@ -272,13 +278,14 @@ def _archive(folder: Path) -> Path:
 
 
 def write_bundle(investigation: Investigation, out_dir: Path,
-                 repo_name: str = "spyre_sim") -> Path:
+                 repo_name: str | None = None) -> Path:
     """Write one alert's bundle: `<out_dir>/<name>/` and `<out_dir>/<name>.tar.gz`.
 
     Args:
         investigation: what the investigation found (regressions.investigation).
         out_dir: where the folder and the archive go; created if missing.
-        repo_name: the compiler's name in titles and instructions.
+        repo_name: the compiler's name in titles and instructions (default: the
+            investigation's, `narrative.compiler_name`).
 
     Returns:
         The bundle folder; the archive is the sibling `<folder>.tar.gz`. An existing bundle
@@ -288,7 +295,7 @@ def write_bundle(investigation: Investigation, out_dir: Path,
         SpyreRegressError: a trace cannot be read, or the folder exists and is not a
             bundle.
     """
-    name, files = bundle_files(investigation, repo_name)
+    name, files = bundle_files(investigation, repo_name or compiler_name(investigation))
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     folder = out_dir / name

@@ -22,6 +22,7 @@ from reports.narrative import (
     benchmark_program,
     confirmation_figure,
     error_value,
+    has_device_clock,
     interval,
     knob_quantity,
     metric_value,
@@ -91,8 +92,9 @@ def timing(found: Investigation) -> list[Figure]:
     timing = found.timing
     program = timing.program.describe()
     rows = [_timed(timing.device, program, "the simulator's device clock, run-to-run noise on "
-                                           "(reproducer.py's timing)"),
-            _timed(timing.host, program, "the host's wall clock (reproducer.py's timing)")]
+                                           "(reproducer.py's timing)")] \
+        if has_device_clock(timing) else []
+    rows.append(_timed(timing.host, program, "the host's wall clock (reproducer.py's timing)"))
     good, bad = (c.errors for c in timing.correctness)
     if good is not None and bad is not None:
         for error in ("rmse_ratio", "max_abs", "max_rel"):
@@ -111,7 +113,7 @@ def evidence(found: Investigation, kernels: KernelChanges) -> list[Figure]:
     stages, program = found.stages, benchmark_program(found).describe()
     rows = []
     device = stages.device_time_us or {}
-    if "good" in device and "bad" in device:
+    if device.get("good") is not None and device.get("bad") is not None:
         rows.append(Figure("noise-free simulated device time per call (kernels, launch gaps "
                            "and transfers)", program, "the simulator, noise off (stage probe)",
                            "one deterministic run", quantity(device["good"], "us"),

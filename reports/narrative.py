@@ -143,6 +143,20 @@ def confirmation_sentence(found: Investigation) -> str:
             f"({samples}): {confirmation_figure(c)}")
 
 
+def has_device_clock(timing: Timing) -> bool:
+    """Whether the compiler measured reads a device clock: False only when both builds ran
+    and neither gave a device time (Inductor's CPU code), so a failed build is still shown as
+    a device time "not measured"."""
+    return not (timing.good.ok and timing.bad.ok and not timing.good.device_us
+                and not timing.bad.device_us)
+
+
+def compiler_name(found: Investigation) -> str:
+    """The compiler a report is about, in titles and instructions: the repository's package
+    in the backend's compiler's place where there is one, else the backend."""
+    return found.compiler.split(".")[0] if found.compiler else found.backend
+
+
 def timing_sentence(timing: Timing, metric: metrics.Metric) -> str:
     """The synchronized iterations of the reproducer's program, bad against good."""
     device, program = timing.device, timing.program.describe()
@@ -154,6 +168,14 @@ def timing_sentence(timing: Timing, metric: metrics.Metric) -> str:
                 f"{good.rmse_ratio:.4g}× to {bad.rmse_ratio:.4g}× eager DLFloat16's (max abs "
                 f"error {good.max_abs:.4g} → {bad.max_abs:.4g}; fixed seeds, so these repeat "
                 "exactly)")
+    if not has_device_clock(timing):
+        host = timing.host
+        if host.ratio is None:
+            return f"on {program} the host time could not be compared"
+        return (f"on {program}, host wall time per call went from "
+                f"{host.good.median * 1e3:.3f} ms to {host.bad.median * 1e3:.3f} ms (medians "
+                f"of {host.good.n} and {host.bad.n} synchronized iterations): "
+                f"×{host.ratio:.3f}, {host.confidence:.0%} CI {interval(host.ci)}")
     if device.ratio is None:
         return f"on {program} the device time could not be compared (a build did not run)"
     return (f"on {program}, simulated device time per call went from "
@@ -343,8 +365,11 @@ def notes(found: Investigation) -> dict[str, str]:
                     "measure different things and differ accordingly."),
         "timing": (f"{timing.iterations} synchronized iterations per build after one warm-up "
                    f"call, on {timing.program.describe()} (the program reproducer.py embeds). "
-                   "Device time is the simulator's clock, host time the wall time of the "
-                   "call; bad / good is the ratio of geometric means with a Welch interval on "
+                   + ("Device time is the simulator's clock, host time the wall time of the "
+                      "call" if has_device_clock(timing) else
+                      "Host time is the wall time of the call (the compiler has no device "
+                      "clock)")
+                   + "; bad / good is the ratio of geometric means with a Welch interval on "
                    f"log times, p the {WELCH} behind that interval (so p < 0.05 exactly when "
                    "the 95% interval excludes 1). Samples in timing_samples.csv, ECDFs in "
                    "timing.png."),

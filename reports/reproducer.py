@@ -64,6 +64,8 @@ def backend_section(name: str) -> str:
             "    module = importlib.util.module_from_spec(spec)\n"
             "    sys.modules[spec.name] = module  # dataclasses look their module up\n"
             f"    exec(compile(BACKEND_SOURCE, '<backend {name}>', 'exec'), module.__dict__)\n"
+            "    if SETTINGS.get('compiler'):  # the project's module in the compiler's place\n"
+            "        module.COMPILER = SETTINGS['compiler']\n"
             "    return module\n")
 
 
@@ -188,6 +190,7 @@ def settings(report: Report) -> dict:
     recorded_bad = dict(timing.bad.config) or dict(timing.good.config)
     recorded_good = dict(timing.good.config) or recorded_bad
     return {"version": 2, "backend": report.investigation.backend,
+            "compiler": report.investigation.compiler,
             "configs": {"good": recorded_good, "bad": recorded_bad},
             "default_config": "bad", "seed": SEED, "iterations": timing.iterations or 100,
             "compile_repeats": report.metric.reproducer_compiles,

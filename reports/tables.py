@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 from regressions.investigation.model import Comparison, SampleSummary
 from reports.figures import figures as figures_of
-from reports.narrative import Report, interval, metric_value, quantity, short
+from reports.narrative import Report, has_device_clock, interval, metric_value, quantity, short
 
 
 class Table(NamedTuple):
@@ -56,13 +56,16 @@ def ratio(c: Comparison) -> str:
 
 def timing(report: Report) -> Table:
     rows = []
-    for c in (report.investigation.timing.device, report.investigation.timing.host):
+    timing = report.investigation.timing
+    series = (("device", timing.device), ("host", timing.host)) if has_device_clock(timing) \
+        else (("host", timing.host),)
+    for _, c in series:
         unit = "ms" if c.unit == "s" else c.unit
         rows.append((f"{c.name} ({unit})", _summary(c.good, c.unit), _summary(c.bad, c.unit),
                      ratio(c), number(c.pvalue, ".2g")))
     symptom = report.metric.timing_row
     return Table(("series", "good: median (IQR, n)", "bad: median (IQR, n)", "bad / good",
-                  "p (Welch)"), tuple(rows), (symptom == "device", symptom == "host"))
+                  "p (Welch)"), tuple(rows), tuple(clock == symptom for clock, _ in series))
 
 
 def correctness(report: Report) -> Table:
@@ -138,8 +141,11 @@ def environment_rows(environment: dict) -> Table:
     cpu = environment.get("cpu") or {}
     rows = [("python", str(environment.get("python", ""))),
             ("torch", str(environment.get("torch", ""))),
-            ("spyre_sim (good / bad)", " / ".join(str((measured.get(s) or {}).get("spyre_sim", "?"))
-                                                  for s in ("good", "bad"))),
+            *((f"{name} (good / bad)", " / ".join(str((measured.get(s) or {}).get(name, "?"))
+                                                   for s in ("good", "bad")))
+              # the compiler's version as each build's backend recorded it
+              for name in ("spyre_sim", "compiler")
+              if any(name in (measured.get(s) or {}) for s in ("good", "bad"))),
             ("os", str(environment.get("os", ""))),
             ("cpu", str(cpu.get("model", ""))),
             ("cores (logical / usable)", f"{cpu.get('logical')} / {cpu.get('usable')}"),

@@ -209,3 +209,37 @@ def test_a_commit_whose_compiler_does_not_import_is_untestable(tmp_path):
     outcome = json.loads(answer.read_text())
     assert outcome["status"] == "untestable" and outcome["version"] == probe.PROBE_ANSWER_VERSION
     assert "does not import (spyre.py): half a rename" in outcome["detail"]
+
+
+def test_an_inductor_based_projects_module_takes_compile_fxs_place(tmp_path, monkeypatch):
+    """`COMPILER` names the project's module: its CONFIG becomes the knobs' defaults and the
+    recorded settings, its compile_graph is what compiles a Dynamo graph, and a setting this
+    torch's config lacks (spyre_sim's `numerics`) is dropped, not patched."""
+    (tmp_path / "my_backend.py").write_text(
+        "CONFIG = {'cpp.simdlen': 1}\n\n\ndef compile_graph(graph_module, example_inputs):\n"
+        "    return graph_module.forward\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    backend = _load("inductor")
+    assert backend.graph_compiler().__name__ == "compile_fx"  # Inductor itself by default
+    backend.COMPILER = "my_backend"
+    assert backend.graph_compiler().__module__ == "my_backend"
+    assert {k.name: k.default for k in backend.knobs()}["cpp.simdlen"] == 1
+    recorded = backend.settings({"max_fusion_size": 1, "numerics": True})
+    assert recorded["cpp.simdlen"] == 1 and recorded["max_fusion_size"] == 1
+    assert "numerics" not in recorded
+    assert backend.known_settings({"numerics": True, "freezing": True}) == (
+        {"freezing": True}, ["numerics"])
+    assert backend.environment()["compiler"] == "my_backend unknown"
+    assert backend.build_path() == str(tmp_path)
+
+
+def test_the_catalogue_names_the_projects_compiler_as_a_module(tmp_path):
+    (tmp_path / "benchmarks").mkdir()
+    catalogue = tmp_path / "benchmarks" / "workloads.py"
+    catalogue.write_text('BACKEND = "inductor"\nCOMPILER = "my_backend.compiler"\n')
+    assert suite.compiler_name(tmp_path) == "my_backend.compiler"
+    catalogue.write_text('BACKEND = "inductor"\n')
+    assert suite.compiler_name(tmp_path) is None
+    catalogue.write_text('COMPILER = "os; rm -rf /"\n')
+    with pytest.raises(SpyreRegressError, match="must be a dotted module name"):
+        suite.compiler_name(tmp_path)

@@ -84,10 +84,13 @@ class StageReport:
     diff: str
     stages: list[StageDelta]
     kernels: list[KernelDelta]
-    device_time_us: dict[str, float]
+    device_time_us: dict[str, float | None]  # None: the backend has no device clock
     numerics_first_divergent_stage: str | None = None
     numerics: dict[str, dict[str, dict[str, float | None]]] = field(default_factory=dict)
     log_excerpt: str = ""
+    # the median warm call's host seconds at each build, where the stage probe read the host
+    # clock (the good build's value of a host-time metric, for the knob search)
+    host_s: dict[str, float | None] = field(default_factory=dict)
 
 
 def unified_diff(good: str, bad: str, stage: str) -> str:
@@ -207,7 +210,7 @@ def bisect_stages(good_capture: Capture, bad_capture: Capture, good_probe: Stage
         {"good": good_probe.device_time_us, "bad": bad_probe.device_time_us},
         numerics_stage,
         {"good": dict(good_probe.stage_errors), "bad": dict(bad_probe.stage_errors)},
-        log_excerpt)
+        log_excerpt, {"good": good_probe.host_s, "bad": bad_probe.host_s})
 
 
 def _log_excerpt(log: str, stage: str | None, limit: int = 40) -> str:

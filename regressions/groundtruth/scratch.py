@@ -2,8 +2,10 @@
 
 The demo and the end-to-end tests both need a real git repository whose commits carry chosen
 changes (asv's test suite builds `generate_test_repo` for the same reason). The first commit
-imports the project as installed; every later commit applies one benign edit or one injected
-regression from `scenarios`, with fixed dates so commit order and dates agree.
+imports a project as installed - spyre-regress itself, or the example Inductor-based backend
+(`inductor_history`) - and every later commit applies one benign edit or one injected
+regression from that project's table (`Project`), with fixed dates so commit order and dates
+agree.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import importlib.metadata
 import json
 import shutil
 import urllib.parse
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +25,20 @@ from regressions.groundtruth import scenarios
 SOURCES = ("pyproject.toml", "README.md", "asv.conf.json", "spyre_sim", "regressions",
            "reports", "spyre_regress", "benchmarks")
 START_TIME = 1_767_225_600  # 2026-01-01T00:00:00Z; commits are an hour apart
+
+
+@dataclass(frozen=True)
+class Project:
+    """What a scratch history imports first and what its later commits may apply."""
+
+    name: str  # the first commit's subject says "import <name>"
+    sources: tuple[str, ...]  # files and folders copied from the source tree
+    folder: str  # where they are inside the installed source tree ("" for its root)
+    injections: Mapping[str, scenarios.Injection]
+    benign: tuple[tuple[str, scenarios.Edit], ...]
+
+
+SPYRE_REGRESS = Project("spyre-regress", SOURCES, "", scenarios.INJECTIONS, scenarios.BENIGN)
 
 
 @dataclass(frozen=True)
@@ -51,9 +68,9 @@ def project_root() -> Path:
     return root
 
 
-def copy_sources(source: Path, dest: Path) -> None:
+def copy_sources(source: Path, dest: Path, sources: tuple[str, ...] = SOURCES) -> None:
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".asv", "*.egg-info")
-    for name in SOURCES:
+    for name in sources:
         path = source / name
         if path.is_dir():
             shutil.copytree(path, dest / name, ignore=ignore)
@@ -61,19 +78,20 @@ def copy_sources(source: Path, dest: Path) -> None:
             shutil.copy2(path, dest / name)
 
 
-def build(dest: Path, plan: list[str | None], source: Path | None = None) -> list[CommitRecord]:
+def build(dest: Path, plan: list[str | None], source: Path | None = None,
+          project: Project = SPYRE_REGRESS) -> list[CommitRecord]:
     """Create `dest` with one commit per entry of `plan`: a scenario name, `REVERT` + a
     scenario name (the revert of that injection), or None for the next benign change. The
-    first commit imports the sources."""
+    first commit imports the project's sources (from `source`, else the installed tree)."""
     dest = Path(dest)
     if dest.exists() and any(dest.iterdir()):
         raise SpyreRegressError(f"{dest} exists and is not empty; choose a new directory")
     git.init_repository(dest)
-    copy_sources(source or project_root(), dest)
+    copy_sources((source or project_root()) / project.folder, dest, project.sources)
     (dest / ".gitignore").write_text("/.asv/\n__pycache__/\n")
-    records = [CommitRecord(git.commit_all(dest, "import spyre-regress", START_TIME),
-                            "import spyre-regress", None)]
-    benign = iter(scenarios.BENIGN)
+    first = f"import {project.name}"
+    records = [CommitRecord(git.commit_all(dest, first, START_TIME), first, None)]
+    benign = iter(project.benign)
     notes = 0
     for index, step in enumerate(plan, start=1):
         timestamp = START_TIME + 3600 * index
@@ -90,12 +108,12 @@ def build(dest: Path, plan: list[str | None], source: Path | None = None) -> lis
                 scenarios.apply_edit(dest, edit)
             records.append(CommitRecord(git.commit_all(dest, subject, timestamp), subject, None))
         elif step.startswith(scenarios.REVERT):
-            injection = scenarios.INJECTIONS[step.removeprefix(scenarios.REVERT)]
+            injection = project.injections[step.removeprefix(scenarios.REVERT)]
             scenarios.revert(dest, injection)
             subject = f'Revert "{injection.subject}"'
             records.append(CommitRecord(git.commit_all(dest, subject, timestamp), subject, step))
         else:
-            injection = scenarios.INJECTIONS[step]
+            injection = project.injections[step]
             scenarios.apply(dest, injection)
             records.append(CommitRecord(git.commit_all(dest, injection.subject, timestamp),
                                         injection.subject, step))

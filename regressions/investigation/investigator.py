@@ -48,6 +48,7 @@ class Prober(Protocol):
     """Measurements inside one build of the compiler (the probe commands of probe.py)."""
 
     backend: str  # the compiler under test's backend (backends.interface.MODULES)
+    compiler: str | None  # the repository's module in the backend's compiler's place
     def bench(self, commit: str, target: Target, samples: int | None = None
               ) -> Measurement: ...  # one run; at least `samples` samples when given
     def stages(self, commits: Sequence[str], target: Target,
@@ -352,7 +353,7 @@ class Investigator:
             model.INVESTIGATION_VERSION, alert, target, commits, result, confirmed, report,
             workaround, minimized, source, model.timing(program, runs["good"], runs["bad"]),
             {side: str(path) if path.is_file() else None for side, path in traces.items()},
-            backend=self.prober.backend)
+            backend=self.prober.backend, compiler=self.prober.compiler)
 
 
 def confirm(result: BisectResult, parent: str, culprit: str, target: Target,
@@ -390,4 +391,6 @@ def good_metric(report: stages.StageReport, target: Target) -> float | None:
         return times[target.stage] if target.stage else sum(times.values())
     if baseline == "device_clock":
         return report.device_time_us["good"]
+    if baseline == "host_clock":
+        return report.host_s.get("good")
     return None

@@ -273,6 +273,7 @@ class Investigation:
     traces: Mapping[str, str | None]
     related: tuple[Related, ...] = ()  # the same culprit's other alerts
     backend: str = "spyre_sim"  # the compiler measured (backends.interface.MODULES)
+    compiler: str | None = None  # the repository's module in its compiler's place, if any
 
     @property
     def symptoms(self) -> tuple[Alert, ...]:
@@ -368,7 +369,7 @@ def judge(build: str, run: BuildRun, tolerance: Tolerance) -> Correctness:
 def timing(program: Program, good: BuildRun, bad: BuildRun,
            tolerance: Tolerance = Tolerance()) -> Timing:
     """Both builds' runs of `program`, with every comparison a report states."""
-    iterations = max(len(good.device_us), len(bad.device_us))
+    iterations = max(len(good.device_us), len(bad.device_us), len(good.host_s), len(bad.host_s))
     device = compare_series("simulated device time per call", "us",
                             good.device_us if good.ok else None,
                             bad.device_us if bad.ok else None)

@@ -62,6 +62,7 @@ class StageAnswer:
     stage_errors: Mapping[str, Mapping[str, float | None]] = field(default_factory=dict)
     width: int | None = None
     detail: str = ""
+    host_s: float | None = None  # median warm call, when the request asked for the host clock
 
 
 @dataclass(frozen=True)

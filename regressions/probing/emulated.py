@@ -107,6 +107,7 @@ class InProcessProber:
     while the commit's build is active."""
 
     backend = "spyre_sim"  # the emulated builds patch this tree's spyre_sim
+    compiler = None
 
     def __init__(self, history: ListHistory, source: str, work_dir: Path,
                  samples: int = 20) -> None:

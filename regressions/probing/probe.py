@@ -56,7 +56,10 @@ def _backend(request: dict):
     """The compiler under test: the backend module the request names by path (its compiler
     is the checkout's, on PYTHONPATH), spyre_sim's when it names none (a request written by
     a spyre-regress from before backends)."""
-    return _load(request.get("backend") or str(DEFAULT_BACKEND), "spyre_regress_backend")
+    backend = _load(request.get("backend") or str(DEFAULT_BACKEND), "spyre_regress_backend")
+    if request.get("compiler"):  # the checkout's module in the backend's compiler's place
+        backend.COMPILER = request["compiler"]
+    return backend
 
 
 def _harness(request: dict):
@@ -211,7 +214,8 @@ def _kernels(execution) -> list[dict]:
 def cmd_stages(request: dict) -> dict:
     """A compile with stage capture, then `compile_repeats` compiles for their seconds per
     stage, a noise-free run (device time, kernels and trace where the backend models a
-    device) and each executable stage's error against float64."""
+    device), each executable stage's error against float64, and, when the request asks for
+    the host clock, the median warm call's host seconds."""
     backend = _backend(request)
     program, inputs = _program(request)
     values = _values(request)
@@ -233,7 +237,9 @@ def cmd_stages(request: dict) -> dict:
             "device_time_us": run.device_us,
             "kernels": _kernels(run),
             "stage_errors": stage_errors, "stages": list(backend.STAGES),
-            "width": _width(request), "backend": backend.environment()}
+            "width": _width(request), "backend": backend.environment(),
+            "host_s": (_host_seconds(backend, request, program, inputs, values)
+                       if request.get("host_clock") else None)}
 
 
 def _metric(backend, request: dict, program, inputs, values: dict) -> float:
@@ -304,7 +310,7 @@ def cmd_knobs(request: dict) -> dict:
                            "index": index})
     result = {"status": "ok", "baseline": baseline, "trials": trials}
     scope = request.get("scope")
-    if scope:
+    if scope and getattr(backend, "SCOPES_KNOBS", False):  # a compiler that logs decisions
         knob, value = scope["knob"], scope["value"]
         records: list[str] = []
 

@@ -45,11 +45,13 @@ PROBE_ENV = "bisect-probe"  # env name of bisection measurements in their result
 WORK_TIMEOUT_S = 1800.0
 
 
-def probe_request(target: Target, backend: str = "spyre_sim", **extra: Any) -> dict:
+def probe_request(target: Target, backend: str = "spyre_sim", compiler: str | None = None,
+                  **extra: Any) -> dict:
     """What every probe command is told about the target: the compiler under test (its
-    backend module, by path), the program (`workloads` and the workload's name and shape, or
-    a `source`), the metric's probe and the build's config."""
-    return {"backend": str(interface.module_path(backend)),
+    backend module, by path, and the repository's module in its compiler's place, if any),
+    the program (`workloads` and the workload's name and shape, or a `source`), the metric's
+    probe and the build's config."""
+    return {"backend": str(interface.module_path(backend)), "compiler": compiler,
             "harness": str(suite.harness_path()), "workload": target.workload,
             "seq": target.seq, "width": target.width,
             "config": {"numerics": target.measures.with_numerics}, "metric": target.probe,
@@ -108,12 +110,14 @@ class SubprocessProber:
         self.suite = suite.copy_suite(self.repo, self.work_dir)
         self.workloads = self.suite / suite.CATALOGUE
         self.backend = suite.backend_name(self.suite.parent)  # the compiler under test
+        self.compiler = suite.compiler_name(self.suite.parent)  # the project's part of it
         # Instruction counts are exact: one count per (commit, program) serves bisection and
         # the stage report alike, and a valgrind run costs minutes.
         self._counted: dict[tuple, WorkAnswer | Failed] = {}
 
     def request(self, target: Target, **extra: Any) -> dict:
-        return probe_request(target, self.backend, workloads=str(self.workloads), **extra)
+        return probe_request(target, self.backend, self.compiler,
+                             workloads=str(self.workloads), **extra)
 
     def _run(self, commit: str, command: str, request: dict, timeout: float = 600.0,
              alone: bool = False) -> dict:
@@ -189,7 +193,8 @@ class SubprocessProber:
         if root.exists():
             shutil.rmtree(root)
         answer = answers.read(StageAnswer, self._run(commit, "stages", self.request(
-            target, capture_dir=str(root), trace=str(trace) if trace else None),
+            target, capture_dir=str(root), trace=str(trace) if trace else None,
+            host_clock=target.measures.knob_baseline == "host_clock"),
             alone=not target.measures.shares_host), "stages")
         if isinstance(answer, Failed):
             raise SpyreRegressError(f"the stage probe failed at {commit[:12]}: "

@@ -76,6 +76,18 @@ def backend_name(repo: Path) -> str:
     return name
 
 
+def compiler_name(repo: Path) -> str | None:
+    """`COMPILER` of the repository's catalogue, read as text: the module of the repository
+    that takes the backend's own compiler's place (an Inductor-based project's
+    `compile_graph` and `CONFIG`, see backends/inductor.py); None when it names none."""
+    name = _literal(ast.parse(catalogue_path(repo).read_text()), "COMPILER")
+    if name is not None and not (isinstance(name, str) and all(
+            part.isidentifier() for part in name.split("."))):
+        raise SpyreRegressError(f"{catalogue_path(repo)} names COMPILER = {name!r}; it must "
+                                "be a dotted module name, e.g. 'my_backend.compiler'")
+    return name
+
+
 def stage_width(repo: Path) -> int | None:
     """`STAGE_WIDTH` of the suite's compile benchmarks (the width the per-stage compile
     benchmark builds its workloads at), read as text; None when the suite has none."""
