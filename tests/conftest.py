@@ -20,7 +20,7 @@ SCRIPT = Path(sys.executable).with_name("spyre-regress")
 # xdist workers (`--dist loadfile` hands out files in collection order) finish together
 # instead of one waiting on the other.
 SLOWEST_FIRST = (
-    "e2e/test_inductor_nightly.py",      # 1333 (one run alone, before it had 7 commits)
+    "e2e/test_inductor_nightly.py",      # 1073
     "e2e/test_demo.py",                  # 877
     "e2e/test_documented_commands.py",   # 579
     "e2e/test_injected_regressions.py",  # 516
