@@ -149,7 +149,7 @@ def describe(outcome, settings):
     device, host = outcome["device_us"], outcome["host_s"]
     correctness = outcome["correctness"]
     build = outcome["build"]
-    versions = ", ".join(f"{k} {v}" for k, v in build["versions"].items())
+    versions = ", ".join(f"{k} {v}" for k, v in build["versions"].items() if k != "python")
     lines = [
         f"{build['backend']} from {build['path']} ({versions}, python {build['python']})",
         f"settings: recorded '{outcome['config']}'" + "".join(
