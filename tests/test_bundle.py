@@ -501,8 +501,9 @@ def test_harness_reads_configs_recorded_by_another_build():
 
 
 def _run_isolated(folder: Path, *args: str) -> subprocess.CompletedProcess:
-    """reproducer.py in a fresh interpreter in which `import spyre_sim` fails: what a
-    maintainer of another compiler has (torch, no spyre-regress, no simulator)."""
+    """reproducer.py in a fresh interpreter in which `import spyre_sim` fails, as for a
+    maintainer of another compiler (the reproducer imports nothing of spyre-regress:
+    `test_reproducer_text_survives_hostile_names` checks its imports)."""
     blocked = folder / "blocked" / "spyre_sim"
     blocked.mkdir(parents=True, exist_ok=True)
     (blocked / "__init__.py").write_text("raise ImportError('no spyre_sim here')\n")

@@ -102,7 +102,8 @@ def test_the_bundles_diff_inductors_own_artifacts(night):
 
 def test_a_bundles_reproducer_runs_with_torch_alone(night, tmp_path):
     """The numerics bundle's reproducer, on checkouts of the two commits, in an interpreter
-    where spyre_sim (and spyre-regress) cannot be imported."""
+    where `import spyre_sim` fails (the reproducer imports nothing of spyre-regress either:
+    tests/test_bundle.py checks its imports)."""
     root, records, _, _ = night
     bundle = _bundle(root, records, "tanh_gelu")
     blocked = tmp_path / "blocked" / "spyre_sim"
