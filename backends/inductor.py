@@ -266,6 +266,13 @@ def project_defaults() -> dict[str, Any]:
     return dict(getattr(importlib.import_module(COMPILER), "CONFIG", {})) if COMPILER else {}
 
 
+def applied(values: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The config a compile with `values` patches: the project's defaults, then the entries
+    of `values` this torch's config has (others, such as spyre_sim's `numerics`, are ignored,
+    as spyre_sim's backend ignores Config fields a build lacks)."""
+    return {**project_defaults(), **known_settings(values or {})[0]}
+
+
 def graph_compiler() -> Callable:
     """What compiles one Dynamo graph: the project's `compile_graph`, or `compile_fx`."""
     if COMPILER:
@@ -295,8 +302,7 @@ def compile_traced(fn_or_module: Callable, example_inputs: Sequence[Any], trace_
         graphs.append(TracedGraph(dynamo, tuple((n, _read_folder(root / n)) for n in written)))
         return compiled
 
-    patches = {**CAPTURE_CONFIG, "trace.debug_dir": str(trace_dir), **project_defaults(),
-               **known_settings(inductor_config or {})[0]}
+    patches = {**CAPTURE_CONFIG, "trace.debug_dir": str(trace_dir), **applied(inductor_config)}
     torch._dynamo.reset()
     timers, breaks = _timer_counts(), _graph_breaks()
     try:
@@ -416,17 +422,15 @@ def knobs() -> list[Knob]:
 def compile(program: Callable, inputs: Sequence[Any],
             values: Mapping[str, Any] | None = None) -> Compiled:
     """A cold Inductor compile of `program` (no FX graph cache, static shapes, inference),
-    with the project's defaults and then `values` patched into `torch._inductor.config`
-    (entries this torch's config lacks, such as spyre_sim's `numerics`, are ignored, as
-    spyre_sim's backend ignores Config fields a build lacks); Inductor compiles on the first
-    call, which this makes."""
+    with `applied(values)` patched into `torch._inductor.config`; Inductor compiles on the
+    first call, which this makes."""
     from torch._dynamo.utils import compilation_time_metrics
     from torch._inductor import config
 
     torch._dynamo.reset()
     timers = _timer_counts()
     function = torch.compile(program, backend=graph_compiler(), dynamic=False)
-    patches = {**NO_CACHE, **project_defaults(), **known_settings(values or {})[0]}
+    patches = {**NO_CACHE, **applied(values)}
     start = time.perf_counter()
     with config.patch(patches), torch.no_grad():
         function(*inputs)
@@ -481,8 +485,7 @@ def settings(values: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Every knob of `KNOB_TABLE` as a compile with `values` sets it (the project's default,
     else this torch's, where `values` leaves it), then the project's other defaults and any
     other config entry `values` patch."""
-    return {**{knob.name: knob.default for knob in knobs()}, **project_defaults(),
-            **known_settings(values or {})[0]}
+    return {**{knob.name: knob.default for knob in knobs()}, **applied(values)}
 
 
 def environment() -> dict[str, str]:

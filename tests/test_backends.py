@@ -145,6 +145,11 @@ def test_the_stage_probe_captures_and_times_through_the_backend(name, tmp_path):
     modelled = backend.DEVICE_CLOCK
     assert (stages.device_time_us is not None, bool(stages.kernels),
             (tmp_path / "trace.json").is_file(), bool(stages.stage_errors)) == (modelled,) * 4
+    assert stages.host_s is None  # measured only when the request asks for the host clock
+    timed = answers.read(StageAnswer, probe.COMMANDS["stages"](_request(
+        name, "host_time", compile_repeats=1, capture_dir=str(tmp_path / "again"),
+        host_clock=True, calls=3)), "stages")
+    assert 0 < timed.host_s < 1  # seconds per warm call of the small MLP
 
 
 @pytest.mark.parametrize("name", [pytest.param("spyre_sim", id="spyre_sim"),

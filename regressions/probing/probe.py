@@ -238,7 +238,7 @@ def cmd_stages(request: dict) -> dict:
             "kernels": _kernels(run),
             "stage_errors": stage_errors, "stages": list(backend.STAGES),
             "width": _width(request), "backend": backend.environment(),
-            "host_s": (_host_seconds(backend, request, program, inputs, values)
+            "host_s": (_warm_call_seconds(compiled[0], request, inputs)
                        if request.get("host_clock") else None)}
 
 
@@ -266,7 +266,11 @@ def _device_us(backend, request, program, inputs, values) -> float:
 
 def _host_seconds(backend, request, program, inputs, values) -> float:
     """The median wall time of warm calls, in seconds."""
-    compiled = backend.compile(program, inputs, values)
+    return _warm_call_seconds(backend.compile(program, inputs, values), request, inputs)
+
+
+def _warm_call_seconds(compiled, request, inputs) -> float:
+    """The median wall time of `calls` calls of a compiled program after a warm-up call."""
     compiled.run(*inputs)
     return statistics.median(compiled.run(*inputs).host_s
                              for _ in range(int(request.get("calls", 21))))
@@ -310,7 +314,7 @@ def cmd_knobs(request: dict) -> dict:
                            "index": index})
     result = {"status": "ok", "baseline": baseline, "trials": trials}
     scope = request.get("scope")
-    if scope and getattr(backend, "SCOPES_KNOBS", False):  # a compiler that logs decisions
+    if scope and backend.SCOPES_KNOBS:  # a compiler that logs its decisions
         knob, value = scope["knob"], scope["value"]
         records: list[str] = []
 
