@@ -44,7 +44,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 
 class Knob(Protocol):
@@ -135,6 +135,36 @@ def load(name: str) -> Backend:
     import importlib
 
     return importlib.import_module(f"backends.{module_path(name).stem}")  # type: ignore[return-value]
+
+
+class Wording(NamedTuple):
+    """How a report names a backend's baselines and settings. Kept here, beside `MODULES`,
+    so a report renders without importing the backend (and torch with it)."""
+
+    eager: str  # what numerics' RMSE ratio divides by, short: "× eager DLFloat16's RMSE"
+    eager_run: str  # the same, as a definition says it
+    config: str  # where the backend's knobs live
+    setting: str  # one knob set as a user writes it, a format of `name` and `value`
+
+    def knob_setting(self, name: str, value: Any) -> str:
+        return self.setting.format(name=name, value=value)
+
+
+WORDING: dict[str, Wording] = {
+    "spyre_sim": Wording("eager DLFloat16", "the program run eagerly in DLFloat16, the "
+                         "device's format", "Config", "Config({name}={value!r})"),
+    # Inductor's RMSE ratio is against eager in the program's own dtypes (backends/inductor.py
+    # `Compiled.baselines`); its knobs are `torch._inductor.config` entries.
+    "inductor": Wording("eager PyTorch", "the program run eagerly by PyTorch in its own "
+                        "dtypes", "torch._inductor.config",
+                        "torch._inductor.config.{name} = {value!r}"),
+}
+
+
+def wording(name: str) -> Wording:
+    """How reports name backend `name`'s baselines and settings."""
+    module_path(name)  # an unknown name fails here, with the known ones
+    return WORDING[name]
 
 
 def module_path(name: str) -> Path:

@@ -155,15 +155,22 @@ NUMERICS_ERRORS: tuple[NumericsError, ...] = (
     NumericsError(r"rmse_vs_eager_fp16$", "rmse_ratio_fp16", "× eager IEEE fp16's RMSE",
                   "RMSE ratio vs eager IEEE fp16",
                   "RMSE(out, ref) / RMSE(the program run eagerly in IEEE fp16, ref)"),
-    # against eager in the device's own format, DLFloat16
-    NumericsError(r"", "rmse_ratio", "× eager DLFloat16's RMSE", "RMSE ratio vs eager DLFloat16",
-                  "RMSE(out, ref) / RMSE(the program run eagerly in DLFloat16, ref): about 1 "
-                  "is as accurate as the device's format allows"),
+    # against the backend's eager run: in the device's own format, DLFloat16, for spyre_sim;
+    # in the program's dtypes for Inductor ({eager} and {eager_run}: `error_words`)
+    NumericsError(r"", "rmse_ratio", "× {eager}'s RMSE", "RMSE ratio vs {eager}",
+                  "RMSE(out, ref) / RMSE({eager_run}, ref): about 1 is as accurate as "
+                  "{eager}"),
 )
 ERRORS: tuple[str, ...] = tuple(dict.fromkeys(e.field for e in NUMERICS_ERRORS))
-ERROR_UNITS: dict[str, str] = {e.field: e.unit for e in NUMERICS_ERRORS}
-ERROR_NAMES: dict[str, str] = {e.field: e.name for e in NUMERICS_ERRORS}
-ERROR_DEFINITIONS: dict[str, str] = {e.field: e.definition for e in NUMERICS_ERRORS}
+
+
+def error_words(field: str, eager: str, eager_run: str) -> NumericsError:
+    """The unit, name and definition of error `field`, with the eager baseline named as the
+    measuring backend ran it (backends.interface.WORDING)."""
+    error = next(e for e in NUMERICS_ERRORS if e.field == field)
+    words = {"eager": eager, "eager_run": eager_run}
+    return error._replace(unit=error.unit.format(**words), name=error.name.format(**words),
+                          definition=error.definition.format(**words))
 
 assert set(typing.get_args(Kind)) == set(KINDS), "Kind and METRICS name the same kinds"
 

@@ -178,7 +178,8 @@ def _figures(report: Report) -> dict[str, bytes]:
     # the per-stage error plot only where it tells something: numerics alerts, or a drift
     if report.numerics_rows and (report.metric.errors or report.numerics_stage):
         figures["numerics.png"] = plots.numerics_figure(
-            report.numerics_rows, timing.tolerance.rmse_ratio, report.numerics_stage)
+            report.numerics_rows, timing.tolerance.rmse_ratio, report.numerics_stage,
+            report.wording.eager)
     return figures
 
 

@@ -22,12 +22,14 @@ from reports.narrative import (
     benchmark_program,
     confirmation_figure,
     error_value,
+    error_words,
     has_device_clock,
     interval,
     knob_quantity,
     metric_value,
     pvalue,
     quantity,
+    wording,
 )
 
 
@@ -58,16 +60,16 @@ def confirmation(found: Investigation) -> list[Figure]:
     metric = metrics.by_name(c.metric)
     statistic = ("one deterministic value per build" if c.pvalue is None else
                  f"median of {c.good_n} / {c.bad_n} samples; ratio of geometric means")
-    name = metric.label
+    name, words = metric.label, wording(found)
     if metric.errors and target.error:
-        name += f" ({metrics.ERROR_NAMES[target.error]})"
+        name += f" ({error_words(words, target.error).name})"
     if metric.per_stage and target.stage:
         name += f" of the {target.stage} stage alone"
     return [Figure(name, c.program.describe(),
                    f"the benchmark {target.label}" + (f", {metric.clock}" if metric.clock
                                                        else ""), statistic,
-                   metric_value(c.good_median, c.unit, metric, target.error),
-                   metric_value(c.bad_median, c.unit, metric, target.error),
+                   metric_value(c.good_median, c.unit, metric, target.error, words),
+                   metric_value(c.bad_median, c.unit, metric, target.error, words),
                    confirmation_figure(c),
                    "exact" if c.pvalue is None else f"{pvalue(c.pvalue)} ({WELCH_ONE_SIDED})")]
 
@@ -96,13 +98,15 @@ def timing(found: Investigation) -> list[Figure]:
         if has_device_clock(timing) else []
     rows.append(_timed(timing.host, program, "the host's wall clock (reproducer.py's timing)"))
     good, bad = (c.errors for c in timing.correctness)
+    words = wording(found)
     if good is not None and bad is not None:
         for error in ("rmse_ratio", "max_abs", "max_rel"):
-            rows.append(Figure(metrics.ERROR_NAMES[error], program,
-                               f"the output against float64 ({metrics.ERROR_DEFINITIONS[error]})",
+            named = error_words(words, error)
+            rows.append(Figure(named.name, program,
+                               f"the output against float64 ({named.definition})",
                                "one deterministic value per build (fixed seeds)",
-                               error_value(getattr(good, error), error),
-                               error_value(getattr(bad, error), error),
+                               error_value(getattr(good, error), error, words),
+                               error_value(getattr(bad, error), error, words),
                                _ratio(getattr(good, error), getattr(bad, error))))
     return rows
 
@@ -152,11 +156,12 @@ def _drift(found: Investigation, program: str) -> list[Figure]:
     bad = (numerics.get("bad") or {}).get(stage or "") or {}
     if not stage or good.get("rmse_ratio") is None or bad.get("rmse_ratio") is None:
         return []
-    return [Figure(f"RMSE ratio vs eager DLFloat16 of the {stage} stage's output", program,
-                   f"the output against float64 ({metrics.ERROR_DEFINITIONS['rmse_ratio']}; "
-                   "stage probe)", "one deterministic value per build",
-                   error_value(good["rmse_ratio"], "rmse_ratio"),
-                   error_value(bad["rmse_ratio"], "rmse_ratio"),
+    named, words = error_words(wording(found), "rmse_ratio"), wording(found)
+    return [Figure(f"{named.name} of the {stage} stage's output", program,
+                   f"the output against float64 ({named.definition}; stage probe)",
+                   "one deterministic value per build",
+                   error_value(good["rmse_ratio"], "rmse_ratio", words),
+                   error_value(bad["rmse_ratio"], "rmse_ratio", words),
                    _ratio(good["rmse_ratio"], bad["rmse_ratio"]))]
 
 
@@ -164,15 +169,15 @@ def workaround(found: Investigation) -> list[Figure]:
     w = found.workaround
     if w is None:
         return []
-    metric = metrics.by_name(w.metric)
+    metric, words = metrics.by_name(w.metric), wording(found)
 
     def value(x: float) -> str:
-        return metric_value(x, w.unit, metric, found.target.error)
+        return metric_value(x, w.unit, metric, found.target.error, words)
 
     name = knob_quantity(metric, found.target.stage)
     return [Figure(name, w.program.describe(), "the knob probe at the bad build (the good "
                    "build's: the stage probe)", "one run per knob value", value(w.metric_good),
-                   value(w.metric_bad), f"with Config({w.knob}={w.value!r}): "
+                   value(w.metric_bad), f"with {words.knob_setting(w.knob, w.value)}: "
                    f"{value(w.metric_with_knob)}, recovering {w.recovered:.0%}")]
 
 
@@ -190,18 +195,21 @@ def minimized(found: Investigation) -> list[Figure]:
 
 def related(found: Investigation) -> list[Figure]:
     """The culprit's other symptoms, as the causal statement quotes them."""
-    rows = []
+    rows, words = [], wording(found)
     for r in found.related:
         c = r.confirmation
         if c is None:
             continue
         metric = metrics.by_name(c.metric)
+        # the related alert's own error (max rel, RMSE ratio, ...), not the target's
+        error = metrics.numerics_error(r.alert.probe.benchmark) if metric.errors else None
         rows.append(Figure(metric.label, c.program.describe(),
                            f"the benchmark {r.alert.probe.name} (another alert of this culprit)",
                            "one deterministic value per build" if c.pvalue is None else
                            f"median of {c.good_n} / {c.bad_n} samples; ratio of geometric "
-                           "means", metric_value(c.good_median, c.unit, metric),
-                           metric_value(c.bad_median, c.unit, metric), confirmation_figure(c),
+                           "means", metric_value(c.good_median, c.unit, metric, error, words),
+                           metric_value(c.bad_median, c.unit, metric, error, words),
+                           confirmation_figure(c),
                            "exact" if c.pvalue is None else
                            f"{pvalue(c.pvalue)} ({WELCH_ONE_SIDED})"))
     return rows

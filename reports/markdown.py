@@ -143,8 +143,8 @@ def _render(report: Report, files: Sequence[str], usage: str, diff_file: str | N
             text(minimized_text(report)),
             fenced(truncate_lines(minimized.source, budget // 2, "reproducer.py"), "python")))
     out.append(_section("Environment", table(tables.environment_rows(environment)),
-                        text("Everything else, including the full Config, is in "
-                             "environment.json.")))
+                        text(f"Everything else, including the full {report.wording.config}, "
+                             "is in environment.json.")))
     out.append(_section("Files", "\n".join(f"- {text(name)}" for name in files)))
     return "\n\n".join(out) + "\n"
 

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from backends import interface
 from regressions import metrics
 from regressions.investigation.model import Confirmation, Investigation, Program, Timing, Workaround
 from reports.analysis import KernelChanges, config_differences, kernel_changes
@@ -59,11 +60,20 @@ class Report:
         return self.metric.sections
 
     @property
+    def wording(self) -> interface.Wording:
+        return wording(self.investigation)
+
+    @property
     def show_stage_errors(self) -> bool:
         """The per-stage error table is evidence for numerics alerts or when an output drifts;
         otherwise one sentence says that nothing drifts."""
         return bool(self.numerics_rows) and (self.metric.errors
                                              or self.numerics_stage is not None)
+
+
+def wording(found: Investigation) -> interface.Wording:
+    """How this report names the measuring backend's eager baseline and settings."""
+    return interface.wording(found.backend)
 
 
 def short(sha: str | None) -> str:
@@ -91,19 +101,24 @@ def quantity(value: float | None, unit: str, display: metrics.Display = "ms") ->
     return f"{value:.4g}" + (f" {unit}" if unit else "")
 
 
-def error_value(value: float | None, error: str | None) -> str:
+def error_words(words: interface.Wording, error: str | None) -> metrics.NumericsError:
+    """Error `error` (the RMSE ratio when None) named with the backend's eager baseline."""
+    return metrics.error_words(error or "rmse_ratio", words.eager, words.eager_run)
+
+
+def error_value(value: float | None, error: str | None, words: interface.Wording) -> str:
     """A numerical error with what it is: "1.378× eager DLFloat16's RMSE", "0.00323 max abs
     error". Four significant digits everywhere one is quoted."""
     if value is None:
         return "n/a"
-    return f"{value:.4g}{metrics.ERROR_UNITS.get(error or 'rmse_ratio', '')}"
+    return f"{value:.4g}{error_words(words, error).unit}"
 
 
 def metric_value(value: float | None, unit: str, metric: metrics.Metric,
-                 error: str | None = None) -> str:
+                 error: str | None, words: interface.Wording) -> str:
     """A value of `metric` in its readable unit, or with what it is for an error."""
-    return error_value(value, error) if metric.errors else quantity(value, unit,
-                                                                    metric.display)
+    return error_value(value, error, words) if metric.errors else quantity(value, unit,
+                                                                           metric.display)
 
 
 def benchmark_program(found: Investigation) -> Program:
@@ -137,9 +152,11 @@ def confirmation_sentence(found: Investigation) -> str:
     samples = ("one deterministic value per build" if c.pvalue is None else
                f"{clock + ', ' if clock else ''}medians of {c.good_n} and {c.bad_n} samples, "
                f"p = {pvalue(c.pvalue)}, {WELCH_ONE_SIDED}")
+    words = wording(found)
     return (f"the benchmark {target.label}, on {c.program.describe()}, measured "
-            f"{metric_value(c.good_median, c.unit, metric, target.error)} at the parent and "
-            f"{metric_value(c.bad_median, c.unit, metric, target.error)} at the culprit "
+            f"{metric_value(c.good_median, c.unit, metric, target.error, words)} at the "
+            f"parent and {metric_value(c.bad_median, c.unit, metric, target.error, words)} at "
+            "the culprit "
             f"({samples}): {confirmation_figure(c)}")
 
 
@@ -157,7 +174,7 @@ def compiler_name(found: Investigation) -> str:
     return found.compiler.split(".")[0] if found.compiler else found.backend
 
 
-def timing_sentence(timing: Timing, metric: metrics.Metric) -> str:
+def timing_sentence(timing: Timing, metric: metrics.Metric, words: interface.Wording) -> str:
     """The synchronized iterations of the reproducer's program, bad against good."""
     device, program = timing.device, timing.program.describe()
     if metric.errors:
@@ -165,7 +182,7 @@ def timing_sentence(timing: Timing, metric: metrics.Metric) -> str:
         if good is None or bad is None:
             return f"on {program} the error could not be compared (a build did not run)"
         return (f"on {program} the output's RMSE against float64 went from "
-                f"{good.rmse_ratio:.4g}× to {bad.rmse_ratio:.4g}× eager DLFloat16's (max abs "
+                f"{good.rmse_ratio:.4g}× to {bad.rmse_ratio:.4g}× {words.eager}'s (max abs "
                 f"error {good.max_abs:.4g} → {bad.max_abs:.4g}; fixed seeds, so these repeat "
                 "exactly)")
     if not has_device_clock(timing):
@@ -215,7 +232,7 @@ def _what_changed(found: Investigation, kernels: KernelChanges,
                   changes: Mapping[str, list], numerics_rows: Sequence[Mapping]) -> str:
     sentences = []
     if changes:
-        sentences.append("The default Config changed: " + ", ".join(
+        sentences.append(f"The default {wording(found).config} changed: " + ", ".join(
             f"{name} {values[0]!r} → {values[1]!r}" for name, values in changes.items()) + ".")
     if kernels.any:
         parts = []
@@ -236,7 +253,7 @@ def _what_changed(found: Investigation, kernels: KernelChanges,
         row = next((r for r in numerics_rows if r["stage"] == stage), None)
         detail = ""
         if row and row["good"] is not None and row["bad"] is not None:
-            detail = (f" (RMSE {row['good']:.4g}× → {row['bad']:.4g}× eager DLFloat16's, on "
+            detail = (f" (RMSE {row['good']:.4g}× → {row['bad']:.4g}× {wording(found).eager}'s, on "
                       f"{benchmark_program(found).describe()})")
         sentences.append(f"The first executed stage output that drifts further from float64 "
                          f"is {stage}'s{detail}.")
@@ -277,7 +294,7 @@ def causal_statement(found: Investigation, kernels: KernelChanges,
         f"{_where(found)}; {_stage_clause(found)}.",
         _what_changed(found, kernels, changes, numerics_rows),
         f"Measured: {confirmation_sentence(found)}; "
-        f"{timing_sentence(found.timing, found.target.measures)}.",
+        f"{timing_sentence(found.timing, found.target.measures, wording(found))}.",
         verdict,
         scope,
         related_sentence(found),
@@ -307,18 +324,19 @@ def knob_quantity(metric: metrics.Metric, stage: str | None) -> str:
     return (metric.knob_quantity or metric.label).format(stage=stage or "whole")
 
 
-def workaround_statement(workaround: Workaround | None, error: str | None = None,
-                         stage: str | None = None) -> str:
+def workaround_statement(workaround: Workaround | None, words: interface.Wording,
+                         error: str | None = None, stage: str | None = None) -> str:
     if workaround is None:
-        return ("No single Config knob restores the metric at the bad commit; there is no "
-                "local workaround, the fix belongs in the compiler.")
+        return (f"No single {words.config} knob restores the metric at the bad commit; there "
+                "is no local workaround, the fix belongs in the compiler.")
     metric = metrics.by_name(workaround.metric)
 
     def value(x: float) -> str:
-        return metric_value(x, workaround.unit, metric, error)
+        return metric_value(x, workaround.unit, metric, error, words)
 
-    text = (f"Workaround (local, not a fix): set Config({workaround.knob}="
-            f"{workaround.value!r}), a decision of the {workaround.stage} stage. On "
+    text = (f"Workaround (local, not a fix): set "
+            f"{words.knob_setting(workaround.knob, workaround.value)}, a decision of the "
+            f"{workaround.stage} stage. On "
             f"{workaround.program.describe()} it takes the {knob_quantity(metric, stage)} "
             f"of the bad build from {value(workaround.metric_bad)} to "
             f"{value(workaround.metric_with_knob)} (good build: "
@@ -358,6 +376,7 @@ def headline(found: Investigation) -> tuple[str, str, str]:
 def notes(found: Investigation) -> dict[str, str]:
     """The captions both renderers print, each naming the program its figures are of."""
     timing, program = found.timing, benchmark_program(found).describe()
+    words = wording(found)
     return {
         "figures": ("Every figure this report quotes, each once: the quantity, the program "
                     "it was measured on, the clock or counter that read it, and the "
@@ -374,11 +393,11 @@ def notes(found: Investigation) -> dict[str, str]:
                    "the 95% interval excludes 1). Samples in timing_samples.csv, ECDFs in "
                    "timing.png."),
         "correctness": (f"On {timing.program.describe()}. Tolerance: "
-                        f"{timing.tolerance.describe()}. Max rel error is "
-                        f"{metrics.ERROR_DEFINITIONS['max_rel']}."),
+                        f"{timing.tolerance.describe(words.eager_run)}. Max rel error is "
+                        f"{error_words(words, 'max_rel').definition}."),
         "numerics": (f"After each executable stage, in pipeline order, on {program} (the "
                      "stage probe; the rows above are of the timed program): RMSE ratio vs "
-                     "eager DLFloat16 and max abs error of the stage's output against "
+                     f"{words.eager} and max abs error of the stage's output against "
                      "float64."),
         "stages": (f"Per stage, on {program}: whether the canonical artifact changed, and the "
                    "stage's wall time per cold compile (median of repeated compiles of the "
@@ -426,6 +445,6 @@ def build_report(found: Investigation, repo_name: str) -> Report:
              f"{f' in {first}' if first else ''}: {found.target.label} ({sha})")
     return Report(found, repo_name, title, headline(found),
                   causal_statement(found, kernels, changes, rows),
-                  workaround_statement(found.workaround, found.target.error,
+                  workaround_statement(found.workaround, wording(found), found.target.error,
                                        found.target.stage), kernels, changes,
                   rows, notes(found))

@@ -93,8 +93,10 @@ def compile_figure(rows: Sequence[StageDelta], first_stage: str | None, title: s
     return _png(figure)
 
 
-def numerics_figure(rows: Sequence[Mapping], tolerance: float, stage: str | None) -> bytes:
-    """RMSE ratio vs eager DLFloat16 after each executable stage, with the pass line."""
+def numerics_figure(rows: Sequence[Mapping], tolerance: float, stage: str | None,
+                    eager: str) -> bytes:
+    """RMSE ratio vs the backend's eager run (`eager`, e.g. "eager DLFloat16") after each
+    executable stage, with the pass line."""
     names = [r["stage"] for r in rows]
     positions = np.arange(len(names))
     figure, axes = plt.subplots(figsize=(10, 3.2), constrained_layout=True)
@@ -104,7 +106,7 @@ def numerics_figure(rows: Sequence[Mapping], tolerance: float, stage: str | None
     axes.axhline(tolerance, color="black", linestyle="--", linewidth=1,
                  label=f"tolerance ({tolerance:g})")
     axes.set_xticks(positions, [n + ("\n(first drift)" if n == stage else "") for n in names])
-    axes.set_ylabel("RMSE vs float64 / eager DLFloat16's")
+    axes.set_ylabel(f"RMSE vs float64 / {eager}'s")
     axes.grid(axis="y", alpha=0.3)
     axes.legend(fontsize=8)
     return _png(figure)

@@ -166,7 +166,7 @@ def usage_commands(report: Report) -> str:
                   f"PYTHONPATH=<checkout of {bad}> python reproducer.py --config bad --set "
                   + _set_argument(workaround.knob, workaround.value)]
     if report.config_changes:
-        lines += ["# one build, both recorded Configs: emulates the change of defaults",
+        lines += ["# one build, both recorded settings: emulates the change of defaults",
                   "python reproducer.py --config good && python reproducer.py --config bad"]
     return "\n".join(lines)
 
@@ -196,7 +196,8 @@ def settings(report: Report) -> dict:
             "compile_repeats": report.metric.reproducer_compiles,
             "tolerance": {"rmse_ratio": timing.tolerance.rmse_ratio,
                           "max_abs": timing.tolerance.max_abs},
-            "tolerance_text": timing.tolerance.describe(), "metric": report.metric.name,
+            "tolerance_text": timing.tolerance.describe(report.wording.eager_run),
+            "metric": report.metric.name,
             "expected": {"summary": expected_summary(report)}}
 
 

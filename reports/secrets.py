@@ -35,10 +35,12 @@ ENV_ALLOWLIST = (
     "PYTHONHASHSEED",
 )
 # Names that say "this is a credential": their values are scrubbed from 4 characters up
-# (shorter ones would match ordinary text by chance and protect nothing).
+# (shorter ones would match ordinary text by chance and protect nothing). `DB_PWD` is a
+# password; the shell's own PWD and OLDPWD are directories, and a report run from /tmp must
+# not refuse itself because "/tmp" appears in it.
 _SECRET_NAME = re.compile(
     r"TOKEN|SECRET|PASSW|PASSPHRASE|API_?KEY|ACCESS_?KEY|PRIVATE|CREDENTIAL|AUTH|COOKIE|"
-    r"SESSION|SIGNATURE|(^|_)KEY($|_)|(^|_)PWD$|(^|_)PAT$", re.IGNORECASE)
+    r"SESSION|SIGNATURE|(^|_)KEY($|_)|_PWD$|(^|_)PAT$", re.IGNORECASE)
 _MIN_SECRET = 4
 
 _KEYWORD = (r"[A-Za-z0-9_.-]*(?:token|secret|passw(?:or)?d|passphrase|api[_-]?key|"

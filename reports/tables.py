@@ -69,24 +69,30 @@ def timing(report: Report) -> Table:
 
 
 def correctness(report: Report) -> Table:
+    """Both builds' errors against float64; the IEEE fp16 column only where a backend has
+    that baseline (spyre_sim's older reports' one)."""
+    correctness = report.investigation.timing.correctness
+    fields = ["max_abs", "max_rel", "rmse", "rmse_ratio"]
+    columns = ["max abs", "max rel", "RMSE", f"RMSE ratio vs {report.wording.eager}"]
+    if any(c.errors and c.errors.rmse_ratio_fp16 is not None for c in correctness):
+        fields.append("rmse_ratio_fp16")
+        columns.append("vs eager IEEE fp16")
     rows = []
-    for c in report.investigation.timing.correctness:
-        e = c.errors
-        values = (e.max_abs, e.max_rel, e.rmse, e.rmse_ratio, e.rmse_ratio_fp16) if e \
-            else (None,) * 5
-        rows.append((c.build, *(number(v, ".4g") for v in values),
+    for c in correctness:
+        rows.append((c.build, *(number(getattr(c.errors, f) if c.errors else None, ".4g")
+                                for f in fields),
                      "PASS" if c.passed else "FAIL: " + "; ".join(c.reasons)))
-    return Table(("build", "max abs", "max rel", "RMSE", "RMSE ratio vs eager DLFloat16",
-                  "vs eager IEEE fp16", "verdict"), tuple(rows),
-                 tuple(not c.passed for c in report.investigation.timing.correctness))
+    return Table(("build", *columns, "verdict"), tuple(rows),
+                 tuple(not c.passed for c in correctness))
 
 
 def numerics(report: Report) -> Table:
     rows = tuple((r["stage"], *(number(r[k], ".4g") for k in ("good", "bad", "good_max_abs",
                                                                 "bad_max_abs")))
                  for r in report.numerics_rows)
-    return Table(("stage output", "RMSE ratio good (× eager DLFloat16)",
-                  "RMSE ratio bad (× eager DLFloat16)", "max abs good", "max abs bad"), rows,
+    eager = report.wording.eager
+    return Table(("stage output", f"RMSE ratio good (× {eager})", f"RMSE ratio bad (× {eager})",
+                  "max abs good", "max abs bad"), rows,
                  tuple(r["stage"] == report.numerics_stage for r in report.numerics_rows))
 
 
@@ -128,7 +134,7 @@ def bisect_steps(report: Report) -> Table:
     metric = found.target.measures
     unit = metric.unit
     rows = tuple((short(s.commit), str(s.n),
-                  metric_value(s.median, unit, metric, found.target.error),
+                  metric_value(s.median, unit, metric, found.target.error, report.wording),
                   s.reference, number(s.pvalue, ".2g"), s.verdict, s.note) for s in steps)
     culprit = found.commits.culprit.sha if found.commits.culprit else None
     return Table(("commit", "samples", "median", "compared with", "p (Mann-Whitney)",
@@ -148,9 +154,10 @@ def environment_rows(environment: dict) -> Table:
               if any(name in (measured.get(s) or {}) for s in ("good", "bad"))),
             ("os", str(environment.get("os", ""))),
             ("cpu", str(cpu.get("model", ""))),
-            ("cores (logical / usable)", f"{cpu.get('logical')} / {cpu.get('usable')}"),
-            ("SENCORES / Config.cores", f"{environment.get('sencores')} / "
-                                        f"{environment.get('config', {}).get('cores')}")]
+            ("cores (logical / usable)", f"{cpu.get('logical')} / {cpu.get('usable')}")]
+    cores = (environment.get("config") or {}).get("cores")
+    if cores is not None or environment.get("sencores"):  # a Spyre build's core count
+        rows.append(("SENCORES / Config.cores", f"{environment.get('sencores')} / {cores}"))
     rows += [(f"${name}", value) for name, value in
              (environment.get("environment_variables") or {}).items()]
     return Table(("what", "value"), tuple(rows))

@@ -40,6 +40,15 @@ BACKENDS = [pytest.param("spyre_sim", 0.05, id="spyre_sim"),
 def test_an_unknown_backend_is_named_with_the_known_ones():
     with pytest.raises(ValueError, match="unknown backend 'tvm'; known: inductor, spyre_sim"):
         interface.module_path("tvm")
+    with pytest.raises(ValueError, match="unknown backend 'tvm'"):
+        interface.wording("tvm")
+
+
+def test_every_backend_has_report_wording_and_a_knob_reads_as_its_users_write_it():
+    assert set(interface.WORDING) == set(interface.MODULES)
+    assert interface.wording("spyre_sim").knob_setting("fusion", True) == "Config(fusion=True)"
+    assert interface.wording("inductor").knob_setting("cpp.simdlen", None) == \
+        "torch._inductor.config.cpp.simdlen = None"
 
 
 @pytest.fixture(scope="module")

@@ -252,10 +252,12 @@ def test_credential_shapes_are_scrubbed_without_knowing_the_value(raw):
 def test_only_credential_variables_are_scrubbed_and_only_allow_listed_names_kept():
     environ = {"MY_PASSWORD": "hunter2", "DEPLOY_KEY": "abcd1234efgh", "SENCORES": "16",
                "HOME": "/root", "GITHUB_WORKSPACE": "/w", "PYENV_DIR": "/root/.pyenv",
-               "SOME_ID": "abcd1234wxyz", "API_TOKEN": "abc"}
+               "SOME_ID": "abcd1234wxyz", "API_TOKEN": "abc", "DB_PWD": "s3cr3tpw",
+               "PWD": "/tmp", "OLDPWD": "/work"}
     values = secrets.secret_values(environ)
-    # credentials by name; paths and ids are report text; "abc" is too short to matter
-    assert set(values) == {"hunter2", "abcd1234efgh"}
+    # credentials by name; paths (the shell's PWD too) and ids are report text; "abc" is too
+    # short to matter
+    assert set(values) == {"hunter2", "abcd1234efgh", "s3cr3tpw"}
     assert secrets.allowed_environment(environ) == {"SENCORES": "16"}
     assert secrets.scrub_text("x hunter2 y abcd1234efgh /w/out", values) == \
         "x [redacted] y [redacted] /w/out"
@@ -485,6 +487,33 @@ def test_reproducer_usage_quotes_the_workaround_for_the_shell(tmp_path):
         found.workaround, knob="fusion; rm -rf /", value="a b"))
     usage = reproducer.usage_commands(build_report(found, "spyre_sim"))
     assert "--set 'fusion; rm -rf /=a b'" in usage
+
+
+def test_a_report_names_the_measuring_backends_baseline_and_settings(tmp_path):
+    """An Inductor investigation's numerics are relative to eager PyTorch and its knobs are
+    torch._inductor.config entries; nothing of spyre_sim's vocabulary (DLFloat16, Config,
+    SENCORES) reaches its bundle, while a spyre_sim bundle keeps it."""
+    found = synthetic_investigation(tmp_path)
+    settings = {"cpp.simdlen": None, "max_fusion_size": 64}
+    inductor = dataclasses.replace(
+        found, backend="inductor",
+        timing=dataclasses.replace(
+            found.timing, good=dataclasses.replace(found.timing.good, config=settings),
+            bad=dataclasses.replace(found.timing.bad, config={**settings, "cpp.simdlen": 1})),
+        workaround=dataclasses.replace(found.workaround, knob="cpp.simdlen", value=None,
+                                       stage="codegen"))
+    texts = {}
+    for name, investigation in (("spyre", found), ("inductor", inductor)):
+        folder = write_bundle(investigation, tmp_path / name, repo_name=name)
+        texts[name] = "\n".join((folder / f).read_text() for f in ("report.md", "summary.json"))
+    spyre, inductor_text = texts["spyre"], texts["inductor"]
+    assert "RMSE ratio vs eager DLFloat16" in spyre and "SENCORES" in spyre
+    assert "Config(fusion=True)" in spyre
+    assert "RMSE ratio vs eager PyTorch" in inductor_text
+    assert "torch.\\_inductor.config.cpp.simdlen = None" in inductor_text  # escaped markdown
+    assert "default torch.\\_inductor.config changed: cpp.simdlen None → 1" in inductor_text
+    for word in ("DLFloat16", "SENCORES", "Config("):
+        assert word not in inductor_text, word
 
 
 def test_harness_reads_configs_recorded_by_another_build():

@@ -129,7 +129,7 @@ class Errors:
     max_abs: float | None
     max_rel: float | None
     rmse: float | None
-    rmse_ratio: float | None  # to eager in the device format (DLFloat16)
+    rmse_ratio: float | None  # to the backend's eager run (spyre_sim: DLFloat16)
     rmse_ratio_fp16: float | None = None  # to eager IEEE fp16
 
 
@@ -192,9 +192,11 @@ class Tolerance:
     rmse_ratio: float = DEFAULT_RMSE_RATIO
     max_abs: float = DEFAULT_MAX_ABS
 
-    def describe(self) -> str:
-        return (f"RMSE vs float64 at most {self.rmse_ratio:g}x that of eager DLFloat16, the "
-                f"device's format (torch same() oracle), and max abs error at most "
+    def describe(self, eager_run: str) -> str:
+        """The tolerance in words; `eager_run` is what the RMSE ratio divides by, as the
+        measuring backend ran it (backends.interface.WORDING)."""
+        return (f"RMSE vs float64 at most {self.rmse_ratio:g}x that of {eager_run} "
+                f"(torch same() oracle), and max abs error at most "
                 f"{self.max_abs:g}; inf/NaN anywhere in the run fails")
 
 

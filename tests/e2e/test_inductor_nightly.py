@@ -83,6 +83,10 @@ def test_the_workaround_knob_is_inductors_own(night):
     assert investigation["workaround"]["value"] is None
     assert investigation["backend"] == "inductor"
     assert "--set cpp.simdlen=null" in (bundle / "reproducer.py").read_text()
+    # said as a user of Inductor writes it, with no word of spyre_sim's
+    report = (bundle / "report.md").read_text()
+    assert "set torch.\\_inductor.config.cpp.simdlen = None" in report
+    assert [w for w in ("DLFloat16", "SENCORES", "Config(") if w in report] == []
 
 
 def test_the_bundles_diff_inductors_own_artifacts(night):
