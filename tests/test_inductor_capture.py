@@ -162,8 +162,8 @@ print(inductor.capture(MLP(32).eval(), (torch.randn(8, 32),), knobs or None, out
 def _capture_in_a_process(root: Path, name: str, hash_seed: str, knobs: dict) -> Path:
     """One capture in its own Python process, from a workload file at its own path, with its
     own hash seed. The processes share an Inductor cache root (its precompiled C++ header, some
-    150 MB, is built once): every compile still gets a fresh kernel cache below it, as
-    `force_disable_caches` asks, so no stage is skipped."""
+    150 MB, is built once, and a kernel another process built is a C++ cache hit): a capture
+    keeps only that cache, so no stage is skipped."""
     source = root / f"src-{name}" / "workload.py"
     source.parent.mkdir()
     source.write_text(CAPTURE_SCRIPT)
