@@ -129,13 +129,18 @@ def graph(program: Any, inputs: Sequence[Any]) -> tuple[Any, list[Any]]:
 
 def capture(program: Any, inputs: Sequence[Any], values: Mapping[str, Any] | None,
             out_dir: Path) -> Path:
-    """One compile with `TORCH_COMPILE_DEBUG=1` into `out_dir`: the `compile-NNN` written."""
+    """One compile with `TORCH_COMPILE_DEBUG=1` into `out_dir`: the `compile-NNN` written.
+
+    torch reads the same variable and opens its own (empty) debug logs under Dynamo's
+    `debug_dir_root`, by default `torch_compile_debug/` in the working directory: pointed
+    into `out_dir`, so a capture leaves nothing where its user stands."""
     out_dir = Path(out_dir)
     before = set(out_dir.glob("compile-*"))
     saved = {k: os.environ.get(k) for k in ("TORCH_COMPILE_DEBUG", "SPYRE_SIM_DEBUG_DIR")}
     os.environ.update(TORCH_COMPILE_DEBUG="1", SPYRE_SIM_DEBUG_DIR=str(out_dir))
     try:
-        spyre_sim.compile(program, inputs, config(values))
+        with torch._dynamo.config.patch(debug_dir_root=str(out_dir / "torch_compile_debug")):
+            spyre_sim.compile(program, inputs, config(values))
     finally:
         for name, value in saved.items():
             if value is None:

@@ -57,7 +57,9 @@ def mlp():
 
 
 @pytest.mark.parametrize(("name", "tolerance"), BACKENDS)
-def test_a_backend_compiles_runs_and_captures_the_catalogues_mlp(name, tolerance, mlp, tmp_path):
+def test_a_backend_compiles_runs_and_captures_the_catalogues_mlp(name, tolerance, mlp, tmp_path,
+                                                                monkeypatch):
+    monkeypatch.chdir(tmp_path)  # where a user runs it: a capture leaves nothing here
     backend = _load(name)
     program, inputs = mlp
     assert backend.NAME == name and len(backend.STAGES) == len(set(backend.STAGES)) >= 6
@@ -87,6 +89,7 @@ def test_a_backend_compiles_runs_and_captures_the_catalogues_mlp(name, tolerance
     assert capture.stages == tuple(backend.STAGES)
     assert all(capture.texts[s] for s in backend.STAGES)
     assert set(backend.environment()) >= {"torch"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["capture"]
 
 
 @pytest.mark.parametrize(("name", "workload", "knob", "value"), [
