@@ -23,6 +23,7 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     good, bad, target = targets.range_and_target(args)
+    from backends import interface
     from regressions.investigation.investigator import good_metric  # after the checks: scipy, torch
     from reports.narrative import metric_value
 
@@ -32,19 +33,21 @@ def run(args: argparse.Namespace) -> int:
         baseline = good_metric(report, target)
         workaround = None if baseline is None else investigator.knobs(bad, target, baseline,
                                                                       report.width)
+        words = interface.wording(investigator.prober.backend)
     if workaround is None:
         print(f"no knob restores the {target.metric} of the bad build to within "
               "25% of the good build's")
         return common.EXIT_REGRESSED
+
     def value(x: float) -> str:
-        return metric_value(x, workaround.unit, target.measures, target.error)
+        return metric_value(x, workaround.unit, target.measures, target.error, words)
 
     print(f"noise-free {metrics.by_name(target.metric).label} of "
           f"{workaround.program.describe()}: good build {value(workaround.metric_good)}, bad "
           f"build {value(workaround.metric_bad)}; the bad build with each other knob value:")
     for trial in workaround.trials:
         print(f"  {trial.knob}={trial.value!r}: {value(trial.metric)}")
-    print(f"workaround: Config({workaround.knob}={workaround.value!r}) recovers "
+    print(f"workaround: {words.knob_setting(workaround.knob, workaround.value)} recovers "
           f"{workaround.recovered:.0%}; decisive application: "
           f"{workaround.decisive_application}")
     common.write_json(args.json, workaround, WORKAROUND_VERSION)
