@@ -156,7 +156,8 @@ def _drift(found: Investigation, program: str) -> list[Figure]:
     bad = (numerics.get("bad") or {}).get(stage or "") or {}
     if not stage or good.get("rmse_ratio") is None or bad.get("rmse_ratio") is None:
         return []
-    named, words = error_words(wording(found), "rmse_ratio"), wording(found)
+    words = wording(found)
+    named = error_words(words, "rmse_ratio")
     return [Figure(f"{named.name} of the {stage} stage's output", program,
                    f"the output against float64 ({named.definition}; stage probe)",
                    "one deterministic value per build",
