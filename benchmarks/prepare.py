@@ -72,15 +72,13 @@ def preload_lazy_modules() -> None:
 
 preload_lazy_modules()
 
-# Rounds per commit. asv forks one process per benchmark and parameter set in each round,
-# and the samples of one process are not independent draws of a host clock: on an idle
-# machine the median of CompileStage('lower', 'mlp', 127) was 52-113 us from one process to
-# the next, a few percent within one (docs/benchmarks.md, "Clocks and noise"). In one round
-# all of a commit's samples come from one process, and asv's Mann-Whitney test then flagged
-# 34-35 clock rows of an unchanged pair; the host clocks keep two rounds (two processes per
-# commit, interleaved A B B A), as they had. The simulated device clock draws its noise per
-# run, not per process: one round, half the process start-ups.
-CLOCK_ROUNDS = 2
+# Host-clock benchmarks (compile CPU time, warm-call wall time) hand asv one sample per
+# process (benchmarks/clocks.py): CLOCK_PROCESSES forked processes per round, in
+# CLOCK_ROUNDS rounds, which `asv continuous` interleaves between the two commits (A B B A),
+# so each side has CLOCK_PROCESSES * CLOCK_ROUNDS independent samples in two stretches of
+# time. The simulated device clock draws its noise per run, not per process: one round.
+CLOCK_PROCESSES = 2
+CLOCK_ROUNDS = 4
 ROUNDS = 1
 
 # SPYRE_REGRESS_GRID=demo picks the small grid `spyre-regress demo` benchmarks in its nightly

@@ -374,3 +374,23 @@ def compare(
     else:
         verdict = "unknown"
     return Comparison(verdict, pvalue, interval.ratio, ci, low_threshold, high, cap)
+
+
+def asv_verdict(before: Sequence[float], after: Sequence[float], factor: float = 1.1) -> int:
+    """What `asv continuous` prints for one row, decided by asv's own code: 1 for a "+" row
+    (worse: the median rose by more than `factor` and asv's test calls the samples
+    different), -1 for a "-" row (better), 0 for an unchanged one. The medians and stats are
+    the ones asv stores (asv_runner `compute_stats`), the rule is asv's `_is_result_better`
+    (Mann-Whitney p < 0.002 where the sample counts allow it, else 99% intervals that do not
+    overlap). Lower is better, as for asv's time benchmarks."""
+    from asv.commands.compare import _is_result_better
+    from asv_runner.statistics import compute_stats
+
+    value_before, stats_before = compute_stats(list(before), 1)
+    value_after, stats_after = compute_stats(list(after), 1)
+    kept_before, kept_after = (stats_before, list(before)), (stats_after, list(after))
+    if _is_result_better(value_after, value_before, kept_after, kept_before, factor):
+        return -1
+    if _is_result_better(value_before, value_after, kept_before, kept_after, factor):
+        return 1
+    return 0

@@ -20,6 +20,7 @@ from benchmarks import (
     bench_compile_work,
     bench_execute,
     bench_numerics,
+    clocks,
     prepare,
     workloads,
 )
@@ -82,8 +83,10 @@ def test_every_benchmark_sets_its_measurement_attributes(suite):
         assert "version" in owner and benchmark.version == owner["version"], name
         assert "timeout" in owner, name
         if benchmark.type == "time":
+            cls = type(benchmark.func.__self__)
             for attribute in ("number", "repeat", "rounds", "warmup_time"):
-                assert attribute in owner, (name, attribute)
+                assert attribute in owner or issubclass(cls, clocks.ProcessSampled), \
+                    (name, attribute)
             low, _, _ = benchmark.repeat
             # asv's Mann-Whitney test needs >= 6 samples per commit to reach p < 0.002.
             assert benchmark.rounds * low >= 6, name
@@ -94,7 +97,9 @@ def test_every_benchmark_sets_its_measurement_attributes(suite):
 def test_stage_grids_match_spyre_sim():
     assert prepare.STAGES == spyre_sim.STAGES
     assert prepare.EXECUTABLE_STAGES == spyre_sim.EXECUTABLE_STAGES
-    assert bench_compile.CompileStage.params[0] == list(spyre_sim.STAGES)
+    timed = list(bench_compile.TIMED_STAGES)
+    assert bench_compile.CompileStage.params[0] == timed
+    assert timed == [stage for stage in spyre_sim.STAGES if stage in timed]  # pipeline order
     assert bench_numerics.NumericsStageError.params[2] == list(spyre_sim.EXECUTABLE_STAGES)
     assert bench_numerics.NumericsStageErrorDLFloat16.params == \
         bench_numerics.NumericsStageError.params
@@ -110,17 +115,18 @@ def test_grids_cover_the_workloads_and_the_127_128_pair():
     assert bench_numerics.NumericsStageError.params[0] == all_workloads
     assert bench_compile_work.CompileWork.params[0] == all_workloads
     assert set(workloads.NUMERICS_WIDTHS) >= set(all_workloads)
-    for grid in (bench_compile.CompileTotal.params[1], bench_compile.CompileStage.params[2],
-                 bench_execute.ExecuteDeviceTime.params[1], bench_numerics.SEQ_LENGTHS,
+    for grid in (bench_execute.ExecuteDeviceTime.params[1], bench_numerics.SEQ_LENGTHS,
                  bench_compile_work.SEQ_LENGTHS):
         assert {127, 128} <= set(grid)
+    # the host-clock compile rows time seq 128 only: instruction counts cover 127 and 128
+    assert bench_compile.CompileTotal.params[1] == bench_compile.CompileStage.params[2] == [128]
     assert 1024 in bench_execute.ExecuteDeviceTime.params[1]  # the [1024, 4096] class
     assert bench_numerics.SEQ_LENGTHS == bench_execute.ExecuteDeviceTime.params[1]
 
 
 @pytest.mark.parametrize("missing, benchmark, params", [
     ("compile", bench_compile.CompileTotal, ("softmax", 127)),
-    ("run_stage", bench_compile.CompileStage, ("lower", "mlp", 127)),
+    ("run_stage", bench_compile.CompileStage, ("kernel", "mlp", 127)),
     ("device_clock", bench_execute.ExecuteDeviceTime, ("softmax", 1)),
 ])
 def test_a_commit_without_the_api_skips(monkeypatch, missing, benchmark, params):
@@ -151,8 +157,26 @@ def test_a_device_time_sample_is_that_run_s_simulated_time():
     assert sample > 0
 
 
+def test_every_host_clock_sample_is_one_process_relative_to_the_reference():
+    for benchmark in (bench_compile.CompileTotal, bench_compile.CompileStage,
+                      bench_execute.ExecuteHostTime):
+        assert issubclass(benchmark, clocks.ProcessSampled)
+        assert benchmark.timer is clocks.process_clock
+        assert benchmark.number == 1 and benchmark.warmup_time == 0
+        assert benchmark.repeat[0] == benchmark.repeat[1] == prepare.CLOCK_PROCESSES
+        assert benchmark.rounds == prepare.CLOCK_ROUNDS
+    assert bench_execute.ExecuteHostTime.clock is clocks.time.perf_counter  # a user's wait
+    assert bench_compile.CompileTotal.clock is clocks.time.process_time
+
+
+@pytest.mark.parametrize("workload, seq", sorted(bench_execute.UNTIMED_CALLS))
+def test_a_warm_call_too_short_to_time_skips(workload, seq):
+    with pytest.raises(NotImplementedError, match="too short to time honestly"):
+        bench_execute.ExecuteHostTime().setup(workload, seq)
+
+
 def test_every_stage_benchmark_runs_once():
-    for stage in prepare.STAGES:
+    for stage in bench_compile.TIMED_STAGES:
         benchmark = bench_compile.CompileStage()
         benchmark.setup(stage, "attention", 127)
         benchmark.time_stage(stage, "attention", 127)

@@ -1,0 +1,229 @@
+"""Host-clock samples that asv may treat as independent draws: one sample, one process.
+
+asv compares two commits with a Mann-Whitney test on their pooled samples, which is only right
+when the samples are independent. Host clocks (the CPU time of a compile, the wall time of a
+warm call) are not, when a process hands asv several of them. Measured on the 2-core machine
+this suite is sized for (`python scripts/clock_spread.py`, docs/benchmarks.md): the speed of
+one thread moves by up to x1.75 from one moment to the next (the core's other hardware thread
+is busy or not), so the calls of one process agree with each other far better than with the
+calls of the next process, and the processes of one stretch of time agree better than with
+those a minute later. With asv's default of one process per round, two rounds a side gave
+Mann-Whitney two moments of the machine per commit, and an unchanged pair of commits was
+flagged in 8-14 clock rows.
+
+So a host-clock benchmark hands asv one value per process. The benchmark process warms up
+once (`ProcessSampled.warm_up`: first-use costs paid before any sample), then `sample` forks
+a fresh child per asv sample. The child times its calls each between two runs of a fixed reference
+workload (`reference`: Python bytecode and small torch ops, the two kinds of work the
+compiler and the executor do) and returns the median over its calls of
+
+    call time / reference time x REFERENCE_S
+
+that is, the call's time at the machine speed at which the reference takes REFERENCE_S. The
+reference is timed on the same clock, right before and right after the call, so what the
+machine's momentary speed does to both cancels; the median over a child's calls and the fresh
+process per sample make each sample one independent draw. asv reads the values through
+`timer = process_clock`, a clock that `sample` advances by each child's value, as the device
+clock advances by each simulated run (bench_execute).
+
+Stdlib and torch only: the probes load this file by path to measure clocks the same way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import json
+import os
+import statistics
+import sys
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+# What one run of `reference` takes on an undisturbed core of the machine the suite was
+# calibrated on (an AMD EPYC vCPU, Python 3.11, torch 2.13: the fastest of 3,000 runs,
+# `python scripts/clock_spread.py --reference`). It only scales the samples into seconds: a
+# sample is the call's time in units of the reference's, so on another machine the values
+# are in the same units, not that machine's seconds (docs/benchmarks.md, "Clocks and noise").
+REFERENCE_S = 0.82e-3
+REFERENCE_LOOP = 10_000  # Python additions and multiplications
+REFERENCE_OBJECTS = 2_000  # small objects made and freed: the allocator, as a compile uses it
+REFERENCE_MATMULS = 8  # 64 x 64 matmuls, each followed by an in-place add
+# A child times calls until it has timed `min_calls` calls and at least MIN_SECONDS of them,
+# and never more than MAX_CALLS: a 1 ms stage is timed ~10 times, a 100 ms compile once.
+# More calls in one process buy little: its calls share the moment it ran in.
+MIN_SECONDS = 0.01
+MAX_CALLS = 50
+
+T = TypeVar("T")
+_elapsed = 0.0
+_operands: tuple | None = None
+
+
+def process_clock() -> float:
+    """The clock asv's `timer` reads: the sum of every sample `sample` has taken in this
+    process, so the difference across one call of the benchmark is that call's sample."""
+    return _elapsed
+
+
+def reference() -> None:
+    """A fixed amount of the work the measured code does: interpreter bytecode, small objects
+    made and freed, and small torch ops. Its duration at the moment of a call says how fast
+    the machine runs then."""
+    import torch  # imported already wherever a benchmark or a probe measures
+
+    global _operands
+    if _operands is None:
+        generator = torch.Generator().manual_seed(0)
+        _operands = (torch.randn(64, 64, generator=generator),
+                     torch.randn(64, 64, generator=generator))
+    total = 0
+    for i in range(REFERENCE_LOOP):
+        total += i * i
+    table = {}
+    for i in range(REFERENCE_OBJECTS):
+        table[str(i)] = (i, [i])
+    del table
+    left, right = _operands
+    for _ in range(REFERENCE_MATMULS):
+        torch.mm(left, right).add_(1.0)
+
+
+def between_references(call: Callable[[], T], clock: Callable[[], float]
+                       ) -> tuple[T, float, float]:
+    """`call`'s result, its seconds on `clock`, and the mean seconds of the `reference` runs
+    right before and right after it (the garbage collector off, as asv's timer has it)."""
+    with _collector_off():
+        before = _timed(reference, clock)
+        start = clock()
+        result = call()
+        took = clock() - start
+        after = _timed(reference, clock)
+    return result, took, (before + after) / 2
+
+
+def timed_calls(prepare: Callable[[], object], call: Callable[[], object],
+                clock: Callable[[], float], min_calls: int = 1,
+                min_seconds: float = MIN_SECONDS, max_calls: int = MAX_CALLS
+                ) -> list[tuple[float, float]]:
+    """Time `call` (after `prepare`, untimed) between runs of `reference` in this process,
+    until enough is timed: per call, its seconds and the mean of the reference runs right
+    before and right after it (a run after one call is the run before the next).
+
+    One call runs first untimed: a forked process's first call writes to pages it still
+    shares with its parent (reference counts, caches), and the kernel copies each one. That
+    made first calls 1.3-3.6x slower than the next ones (a decompose stage 5.5 ms against
+    1.5 ms, a layernorm call 16.6 ms against 6.1 ms), by an amount that moves with the
+    machine's state."""
+    reference()  # its first run allocates the operands
+    prepare()
+    call()
+    timed: list[tuple[float, float]] = []
+    prepare()
+    with _collector_off():
+        previous = _timed(reference, clock)
+    while True:
+        with _collector_off():
+            took = _timed(call, clock)
+            after = _timed(reference, clock)
+        timed.append((took, (previous + after) / 2))
+        previous = after
+        enough = len(timed) >= min_calls and sum(t for t, _ in timed) >= min_seconds
+        if enough or len(timed) >= max_calls:
+            return timed
+        prepare()
+
+
+def _timed(work: Callable[[], object], clock: Callable[[], float]) -> float:
+    start = clock()
+    work()
+    return clock() - start
+
+
+@contextlib.contextmanager
+def _collector_off() -> Iterator[None]:
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def relative_seconds(timed: list[tuple[float, float]]) -> float:
+    """The process's sample: its median call time over the reference's, x REFERENCE_S."""
+    return statistics.median(took / max(ref, 1e-9) for took, ref in timed) * REFERENCE_S
+
+
+def in_child(measure: Callable[[], Any]) -> Any:
+    """Run `measure` in a forked child of this process and return its (JSON) value; the
+    child's exception, if any, is raised here as a RuntimeError carrying its traceback."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: measure, report, and leave without running the parent's exits
+        os.close(read_end)
+        status = 0
+        try:
+            message = {"value": measure()}
+        except BaseException:  # noqa: BLE001 (every failure goes back to the parent)
+            message, status = {"error": traceback.format_exc()}, 1
+        with os.fdopen(write_end, "w") as out:
+            json.dump(message, out)
+        os._exit(status)
+    os.close(write_end)
+    with os.fdopen(read_end) as source:
+        text = source.read()
+    os.waitpid(pid, 0)
+    message = json.loads(text) if text else {"error": "the measuring process died"}
+    if "error" in message:
+        raise RuntimeError(f"measuring process failed:\n{message['error']}")
+    return message["value"]
+
+
+def sample(prepare: Callable[[], object], call: Callable[[], object],
+           clock: Callable[[], float], min_calls: int = 1) -> float:
+    """One asv sample of `call`: a fresh process's `relative_seconds`. Advances
+    `process_clock` by it, and returns it."""
+    global _elapsed
+    value = float(in_child(lambda: relative_seconds(timed_calls(prepare, call, clock,
+                                                                  min_calls))))
+    _elapsed += value
+    return value
+
+
+class ProcessSampled:
+    """What every host-clock benchmark class shares: asv reads one sample per forked process.
+
+    A class sets `clock` (what a call is timed with), `call` (the timed work) and, when a call
+    needs something made fresh before it (untimed), `fresh`; its `setup` calls `warm_up` last
+    and its `time_` method returns `self.sample()`."""
+
+    timer = staticmethod(process_clock)
+    number = 1  # one forked process per asv sample
+    warmup_time = 0.0  # the benchmark process warms up itself (`warm_up`)
+    clock: Callable[[], float] = staticmethod(time.process_time)
+    min_calls = 1
+
+    def fresh(self) -> None:
+        """Prepare the next timed call, untimed: nothing by default."""
+
+    def call(self) -> None:
+        raise NotImplementedError
+
+    def warm_up(self) -> None:
+        """One discarded call in the benchmark process itself, once: the processes forked
+        after it inherit one that has paid its first-use costs (torch's lazy imports, caches
+        filled on a first compile or call), so none of them times those."""
+        if getattr(self, "_warm", False):
+            return
+        self.fresh()
+        self.call()
+        self._warm = True
+
+    def sample(self) -> None:
+        sample(self.fresh, self.call, self.clock, self.min_calls)

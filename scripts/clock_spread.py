@@ -1,0 +1,253 @@
+"""How the suite's host clocks spread within a process, between processes and over time.
+
+The measurement behind what one host-clock sample is (benchmarks/clocks.py) and how many a
+commit gets (benchmarks/prepare.py). It measures the suite's own clock benchmarks the way
+asv does, without asv: this process imports the suite and warms it up, as asv's forkserver
+does; for each row (benchmark and parameters) and each of `--windows` windows it forks one
+benchmark process, which runs the row's setup (its warm-up included) and forks
+`--processes` children, each timing its calls between runs of the reference workload. The
+windows go round-robin over the rows, so two windows of a row are as far apart in time as
+asv's rounds of two commits are, and windows are labelled A B B A B A A B ... as asv's
+interleaved rounds are.
+
+Per row, and per family (the median over its rows), with robust spreads (1.4826 x median
+absolute deviation / median):
+
+- within: how one child's raw call times spread (the median over children);
+- between raw / between sample: how the children of one window spread, by their median raw
+  call time and by their sample (`clocks.relative_seconds`);
+- window raw / window sample: how far the windows' medians spread, over what independent
+  children would give them (1: the windows are like independent draws; 3: the moment a
+  window ran in triples its spread);
+- gate: for each A/B pair of the same code (the rounds of an `asv continuous` with
+  `--rounds` rounds a side), asv's own verdict at factor 1.1 on the samples (+ or - is a
+  false row), and the smallest slowdown of B that asv would flag (`regressions.stats.
+  asv_verdict` on B's samples scaled up), the median over pairs.
+
+    python scripts/clock_spread.py --windows 8 --processes 6 --json spread.json
+    python scripts/clock_spread.py --bench "CompileStage.*sdsc" --windows 12
+    python scripts/clock_spread.py --report spread.json        # the table again, no measuring
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import re
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+# One thread, as asv.conf.json sets for the suite's processes, before numpy starts its pool.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+from regressions.stats import asv_verdict  # noqa: E402
+
+FAMILIES = {"CompileTotal": "compile total (CPU)", "CompileStage": "compile stage (CPU)",
+            "ExecuteHostTime": "warm call (wall)"}
+SLOWDOWNS = np.round(np.arange(1.0, 3.001, 0.01), 2)
+
+
+def rows(pattern: str) -> list[tuple[str, type, tuple]]:
+    """Every clock row of the suite whose name matches `pattern`: (name, class, params)."""
+    from benchmarks import bench_compile, bench_execute
+
+    found = []
+    for module in (bench_compile, bench_execute):
+        for cls_name in FAMILIES:
+            cls = getattr(module, cls_name, None)
+            if cls is None:
+                continue
+            method = next(m for m in vars(cls) if m.startswith("time_"))
+            for params in itertools.product(*cls.params):
+                name = f"{module.__name__.split('.')[-1]}.{cls_name}.{method}{params!r}"
+                if re.search(pattern, name):
+                    found.append((name, cls, params))
+    return found
+
+
+def benchmark_process(cls: type, params: tuple, processes: int) -> list[list[list[float]]]:
+    """One benchmark process, as asv forks it: setup (and its warm-up), then `processes`
+    children; per child its (call seconds, reference seconds) pairs."""
+    from benchmarks import clocks
+
+    def measure() -> list | None:
+        benchmark = cls()
+        try:
+            benchmark.setup(*params)
+        except NotImplementedError:  # a row the suite skips (too short to time, no API)
+            return None
+        return [clocks.in_child(lambda: clocks.timed_calls(
+            benchmark.fresh, benchmark.call, benchmark.clock, benchmark.min_calls))
+            for _ in range(processes)]
+
+    return clocks.in_child(measure)
+
+
+def measure(selected: list, windows: int, processes: int) -> dict:
+    """Round-robin over the rows, `windows` times; every row's children per window."""
+    from benchmarks import prepare
+
+    prepare.warm_up_forkserver()
+    measured: dict = {name: [] for name, _, _ in selected}
+    started = time.monotonic()
+    for window in range(windows):
+        for name, cls, params in selected:
+            if window and not measured[name]:
+                continue  # skipped
+            found = benchmark_process(cls, params, processes)
+            if found is not None:
+                measured[name].append(found)
+        print(f"window {window + 1}/{windows}: {time.monotonic() - started:.0f} s, load "
+              f"{os.getloadavg()[0]:.2f}", file=sys.stderr, flush=True)
+    return measured
+
+
+def reference_runs(runs: int = 3000) -> None:
+    """The distribution of one reference run's duration, per clock the suite times with."""
+    import torch
+
+    from benchmarks import clocks
+
+    torch.set_num_threads(1)
+    for clock in (time.process_time, time.perf_counter):
+        taken = []
+        for _ in range(runs):
+            start = clock()
+            clocks.reference()
+            taken.append(clock() - start)
+        low, p5, middle = np.percentile(taken, [0, 5, 50]) * 1e3
+        print(f"reference on {clock.__name__}: fastest {low:.3f} ms, 5th percentile {p5:.3f} "
+              f"ms, median {middle:.3f} ms (REFERENCE_S = {clocks.REFERENCE_S * 1e3:.3f} ms)")
+
+
+def robust_spread(values) -> float:
+    values = np.asarray(values, dtype=float)
+    middle = np.median(values)
+    return float(1.4826 * np.median(np.abs(values - middle)) / middle)
+
+
+def abba(windows: int) -> list[str]:
+    """asv's interleaved order: round r runs A then B for odd r, B then A for even r."""
+    return [side for r in range(windows // 2) for side in ("AB" if r % 2 == 0 else "BA")]
+
+
+def smallest_flagged(before: list[float], after: list[float]) -> float | None:
+    """The smallest slowdown of `after` (a grid step of 1%) that asv flags as worse."""
+    return next((float(s) for s in SLOWDOWNS if asv_verdict(before, [v * s for v in after]) > 0),
+                None)
+
+
+def row_figures(windows: list, rounds: int) -> dict:
+    """The spreads and the simulated gate of one row (see the module docstring)."""
+    from benchmarks import clocks
+
+    raw = [np.array([statistics.median(t for t, _ in child) for child in window])
+           for window in windows]
+    sample = [np.array([clocks.relative_seconds(child) for child in window])
+              for window in windows]
+    spreads = [robust_spread([t for t, _ in child])
+               for window in windows for child in window if len(child) > 2]
+    within = statistics.median(spreads) if spreads else float("nan")  # one or two calls each
+
+    def window_excess(per_window: list) -> float:
+        logs = [np.log(w) for w in per_window]
+        child_sd = float(np.sqrt(np.mean([np.var(w, ddof=1) for w in logs])))
+        window_sd = float(np.std([np.median(w) for w in logs], ddof=1))
+        independent = 1.2533 * child_sd / np.sqrt(len(logs[0]))
+        return window_sd / independent if independent > 0 else float("nan")
+
+    order = abba(len(windows))
+    verdicts, smallest = [], []
+    for start in range(0, len(windows) - 2 * rounds + 1, 2 * rounds):
+        block = range(start, start + 2 * rounds)
+        a = [v for i in block if order[i] == "A" for v in sample[i]]
+        b = [v for i in block if order[i] == "B" for v in sample[i]]
+        verdicts.append(asv_verdict(a, b))
+        smallest.append(smallest_flagged(a, b))
+    return {"median_s": float(np.median(np.concatenate(sample))), "within": within,
+            "between_raw": statistics.median(robust_spread(w) for w in raw),
+            "between_sample": statistics.median(robust_spread(w) for w in sample),
+            "window_raw": window_excess(raw), "window_sample": window_excess(sample),
+            "false_rows": sum(v != 0 for v in verdicts), "pairs": len(verdicts),
+            "smallest": (statistics.median(s for s in smallest if s is not None)
+                         if any(s is not None for s in smallest) else None)}
+
+
+def report(measured: dict, rounds: int) -> None:
+    figures = {name: row_figures(windows, rounds) for name, windows in measured.items()
+               if windows}
+    header = (f"{'row':58s} {'median':>9s} {'within':>6s} {'betw raw':>8s} {'betw smp':>8s} "
+              f"{'win raw':>7s} {'win smp':>7s} {'false':>6s} {'flags at':>8s}")
+    print(header)
+    for name, f in figures.items():
+        smallest = f"x{f['smallest']:.2f}" if f["smallest"] else "-"
+        print(f"{name[:58]:58s} {f['median_s'] * 1e3:7.3f}ms {f['within']:6.1%} "
+              f"{f['between_raw']:8.1%} {f['between_sample']:8.1%} {f['window_raw']:7.1f} "
+              f"{f['window_sample']:7.1f} {f['false_rows']:>3d}/{f['pairs']:<2d} "
+              f"{smallest:>8s}")
+    print("\nper family (median over its rows; false rows summed):")
+    for cls_name, family in FAMILIES.items():
+        mine = [f for name, f in figures.items() if f".{cls_name}." in name]
+        if not mine:
+            continue
+        smallest = [f["smallest"] for f in mine if f["smallest"]]
+        print(f"  {family:22s} rows {len(mine):3d}  within {_median(mine, 'within'):6.1%}  "
+              f"between raw {_median(mine, 'between_raw'):6.1%} sample "
+              f"{_median(mine, 'between_sample'):6.1%}  window raw "
+              f"{_median(mine, 'window_raw'):4.1f} sample {_median(mine, 'window_sample'):4.1f}"
+              f"  false rows {sum(f['false_rows'] for f in mine)}/"
+              f"{sum(f['pairs'] for f in mine)}  flags at x"
+              f"{statistics.median(smallest) if smallest else float('nan'):.2f}")
+
+
+def _median(figures: list, key: str) -> float:
+    values = [f[key] for f in figures if not np.isnan(f[key])]
+    return statistics.median(values) if values else float("nan")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bench", default=".", help="regex over the rows' names")
+    parser.add_argument("--windows", type=int, default=8)
+    parser.add_argument("--processes", type=int, default=None,
+                        help="children per window (default: the suite's CLOCK_PROCESSES)")
+    parser.add_argument("--rounds", type=int, default=None,
+                        help="rounds a side in the simulated gate (default: CLOCK_ROUNDS)")
+    parser.add_argument("--json", type=Path, help="write the measurements here")
+    parser.add_argument("--report", type=Path, help="print the table of an earlier --json")
+    parser.add_argument("--reference", action="store_true",
+                        help="time the reference workload 3,000 times on both clocks: the "
+                             "fastest run is what benchmarks/clocks.py's REFERENCE_S says")
+    args = parser.parse_args()
+    warnings.simplefilter("ignore")
+    from benchmarks import prepare
+
+    rounds = args.rounds or prepare.CLOCK_ROUNDS
+    if args.reference:
+        reference_runs()
+        return 0
+    if args.report:
+        report(json.loads(args.report.read_text())["rows"], rounds)
+        return 0
+    selected = rows(args.bench)
+    if not selected:
+        parser.error(f"no clock row matches {args.bench!r}")
+    measured = measure(selected, args.windows, args.processes or prepare.CLOCK_PROCESSES)
+    if args.json:
+        args.json.write_text(json.dumps({"version": 1, "rows": measured}))
+    report(measured, rounds)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

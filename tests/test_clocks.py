@@ -1,0 +1,130 @@
+"""benchmarks/clocks.py: a host-clock sample is one forked process's call time relative to a
+reference workload timed beside it."""
+
+import os
+
+import pytest
+
+from benchmarks import clocks
+
+
+class FakeMachine:
+    """A clock that only moves when fake work runs, at a speed the test sets: the machine's
+    momentary speed, which the reference is there to cancel."""
+
+    def __init__(self) -> None:
+        self.now, self.slowdown = 0.0, 1.0
+
+    def clock(self) -> float:
+        return self.now
+
+    def work(self, seconds: float) -> None:
+        self.now += seconds * self.slowdown
+
+
+@pytest.fixture
+def one_thread():
+    """One intra-op thread, as every benchmark process has (`prepare.steady_process`): the
+    reference's matmuls on a thread pool would add other threads' CPU time to the clock."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture
+def machine(monkeypatch):
+    fake = FakeMachine()
+    monkeypatch.setattr(clocks, "reference", lambda: fake.work(clocks.REFERENCE_S))
+    return fake
+
+
+def test_a_sample_is_the_call_over_its_references_so_the_machine_speed_cancels(machine):
+    def call():
+        machine.work(0.004)
+        machine.slowdown *= 1.5  # the machine slows down after every call
+
+    timed = clocks.timed_calls(lambda: None, call, machine.clock, min_calls=3)
+    assert len(timed) == 3
+    raw = [took for took, _ in timed]
+    assert raw[-1] > 2 * raw[0]  # the clock alone saw the call get slower
+    # the reference before a call ran at its speed, the one after at the next one's
+    assert clocks.relative_seconds(timed) == pytest.approx(0.004 / 1.25, rel=1e-9)
+
+
+def test_a_process_times_calls_until_it_has_enough_and_never_more_than_the_cap(machine):
+    def timed(seconds, **limits):
+        return len(clocks.timed_calls(lambda: None, lambda: machine.work(seconds),
+                                      machine.clock, **limits))
+
+    assert timed(0.1) == 1  # one compile is enough time
+    assert timed(0.001, min_seconds=0.0095) == 10
+    assert timed(1e-6, min_seconds=1.0, max_calls=7) == 7
+    assert timed(0.1, min_calls=4) == 4
+
+
+def test_prepare_runs_before_every_call_and_is_not_timed(machine):
+    calls = []
+
+    def prepare():
+        machine.work(10.0)  # untimed: rebuilding the call's inputs
+        calls.append("prepare")
+
+    def call():
+        machine.work(0.002)
+        calls.append("call")
+
+    timed = clocks.timed_calls(prepare, call, machine.clock, min_calls=2, min_seconds=0)
+    assert calls == ["prepare", "call"] * 3  # the first call is untimed
+    assert [took for took, _ in timed] == pytest.approx([0.002, 0.002])
+
+
+def test_each_sample_is_taken_in_a_fresh_process_and_advances_the_clock():
+    parent = os.getpid()
+    seen = []
+
+    def call():
+        seen.append(os.getpid())  # a child's list: the parent's stays empty
+
+    before = clocks.process_clock()
+    value = clocks.sample(lambda: None, call, clocks.time.perf_counter)
+    assert value > 0
+    assert clocks.process_clock() - before == pytest.approx(value)
+    assert seen == []  # the calls ran in the child
+    assert clocks.in_child(os.getpid) != parent
+
+
+def test_a_failure_in_the_measuring_process_is_raised_with_its_traceback():
+    def broken():
+        raise ValueError("kernel k0 has no descriptor")
+
+    with pytest.raises(RuntimeError, match="kernel k0 has no descriptor"):
+        clocks.sample(lambda: None, broken, clocks.time.perf_counter)
+
+
+def test_a_process_sampled_benchmark_warms_up_once_in_its_own_process():
+    class Counting(clocks.ProcessSampled):
+        prepared = called = 0
+
+        def fresh(self):
+            Counting.prepared += 1
+
+        def call(self):
+            Counting.called += 1
+
+    benchmark = Counting()
+    benchmark.warm_up()
+    benchmark.warm_up()  # asv runs setup before every sample
+    assert (Counting.prepared, Counting.called) == (1, 1)
+    assert Counting.timer is clocks.process_clock and Counting.number == 1
+
+
+def test_a_slower_call_gives_a_proportionally_larger_sample(one_thread):
+    def spin(n):
+        return lambda: sum(i * i for i in range(n))
+
+    small = clocks.sample(lambda: None, spin(20_000), clocks.time.process_time, min_calls=5)
+    large = clocks.sample(lambda: None, spin(80_000), clocks.time.process_time, min_calls=5)
+    assert 2.5 < large / small < 6  # four times the work
