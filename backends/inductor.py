@@ -374,7 +374,7 @@ class Execution:
     outputs: tuple[Any, ...]
     host_s: float
     device_us: float | None
-    kernels: tuple[tuple[str, float, str, int | None], ...] = ()
+    kernels: tuple[Any, ...] = ()  # C++ kernels are not timed one by one
     trace: dict | None = None
     nonfinite: str | None = None
 

@@ -216,7 +216,7 @@ def main() -> int:
         print(f"  {runs[name]['seconds']:.0f} s, exit {runs[name]['exit']}", flush=True)
     units = json.loads((out / "workers" / "state" / "units.json").read_text())
     shared_phase = units["phases"][0]
-    assert not shared_phase["clock"], "the executor's first phase is the shared families'"
+    assert not shared_phase["alone"], "the executor's first phase is the shared families'"
     serial_shared = shared_seconds(out / "serial" / "repo" / ".asv" / "results")
     report = {
         "version": 1, "commits": commits, "workers": args.workers, "grid": args.grid,

@@ -21,10 +21,11 @@ from regressions.investigation import model
 from regressions.investigation.investigator import Investigator, Located, alert_target
 from regressions.investigation.model import Investigation
 from regressions.probing import suite
-from regressions.probing.prober import GitHistory, ProbeRunner, SubprocessProber
 from regressions.records import evidence, files, lifecycle
+from regressions.records.results_store import ResultsStore
 from reports import scrub_investigation, write_bundle
 from reports.bundle import MARKER
+from spyre_regress.prober import GitHistory, ProbeRunner, SubprocessProber
 
 Progress = Callable[[str], None]
 
@@ -68,7 +69,7 @@ class Reporter:
         """One alert's investigation, as the lifecycle's outcome; a reproduced one is kept."""
 
         def attempt() -> Located:
-            target = alert_target(alert, suite.param_names(self.results_dir),
+            target = alert_target(alert, ResultsStore(self.results_dir).param_names(),
                                   suite.numerics_widths(self.repo),
                                   suite.stage_width(self.repo))
             found = self.investigator.investigate(alert, target, self._work(alert_id),

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from regressions import stats
-from regressions.probing.answers import KernelRun, StageAnswer
+from regressions.probing.protocol import KernelTime, StageAnswer
 
 STAGE_REPORT_VERSION = 3  # 3: `basis` names the evidence (instructions, compile_clock)
 # What named the first divergent stage: its canonical artifact differs, or (no artifact
@@ -122,7 +122,7 @@ def compile_deltas(stages: Sequence[str], good_times: Sequence[Mapping[str, floa
     return deltas
 
 
-def kernel_deltas(good: Sequence[KernelRun], bad: Sequence[KernelRun]) -> list[KernelDelta]:
+def kernel_deltas(good: Sequence[KernelTime], bad: Sequence[KernelTime]) -> list[KernelDelta]:
     """Kernels matched by name; the largest absolute change first."""
     good_by, bad_by = {k.name: k.time_us for k in good}, {k.name: k.time_us for k in bad}
     names = list(dict.fromkeys([*good_by, *bad_by]))

@@ -17,9 +17,10 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from regressions import processes
+from regressions import codec, processes
 from regressions.errors import SpyreRegressError
-from regressions.records import files
+from regressions.probing import answers
+from regressions.probing.protocol import DiscoverAnswer, Failed, ProbeRequest
 
 SUITE_DIR = "benchmarks"
 CATALOGUE = "workloads.py"
@@ -111,18 +112,6 @@ def _literal(tree: ast.AST, name: str):
     return None
 
 
-def param_names(results_dir: Path) -> dict[str, tuple[str, ...]]:
-    """Each benchmark's parameter names, from the `benchmarks.json` asv writes."""
-    meta = files.read_json(Path(results_dir) / "benchmarks.json", "asv benchmark list",
-                           "pass the results directory asv wrote (`results_dir` in "
-                           "asv.conf.json, e.g. .asv/results)")
-    if not isinstance(meta, dict):
-        raise SpyreRegressError(f"{results_dir}/benchmarks.json is not asv's benchmark list; "
-                                "pass the results directory asv wrote")
-    return {name: tuple(entry.get("param_names") or ()) for name, entry in meta.items()
-            if isinstance(entry, dict)}
-
-
 @dataclass(frozen=True)
 class Benchmark:
     """One benchmark of a suite: its parameter names and each parameter's values (asv's repr
@@ -140,14 +129,14 @@ def discover(repo: Path, work_dir: Path) -> dict[str, Benchmark]:
     own code on the path, never in this process.
     """
     suite = copy_suite(repo, work_dir)
-    answer = processes.run_probe(Path(repo), "discover", {"suite": str(suite)})
-    if answer.get("status") != "ok":
+    answer = answers.read(DiscoverAnswer, processes.run_probe(
+        Path(repo), "discover", codec.to_json(ProbeRequest(suite=str(suite)))), "discover")
+    if isinstance(answer, Failed):
         raise SpyreRegressError(f"cannot list the benchmarks of {repo}: "
-                                f"{answer.get('detail', answer.get('status'))}; check that "
+                                f"{answer.detail or answer.status}; check that "
                                 "`asv check` passes there")
-    params = answer.get("params", {})
-    return {name: Benchmark(name, tuple(names), tuple(tuple(v) for v in params.get(name, ())))
-            for name, names in answer["benchmarks"].items()}
+    return {name: Benchmark(name, names, tuple(answer.params.get(name, ())))
+            for name, names in answer.benchmarks.items()}
 
 
 def workload_names(repo: Path) -> tuple[str, ...]:
