@@ -37,7 +37,7 @@ from regressions.records import alert_store, files, lifecycle
 from regressions.records.results_store import ResultsStore
 from spyre_regress import dashboard
 from spyre_regress.executor import Executor
-from spyre_regress.reporting import Published, Reporter
+from spyre_regress.reporting import Published, Reporter, Reporting
 from spyre_regress.scaleout import DistributedRunner, ExecutorProbes
 
 Progress = Callable[[str], None]
@@ -67,20 +67,27 @@ class NightlyOptions:
         return self.repo / ".asv" / "results"
 
     @property
+    def reporting(self) -> Reporting:
+        """Where the night's investigations and reports go."""
+        return Reporting(repo=self.repo, results_dir=self.results_dir,
+                         state_dir=self.state_dir, reports_dir=self.reports_dir,
+                         machine=self.machine, env=self.asv_env, floors=self.floors)
+
+    @property
     def store(self) -> ResultsStore:
         """The nightly's results store: asv's, of its machine, in the branch's order."""
         return ResultsStore(self.results_dir, self.machine, self.repo)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class NightlyRun:
     commits_benchmarked: list[str]
     records: list[lifecycle.AlertRecord]  # every alert record after tonight
     events: list[lifecycle.Event]  # tonight's transitions
     published: list[Published]  # the culprit reports written tonight
     transients: list[detect.Transient]
-    remeasured: str  # what re-measurement spent, in samples and seconds (`night.remeasured`)
-    html: Path | None
+    remeasurement_note: str  # what re-measurement spent (`night.remeasurement_line`)
+    dashboard: Path | None  # asv's dashboard, made to work offline
     failures: list[str]
     environment_events: list[lifecycle.Event] = field(default_factory=list)  # new ones
 
@@ -154,9 +161,7 @@ def run(options: NightlyOptions, progress: Progress) -> NightlyRun:
                     progress=progress))
             progress(f"benchmarking {len(commits)} of {len(history)} commits on "
                      f"{options.branch} (stride {options.stride})")
-            reporter = Reporter(options.repo, options.results_dir, options.state_dir,
-                                options.reports_dir, options.machine, options.asv_env,
-                                options.floors, progress,
+            reporter = Reporter(options.reporting, progress,
                                 None if executor is None else ExecutorProbes(executor),
                                 1 if executor is None else executor.workers)
             runner = AsvRunner(options, progress) if executor is None else \
@@ -171,12 +176,13 @@ def run(options: NightlyOptions, progress: Progress) -> NightlyRun:
             if executor is not None:
                 _write_units(options.state_dir / "units.json", executor)
         _write_transients(options.state_dir / "transients.json", tonight.transients)
-        return NightlyRun(commits, tonight.records, tonight.events, tonight.published,
-                          tonight.transients,
-                          f"{night.remeasured(tonight.remeasured)} (measured in "
-                          f"{bench.remeasuring_seconds:.0f} s)",
-                          publish(options, progress), tonight.failures,
-                          tonight.environment_events)
+        return NightlyRun(
+            commits_benchmarked=commits, records=tonight.records, events=tonight.events,
+            published=tonight.published, transients=tonight.transients,
+            remeasurement_note=f"{night.remeasurement_line(tonight.remeasurement)} (measured "
+                               f"in {bench.remeasuring_seconds:.0f} s)",
+            dashboard=render_dashboard(options, progress), failures=tonight.failures,
+            environment_events=tonight.environment_events)
 
 
 def utc_now() -> str:
@@ -298,8 +304,9 @@ def _write_transients(path: Path, transients: Sequence[detect.Transient]) -> Non
     files.write_json(path, {"version": TRANSIENTS_VERSION, "transients": list(transients)})
 
 
-def publish(options: NightlyOptions, progress: Progress) -> Path | None:
-    """asv's dashboard, with the scripts it loads from CDNs served from its own folder."""
+def render_dashboard(options: NightlyOptions, progress: Progress) -> Path | None:
+    """asv's dashboard (`asv publish`: asv's word; here to publish is to write a culprit's
+    report), with the scripts it loads from CDNs served from its own folder."""
     done = processes.run_asv(["publish"], options.repo, env=options.asv_env)
     if done.returncode != 0:
         progress(f"asv publish failed (exit {done.returncode}); the results are still there")

@@ -11,8 +11,8 @@ rewrites its bundle without measuring the first alert again.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from regressions.detection.alerts import Alert
@@ -48,20 +48,37 @@ class Published:
         return str(self.bundle)
 
 
+@dataclass(frozen=True, kw_only=True)
+class Reporting:
+    """Where the nightly investigates and reports: the repository under test and its asv
+    results, the nightly's state (probe work, kept investigations, the bisection
+    measurements under `machine`) and the reports' directory; the benchmark environment
+    every probe gets; detection's floors, which the confirmation at a culprit uses too."""
+
+    repo: Path
+    results_dir: Path
+    state_dir: Path
+    reports_dir: Path
+    machine: str
+    env: Mapping[str, str] = field(default_factory=dict)
+    floors: tuple[tuple[str, float], ...] = ()
+
+
 class Reporter:
     """Investigates the nightly's alerts in one repository and writes their bundles."""
 
-    def __init__(self, repo: Path, results_dir: Path, state_dir: Path, reports_dir: Path,
-                 machine: str, env: dict[str, str], floors: Sequence[tuple[str, float]],
-                 progress: Progress, runner: ProbeRunner | None = None, probes: int = 1
-                 ) -> None:
-        self.repo, self.results_dir = repo, results_dir
-        self.state_dir, self.reports_dir = state_dir, reports_dir
-        self.floors, self.progress = tuple(floors), progress
-        self.saved = state_dir / "investigations"
-        prober = SubprocessProber(repo, state_dir / "work", state_dir / "probe-results",
-                                  machine, progress, env, runner)
-        self.history = GitHistory(repo)
+    def __init__(self, where: Reporting, progress: Progress,
+                 runner: ProbeRunner | None = None, probes: int = 1) -> None:
+        """`runner` runs each probe (here by default, else on an executor); `probes`: how
+        many may measure at once."""
+        self.repo, self.results_dir = where.repo, where.results_dir
+        self.state_dir, self.reports_dir = where.state_dir, where.reports_dir
+        self.floors, self.progress = where.floors, progress
+        self.saved = where.state_dir / "investigations"
+        prober = SubprocessProber(where.repo, where.state_dir / "work",
+                                  where.state_dir / "probe-results", where.machine, progress,
+                                  dict(where.env), runner)
+        self.history = GitHistory(where.repo)
         self.investigator = Investigator(self.history, prober, progress, probes)
         self.located: dict[int, tuple[Alert, model.Target, Located]] = {}  # tonight's
 

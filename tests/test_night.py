@@ -147,7 +147,7 @@ def test_the_nightlys_seams_take_the_simulations_transitions(tmp_path, monkeypat
         assert transitions(tonight["disk"]) == transitions(tonight["memory"]), number
         assert [(e.alert_id, e.note) for e in tonight["disk"].environment_events] == \
             [(e.alert_id, e.note) for e in tonight["memory"].environment_events], number
-        assert tonight["disk"].remeasured.spent == tonight["memory"].remeasured.spent
+        assert tonight["disk"].remeasurement.spent == tonight["memory"].remeasurement.spent
         reported += len(tonight["memory"].published)
         environment += len(tonight["memory"].environment_events)
     records = [lifecycle.to_dict(r) for r in memory[1].records()]

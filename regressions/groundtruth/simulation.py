@@ -273,7 +273,7 @@ def simulate(branch: Branch, *, budget_fraction: float = remeasure.BUDGET_FRACTI
 
 def _log(number: int, tonight: night.NightResult, result: Simulation) -> NightLog:
     """The night's figures, and the first nights each culprit and symptom were reported."""
-    found = tonight.remeasured
+    found = tonight.remeasurement
     log = NightLog(number, len(tonight.benchmarked), tonight.base_samples, found.budget,
                    found.spent, len(tonight.alerts), len(tonight.investigated),
                    events=list(tonight.events))
