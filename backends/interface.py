@@ -138,7 +138,7 @@ def load(name: str) -> Backend:
     for what the tools do with a program before any probe runs, like the minimizer's start."""
     import importlib
 
-    return importlib.import_module(f"backends.{module_path(name).stem}")  # type: ignore[return-value]
+    return importlib.import_module(f"backends.{module_path(name).stem}")
 
 
 class Wording(NamedTuple):

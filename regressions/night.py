@@ -27,7 +27,7 @@ import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 from regressions.detection import remeasure
 from regressions.detection.alerts import Alert, cluster_alerts
@@ -66,19 +66,26 @@ class Publication(Protocol):
     """A culprit's report as written: which alerts it answers, the first divergent stage it
     names and where it lies (None where nothing is written, as in the simulation)."""
 
-    culprit: str
-    alert_ids: tuple[int, ...]
-    stage: str | None
-    report: str | None
+    @property
+    def culprit(self) -> str: ...
+    @property
+    def alert_ids(self) -> tuple[int, ...]: ...
+    @property
+    def stage(self) -> str | None: ...
+    @property
+    def report(self) -> str | None: ...
 
 
-class Investigations(Protocol):
-    """Investigating one alert, and publishing one culprit's report."""
+P = TypeVar("P", bound=Publication, covariant=True)
+
+
+class Investigations(Protocol[P]):
+    """Investigating one alert, and publishing one culprit's report (as a `P`)."""
 
     def investigate(self, alert_id: int, alert: Alert) -> lifecycle.Outcome: ...
     # the probe of an alert investigated tonight at `head`, beside its good and bad builds
     def at_head(self, alert_id: int, head: str) -> lifecycle.HeadCheck | None: ...
-    def publish(self, group: lifecycle.CulpritReport) -> Publication: ...
+    def publish(self, group: lifecycle.CulpritReport) -> P: ...
     def written(self, report: str) -> bool: ...  # a published report is still there, whole
 
 
@@ -94,7 +101,7 @@ class Settings:
 
 
 @dataclass(kw_only=True)
-class NightResult:
+class NightResult(Generic[P]):
     """Everything one night did."""
 
     benchmarked: list[str]
@@ -104,7 +111,7 @@ class NightResult:
     records: list[lifecycle.AlertRecord]  # every record after tonight
     events: list[lifecycle.Event]
     investigated: list[int]  # record ids investigated tonight
-    published: list[Publication]
+    published: list[P]
     failures: list[str] = field(default_factory=list)
     environment: list[EnvironmentAlert] = field(default_factory=list)  # tonight's
     environment_events: list[lifecycle.Event] = field(default_factory=list)
@@ -115,9 +122,9 @@ class NightResult:
 
 
 def run_night(commits: Sequence[str], history: Sequence[str], bench: Bench,
-              store: AlertRecords, investigations: Investigations, now: Callable[[], str],
+              store: AlertRecords, investigations: Investigations[P], now: Callable[[], str],
               settings: Settings = Settings(), progress: Progress = lambda _: None,
-              timer: Callable[[], float] = time.monotonic) -> NightResult:
+              timer: Callable[[], float] = time.monotonic) -> NightResult[P]:
     """Benchmark `commits`, then detect over every series on `history` (first-parent order,
     oldest first), re-measuring within the budget; advance the records, investigate the new
     alerts seen tonight and publish a report for each culprit that gained a reported alert
@@ -179,7 +186,7 @@ def remeasurement_line(found: remeasure.Remeasured) -> str:
 
 def _investigate(todo: Sequence[int], alerts: Mapping[int, Alert],
                  records: dict[int, lifecycle.AlertRecord], store: AlertRecords,
-                 investigations: Investigations, now: Callable[[], str],
+                 investigations: Investigations[Any], now: Callable[[], str],
                  progress: Progress) -> list[str]:
     """Investigate tonight's new alerts (`alerts` by record id) in order, saving each record
     of `records` (by id) as it changes; what failed, one line each."""
@@ -201,7 +208,7 @@ def _investigate(todo: Sequence[int], alerts: Mapping[int, Alert],
 def _still_regressed_at_head(todo: Sequence[int], alerts: Mapping[int, Alert],
                              records: dict[int, lifecycle.AlertRecord], head: str,
                              series: Sequence[Series], store: AlertRecords,
-                             investigations: Investigations, now: Callable[[], str],
+                             investigations: Investigations[Any], now: Callable[[], str],
                              progress: Progress) -> list[lifecycle.Event]:
     """Tonight's reported alerts whose probe is back at the good level at the head become
     `fixed` (with the range the series shows the fix in) before any report is written."""
@@ -271,11 +278,12 @@ def missing_reports(alert_ids: Sequence[int], extras: dict[int, dict],
 
 
 def _publish(records: list[lifecycle.AlertRecord], investigated: set[int],
-             store: AlertRecords, investigations: Investigations, progress: Progress
-             ) -> tuple[list[Publication], list[str]]:
+             store: AlertRecords, investigations: Investigations[P], progress: Progress
+             ) -> tuple[list[P], list[str]]:
     """Each culprit report due tonight (`unpublished`), written and its records saved; the
     reports written, and one line for each that could not be."""
-    published, failures = [], []
+    published: list[P] = []
+    failures: list[str] = []
     extras = store.extras()
     for group in unpublished(records, extras, investigated, investigations.written):
         earlier = [i for i in group.alert_ids if i not in investigated]

@@ -53,6 +53,7 @@ def summarize(run: nightly.NightlyRun) -> dict:
     for outcome in run.published:
         found = outcome.investigation
         culprit, confirmation = found.commits.culprit, found.confirmation
+        assert culprit is not None and found.bisect is not None  # a published culprit
         regressions.append({
             "commit": culprit.sha,
             "subject": culprit.subject,

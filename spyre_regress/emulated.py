@@ -118,8 +118,8 @@ class InProcessProber:
     """The probe commands, run here on `source` (a module defining program and make_inputs)
     while the commit's build is active."""
 
-    backend = "spyre_sim"  # the emulated builds patch this tree's spyre_sim
-    compiler = None
+    backend: str = "spyre_sim"  # the emulated builds patch this tree's spyre_sim
+    compiler: str | None = None
 
     def __init__(self, history: ListHistory, source: str, work_dir: Path,
                  samples: int = 20) -> None:

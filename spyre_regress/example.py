@@ -38,10 +38,10 @@ def detected_alert(prober: InProcessProber, history: ListHistory, target: Target
     before, after = (prober.bench(commit, target).samples for commit in (good, bad))
     interval = stats.ratio_interval(before, after)
     p = None if len(before) == 1 else stats.mann_whitney(before, after, "greater").pvalue
-    member = Regression("emulated", "in-process", target.benchmark, params, target.metric,
+    member = Regression("emulated", "in-process", target.benchmark, params, target.measures.name,
                         good, bad, 0, len(history.order) - 1, interval.ratio,
                         (interval.low, interval.high), p, p, float(min(before)))
-    return Alert(target.metric, good, bad, (member,), member)
+    return Alert(target.measures.name, good, bad, (member,), member)
 
 
 def investigate(target: Target, params: str, source: str, builds: Sequence[EmulatedBuild],

@@ -138,6 +138,7 @@ class Executor:
             progress(f"executor: the cluster at {scheduler}, "
                      f"{len(client.scheduler_info()['workers'])} worker(s)")
             return cls(client, None, scratch_root, progress)
+        assert workers is not None  # one of the two is given
         if workers < 1:
             raise SpyreRegressError(f"--workers must be at least 1, not {workers}")
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
@@ -218,7 +219,8 @@ class Executor:
             if phase[0].alone:  # a restarted worker comes back without the slot it held
                 self._grant_clock_slots()
             phase_started = time.monotonic()
-            waiting, running, finished = list(phase), {}, as_completed()
+            running: dict[Any, Work] = {}
+            waiting, finished = list(phase), as_completed()
             self._hand_out(waiting, running, finished)
             try:
                 for future in finished:

@@ -93,6 +93,7 @@ class Reporter:
                                                   self.floors)
             files.write_json(self.saved / f"alert-{alert_id:03d}.json",
                              scrub_investigation(found))
+            assert found.bisect is not None and found.commits.culprit is not None  # located
             located = Located(found.bisect, found.commits.good.sha, found.commits.culprit.sha,
                               found.confirmation)
             self.located[alert_id] = (alert, target, located)

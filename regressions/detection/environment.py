@@ -48,8 +48,11 @@ class Regression(Protocol):
     """What an environment alert reads of a regression it explains (`detect.Regression`;
     detect imports this module, so the type is described here rather than imported)."""
 
-    ratio: float | None
-    ci: tuple[float, float] | None
+    @property
+    def ratio(self) -> float | None: ...
+
+    @property
+    def ci(self) -> tuple[float, float] | None: ...
 
     @property
     def name(self) -> str: ...

@@ -393,7 +393,7 @@ def confirmation(program: Program, metric: metrics.Metric, good: Sequence[float]
                         REPORT_CONFIDENCE, pvalue, floor, bool(confirmed))
 
 
-def errors_from(values: Mapping[str, float] | None) -> Errors | None:
+def errors_from(values: Mapping[str, float | None] | None) -> Errors | None:
     if values is None:
         return None
     return Errors(*(_finite(values.get(name)) for name in ERROR_FIELDS))

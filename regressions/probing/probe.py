@@ -147,8 +147,8 @@ def cmd_bench(request: Request) -> protocol.BenchAnswer | protocol.Failed:
 
     benchmark = get_benchmark_from_name(request.suite, request.benchmark)
     # asv_runner keeps params as repr strings, the form asv writes into results files
-    combos = [tuple(combo) for combo in itertools.product(*benchmark.params)] \
-        if benchmark.params else [()]
+    combos: list[tuple[str, ...]] = [tuple(combo) for combo in itertools.product(
+        *benchmark.params)] if benchmark.params else [()]
     if request.params not in combos:
         return protocol.Failed("untestable", f"params {request.params} not in {combos[:4]}...")
     index = combos.index(request.params)
@@ -324,7 +324,7 @@ def cmd_knobs(request: Request) -> protocol.KnobsAnswer:
             trials.append(protocol.KnobTrialAnswer(
                 knob.name, knob.stage, value,
                 _metric(backend, request, program, inputs, values), index))
-    scoped = ()
+    scoped: tuple[protocol.ScopedAnswer, ...] = ()
     if request.scope and backend.SCOPES_KNOBS:  # a compiler that logs its decisions
         scoped = _scoped(backend, request, request.scope, program, inputs)
     return protocol.KnobsAnswer("ok", baseline, tuple(trials), scoped)

@@ -180,7 +180,8 @@ def merge_document(into: dict | None, new: dict, source: str) -> dict:
 def _appended(old: dict, new: dict) -> dict:
     """One benchmark's row with a later run's combinations added to it."""
     combos = len(new.get("result") or old.get("result") or [])
-    out = {column: _cell_list(old, column, combos) for column in ("result", *_STATS, "samples")}
+    out: dict[str, Any] = {column: _cell_list(old, column, combos)
+                           for column in ("result", *_STATS, "samples")}
     out.update(params=old.get("params"), version=old.get("version"),
                started_at=new.get("started_at"), duration=new.get("duration"), profile=None)
     for index in range(combos):

@@ -373,7 +373,8 @@ def investigated(record: AlertRecord, outcome: Outcome, night: str) -> AlertReco
                                 "alerts are investigated")
     if outcome.error is not None:
         return _note(record, f"investigation failed on {night}: {outcome.error}")
-    if outcome.culprit is not None and publishable(outcome.evidence):
+    if outcome.culprit is not None and outcome.evidence is not None \
+            and publishable(outcome.evidence):
         return _note(replace(record, status="reported", culprit=outcome.culprit,
                              evidence=outcome.evidence),
                      f"reported on {night}: culprit {outcome.culprit[:12]}"
