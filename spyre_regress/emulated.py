@@ -126,8 +126,9 @@ class InProcessProber:
         self.history, self.source, self.samples = history, source, samples
         self.work_dir = Path(work_dir)
 
-    def request(self, target: Target, **fields: Any) -> ProbeRequest:
-        return probe_request(target, **{"source": self.source, **fields})
+    def request(self, target: Target, source: str | None = None) -> ProbeRequest:
+        """The request for `target` on `source` (the history's program by default)."""
+        return probe_request(target, source=source or self.source)
 
     def _run(self, commit: str, command: str, request: ProbeRequest, answer: type[T]) -> T:
         """The command's answer, of type `answer`; a probe that did not measure raises."""
@@ -138,8 +139,9 @@ class InProcessProber:
         return answered
 
     def bench(self, commit: str, target: Target, samples: int | None = None) -> Measurement:
-        answer = self._run(commit, "sample", self.request(
-            target, samples=max(samples or 0, self.samples)), BenchAnswer)
+        request = dataclasses.replace(self.request(target),
+                                      samples=max(samples or 0, self.samples))
+        answer = self._run(commit, "sample", request, BenchAnswer)
         return Measurement(commit, "ok", answer.samples, answer.deterministic)
 
     def stages(self, commits: Sequence[str], target: Target,
@@ -148,8 +150,8 @@ class InProcessProber:
         found = []
         for commit, trace in zip(commits, traces or [None] * len(commits), strict=True):
             root = Path(tempfile.mkdtemp(prefix=f"capture-{commit[:8]}-", dir=self.work_dir))
-            request = self.request(target, capture_dir=str(root),
-                                   trace=str(trace) if trace else None)
+            request = dataclasses.replace(self.request(target), capture_dir=str(root),
+                                          trace=str(trace) if trace else None)
             answer = self._run(commit, "stages", request, StageAnswer)  # the backend restores
             found.append((dataclasses.replace(answer, width=target.width),  # the env
                           captures.load_capture(captures.single_capture(root))))
@@ -162,7 +164,8 @@ class InProcessProber:
 
     def knobs(self, commit: str, target: Target, scope: KnobScope | None = None,
               part: tuple[int, int] | None = None) -> KnobsAnswer | Failed:
-        return self._run(commit, "knobs", self.request(target, scope=scope, part=part),
+        return self._run(commit, "knobs", dataclasses.replace(self.request(target),
+                                                              scope=scope, part=part),
                          KnobsAnswer)
 
     @contextlib.contextmanager
@@ -186,8 +189,7 @@ class InProcessProber:
 
     def timing(self, commit: str, target: Target, source: str, iterations: int
                ) -> TimingAnswer | Failed:
-        request = dataclasses.replace(self.request(target, source=source,
-                                                   iterations=iterations),
+        request = dataclasses.replace(self.request(target, source), iterations=iterations,
                                       config={"noise_seed": None})
         return self._run(commit, "timing", request, TimingAnswer)
 

@@ -207,7 +207,7 @@ class Executor:
         A phase hands out no more units than it has free slots, and the next as one
         finishes: the scheduler places a unit when it is submitted, and a unit queued behind
         a busy worker stayed there while another worker sat idle (a 12-commit night lost a
-        fifth of its benchmarking phase to it), since each unit is a task of its own kind
+        fifth of its benchmarking phase to it), since each unit is a task of its own
         whose duration the scheduler never learns."""
         from distributed import as_completed
 

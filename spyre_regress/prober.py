@@ -54,17 +54,17 @@ WORK_TIMEOUT_S = 1800.0
 
 
 def probe_request(target: Target, backend: str = "spyre_sim", compiler: str | None = None,
-                  **fields: Any) -> ProbeRequest:
+                  workloads: str | None = None, source: str | None = None) -> ProbeRequest:
     """What every probe command is told about the target: the compiler under test (its
     backend module, by path, and the repository's module in its compiler's place, if any),
-    the program (the workload's name and shape; `fields` add the catalogue or a `source`),
-    the metric's probe and the build's config, and the command's own `fields`."""
+    the program (the workload's name and shape in the catalogue `workloads`, or a module's
+    `source`), the metric's probe and the build's config. A command's own fields are set on
+    it with `dataclasses.replace`, which the type checker holds to the protocol's fields."""
     return ProbeRequest(backend=str(interface.module_path(backend)), compiler=compiler,
-                        harness=str(suite.harness_path()), workload=target.workload,
-                        seq=target.seq, width=target.width,
-                        config={"numerics": target.measures.with_numerics},
-                        metric=target.probe or "", stage=target.stage, error=target.error,
-                        **fields)
+                        harness=str(suite.harness_path()), workloads=workloads,
+                        workload=target.workload, seq=target.seq, width=target.width,
+                        source=source, config={"numerics": target.measures.with_numerics},
+                        metric=target.probe or "", stage=target.stage, error=target.error)
 
 
 class ProbeRunner(Protocol):
@@ -126,9 +126,8 @@ class SubprocessProber:
         # the stage report alike, and a valgrind run costs minutes.
         self._counted: dict[tuple, WorkAnswer | Failed] = {}
 
-    def request(self, target: Target, **fields: Any) -> ProbeRequest:
-        return probe_request(target, self.backend, self.compiler,
-                             workloads=str(self.workloads), **fields)
+    def request(self, target: Target) -> ProbeRequest:
+        return probe_request(target, self.backend, self.compiler, workloads=str(self.workloads))
 
     def _run(self, commit: str, command: str, request: ProbeRequest, timeout: float = 600.0,
              alone: bool = False) -> dict[str, Any]:
@@ -151,7 +150,7 @@ class SubprocessProber:
         with processes.still_running(self.progress, f"counting instructions at {commit[:10]} "
                                      "under valgrind"):
             answer = answers.read(WorkAnswer, self._run(commit, "work", dataclasses.replace(
-                self.request(target, compile_work=str(module)), config={}),
+                self.request(target), compile_work=str(module), config={}),
                 timeout=WORK_TIMEOUT_S), "work")
         self.progress(f"counted instructions at {commit[:10]}: {answer.status} "
                       f"({time.monotonic() - started:.0f} s under valgrind)")
@@ -203,10 +202,11 @@ class SubprocessProber:
         root = self.work_dir / "captures" / f"{commit[:12]}-{target.workload}-{target.seq}"
         if root.exists():
             shutil.rmtree(root)
-        answer = answers.read(StageAnswer, self._run(commit, "stages", self.request(
-            target, capture_dir=str(root), trace=str(trace) if trace else None,
-            host_clock=target.measures.knob_baseline == "host_clock"),
-            alone=not target.measures.shares_host), "stages")
+        request = dataclasses.replace(
+            self.request(target), capture_dir=str(root), trace=str(trace) if trace else None,
+            host_clock=target.measures.knob_baseline == "host_clock")
+        answer = answers.read(StageAnswer, self._run(
+            commit, "stages", request, alone=not target.measures.shares_host), "stages")
         if isinstance(answer, Failed):
             raise SpyreRegressError(f"the stage probe failed at {commit[:12]}: "
                                     f"{answer.detail}")
@@ -214,8 +214,9 @@ class SubprocessProber:
 
     def knobs(self, commit: str, target: Target, scope: KnobScope | None = None,
               part: tuple[int, int] | None = None) -> KnobsAnswer | Failed:
-        return answers.read(KnobsAnswer, self._run(commit, "knobs", self.request(
-            target, scope=scope, part=part), alone=not target.measures.shares_host), "knobs")
+        request = dataclasses.replace(self.request(target), scope=scope, part=part)
+        return answers.read(KnobsAnswer, self._run(
+            commit, "knobs", request, alone=not target.measures.shares_host), "knobs")
 
     @contextlib.contextmanager
     def ratios(self, good: str, bad: str, target: Target) -> Iterator[RatioOf]:
@@ -242,7 +243,7 @@ class SubprocessProber:
     def timing(self, commit: str, target: Target, source: str, iterations: int
                ) -> TimingAnswer | Failed:
         # independent run-to-run noise per build, where the backend simulates it
-        request = dataclasses.replace(self.request(target, source=source, iterations=iterations),
+        request = dataclasses.replace(self.request(target), source=source, iterations=iterations,
                                       config=dict(interface.load(self.backend).INDEPENDENT))
         # the report's host wall time: both builds on the clock worker, never beside other work
         return answers.read(TimingAnswer, self._run(commit, "timing", request, alone=True),
