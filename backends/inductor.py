@@ -374,7 +374,7 @@ class Execution:
     outputs: tuple[Any, ...]
     host_s: float
     device_us: float | None
-    kernels: tuple[tuple[str, float, str, int | None], ...] = ()
+    kernels: tuple[Any, ...] = ()  # C++ kernels are not timed one by one
     trace: dict | None = None
     nonfinite: str | None = None
 
@@ -470,7 +470,8 @@ def graph(program: Callable, inputs: Sequence[Any]) -> tuple[Any, list[Any]]:
         def forward(module: torch.fx.GraphModule, _: list) -> Callable:
             graphs.append((module, real))
             return module
-        return aot_module_simplified(gm, example_inputs, fw_compiler=forward)
+        return aot_module_simplified(gm, example_inputs,
+                                     fw_compiler=forward)  # type: ignore[arg-type]
 
     torch._dynamo.reset()
     try:
@@ -504,7 +505,7 @@ def build_path() -> str:
     """Where this process imported the compiler from: the project's module (the checkout
     under test), else torch (and so Inductor)."""
     module = importlib.import_module(COMPILER) if COMPILER else torch
-    return str(Path(module.__file__).parent)
+    return str(Path(str(module.__file__)).parent)
 
 
 def known_settings(values: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:

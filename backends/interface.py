@@ -60,13 +60,17 @@ class Knob(Protocol):
 class Execution(Protocol):
     """One call of a compiled program: its outputs, the host's seconds, and the device's
     microseconds where the backend has a device clock (None where it has not); where it
-    models a device, each kernel's (name, microseconds, bound, cores) and a Chrome trace;
-    where it checks its outputs, which kernel first produced a NaN or inf (as text)."""
+    models a device, its kernels and a Chrome trace; where it checks its outputs, which
+    kernel first produced a NaN or inf (as text).
+
+    `kernels` are the compiler's own records, each with the fields of the probe protocol's
+    `KernelTime` (`name`, `time_us`, `bound`, `cores`; regressions/probing/protocol.py),
+    which the probe reads them into: a backend module imports nothing of this tool."""
 
     outputs: tuple[Any, ...]
     host_s: float
     device_us: float | None
-    kernels: tuple[tuple[str, float, str, int | None], ...]
+    kernels: Sequence[Any]
     trace: dict | None
     nonfinite: str | None
 
@@ -134,7 +138,7 @@ def load(name: str) -> Backend:
     for what the tools do with a program before any probe runs, like the minimizer's start."""
     import importlib
 
-    return importlib.import_module(f"backends.{module_path(name).stem}")  # type: ignore[return-value]
+    return importlib.import_module(f"backends.{module_path(name).stem}")
 
 
 class Wording(NamedTuple):

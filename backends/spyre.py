@@ -44,7 +44,7 @@ class Execution:
     outputs: tuple[Any, ...]
     host_s: float
     device_us: float | None
-    kernels: tuple[tuple[str, float, str, int | None], ...] = ()
+    kernels: tuple[Any, ...] = ()  # the simulator's KernelRecords (interface: KernelTime's fields)
     trace: dict | None = None
     nonfinite: str | None = None
 
@@ -62,9 +62,8 @@ class Compiled:
         took = time.perf_counter() - start
         nonfinite = getattr(result, "nonfinite", None)  # builds before the check: none
         return Execution(tuple(result.outputs), took, float(result.device_time_us),
-                         tuple((k.name, k.time_us, k.bound, getattr(k, "cores", None))
-                               for k in result.kernels),
-                         result.trace, None if nonfinite is None else nonfinite.describe())
+                         tuple(result.kernels), result.trace,
+                         None if nonfinite is None else nonfinite.describe())
 
     def baselines(self, *inputs: Any) -> tuple[Any, Any, Any]:
         """The first output in float64, and eager with every op rounded to the device's

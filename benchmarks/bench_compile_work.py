@@ -37,13 +37,13 @@ WORKLOAD_WEIGHTS = {"linear": 190, "mlp": 267, "attention": 495, "rmsnorm": 211,
 
 
 def grid_points() -> list[tuple[str, int, int]]:
-    """The measured points, in grid order (`compile_work.deal` splits them into shares)."""
+    """The measured points, in grid order (`compile_work.shares_of` splits them into shares)."""
     return [(name, seq, STAGE_WIDTH) for name in WORKLOAD_NAMES for seq in SEQ_LENGTHS]
 
 
 def grid_shares(points: list) -> list[list]:
     """The points each process counts, in the order it counts them."""
-    return compile_work.deal(points, SHARES, WORKLOAD_WEIGHTS)
+    return compile_work.shares_of(points, SHARES, WORKLOAD_WEIGHTS)
 
 
 def cache_key(points: list) -> str | None:

@@ -6,7 +6,7 @@ compile-time benchmarks for pull requests count instructions for the same reason
 (`torch._C._instruction_counter`, or callgrind through `torch.utils.benchmark`'s
 `Timer.collect_callgrind`, whose valgrind options and client requests are used here).
 
-A grid of (workload, seq, width) points is dealt into shares (`deal`), each measured by a
+A grid of (workload, seq, width) points is dealt into shares (`shares_of`), each measured by a
 valgrind process of its own, side by side on separate cores. A process starts with
 callgrind's instrumentation off, so torch's import runs at valgrind's uninstrumented speed
 (~20 s instead of ~120 s here), builds its share's workloads and runs one discarded compile
@@ -72,7 +72,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 COMPILE_WORK_VERSION = 2  # 2: the grid dealt into shares, one valgrind process each
 # Literal copy of spyre_sim.STAGES: the grid must not depend on the commit under test.
@@ -100,6 +100,7 @@ DROPPED_ENV_PREFIXES = ("TORCH_LOGS", "TORCH_TRACE", "TORCHDYNAMO_", "TORCHINDUC
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt() parameters, glibc's malloc.h
 
 Point = tuple[str, int, "int | None"]
+Item = TypeVar("Item")
 
 
 class ValgrindUnavailable(NotImplementedError):
@@ -170,24 +171,34 @@ def parse_dump(text: str) -> int:
     return totals
 
 
-def deal(points: Sequence[Point], shares: int,
-         weights: Mapping[str, float] | None = None) -> list[list[Point]]:
+def deal(weights: Mapping[Item, float], shares: int) -> list[list[Item]]:
+    """`weights`' items dealt into `shares` shares, heaviest first to the lightest share (the
+    first of equally light ones), equally heavy items in `weights`' order: the greedy
+    longest-first deal, which keeps the heaviest share near the mean. It depends only on its
+    arguments. The one dealing function of the project: the grid's valgrind processes here
+    (`shares_of`), and the CI shards of a suite (`spyre_regress.scaleout.shard_of`)."""
+    dealt: list[list[Item]] = [[] for _ in range(shares)]
+    loads = [0.0] * shares
+    for item in sorted(weights, key=lambda k: -weights[k]):  # stable: ties keep their order
+        lightest = loads.index(min(loads))
+        dealt[lightest].append(item)
+        loads[lightest] += weights[item]
+    return dealt
+
+
+def shares_of(points: Sequence[Point], shares: int,
+              weights: Mapping[str, float] | None = None) -> list[list[Point]]:
     """The grid dealt into at most `shares` shares, one valgrind process each: a workload's points
     stay together (they share its build and its discarded compile), heaviest workload first to
-    the lightest share. `weights` estimates a workload's cost per point (default 1). The deal
-    depends only on its arguments, so a grid is always counted in the same processes and in
-    the same order, which its counts depend on."""
+    the lightest share (`deal`). `weights` estimates a workload's cost per point (default 1). The
+    deal depends only on its arguments, so a grid is always counted in the same processes and
+    in the same order, which its counts depend on."""
     by_workload: dict[str, list[Point]] = {}
     for point in points:
         by_workload.setdefault(point[0], []).append(point)
-    cost = {name: len(group) * (weights or {}).get(name, 1.0)
+    cost = {name: len(group) * (weights or {}).get(name, 1.0)  # grid order breaks ties
             for name, group in by_workload.items()}
-    dealt: list[list[str]] = [[] for _ in range(max(1, min(shares, len(by_workload))))]
-    loads = [0.0] * len(dealt)
-    for name in sorted(by_workload, key=lambda n: -cost[n]):  # stable: grid order breaks ties
-        lightest = loads.index(min(loads))
-        dealt[lightest].append(name)
-        loads[lightest] += cost[name]
+    dealt = deal(cost, max(1, min(shares, len(by_workload))))
     return [[p for p in points if p[0] in names] for names in dealt if names]
 
 
@@ -380,7 +391,7 @@ def measure(points: Iterable[Point], *, config: Mapping[str, Any] | None = None,
     instrument = instrument or default_instrument()
     with tempfile.TemporaryDirectory(prefix="compile-work-") as scratch:
         work, dumps = Path(scratch), Path(scratch) / "cg"
-        pairs = _requests(work, deal(_points(points), shares, weights), config, stages,
+        pairs = _requests(work, shares_of(_points(points), shares, weights), config, stages,
                           instrument, preload)
         commands = [valgrind_command(python or sys.executable, request, manifest, dumps,
                                      instrument) for request, manifest in pairs]
@@ -405,7 +416,7 @@ def run_natively(points: Iterable[Point], *, config: Mapping[str, Any] | None = 
     the whole run and the child's own "phases"."""
     with tempfile.TemporaryDirectory(prefix="compile-work-") as scratch:
         work = Path(scratch)
-        pairs = _requests(work, deal(_points(points), shares, weights), config, None,
+        pairs = _requests(work, shares_of(_points(points), shares, weights), config, None,
                           "from_start", preload)
         commands = [[python or sys.executable, "-P", str(Path(__file__).resolve()),
                      str(request), str(manifest)] for request, manifest in pairs]

@@ -72,7 +72,7 @@ def _convert(annotation: Any, data: Any, where: str) -> Any:
     if annotation is Any:
         return data
     if dataclasses.is_dataclass(annotation):
-        return _dataclass(annotation, data, where)
+        return _dataclass(typing.cast(type, annotation), data, where)
     if origin in (typing.Union, types.UnionType):
         if data is None and type(None) in arguments:
             return None

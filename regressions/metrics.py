@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import typing
 from dataclasses import dataclass
-from typing import Literal, NamedTuple
+from typing import Final, Literal, NamedTuple
 
 # Alert kinds: one per metric, and "failure" (a series that stops running).
 Kind = Literal["compile_work", "device_time", "host_time", "compile_time", "numerics", "track",
@@ -33,7 +33,7 @@ KnobBaseline = Literal["device_clock", "stage_clock", "runtime_error", "host_clo
 # instructions, errors with what they are, anything else as a number with its unit.
 Display = Literal["us", "ms", "instructions", "error", "value"]
 
-FAILURE: Kind = "failure"
+FAILURE: Final = "failure"  # a Kind, and the failure of BisectResult.kind
 EVIDENCE_FIRST: tuple[Section, ...] = ("evidence", "timing", "correctness")
 
 

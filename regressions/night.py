@@ -9,7 +9,7 @@ and SQLite (`spyre_regress.nightly`) and on a synthetic branch with an in-memory
 - `AlertRecords`: where alert records persist between nights (SQLite; a list);
 - `Investigations`: how a new alert is investigated and a culprit's report published (the
   probes and the report bundle; the bisection on the generator);
-- `clock`: what "now" is called in the records' notes.
+- `now`: what the time is called in the records' notes.
 
 Each record is saved as soon as it changes, so an interruption loses at most the step under
 way; a record turns `reported` before its report is written, so a culprit whose report is
@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 from regressions.detection import remeasure
 from regressions.detection.alerts import Alert, cluster_alerts
@@ -66,19 +66,26 @@ class Publication(Protocol):
     """A culprit's report as written: which alerts it answers, the first divergent stage it
     names and where it lies (None where nothing is written, as in the simulation)."""
 
-    culprit: str
-    alert_ids: tuple[int, ...]
-    stage: str | None
-    report: str | None
+    @property
+    def culprit(self) -> str: ...
+    @property
+    def alert_ids(self) -> tuple[int, ...]: ...
+    @property
+    def stage(self) -> str | None: ...
+    @property
+    def report(self) -> str | None: ...
 
 
-class Investigations(Protocol):
-    """Investigating one alert, and publishing one culprit's report."""
+P = TypeVar("P", bound=Publication, covariant=True)
+
+
+class Investigations(Protocol[P]):
+    """Investigating one alert, and publishing one culprit's report (as a `P`)."""
 
     def investigate(self, alert_id: int, alert: Alert) -> lifecycle.Outcome: ...
     # the probe of an alert investigated tonight at `head`, beside its good and bad builds
     def at_head(self, alert_id: int, head: str) -> lifecycle.HeadCheck | None: ...
-    def publish(self, group: lifecycle.CulpritReport) -> Publication: ...
+    def publish(self, group: lifecycle.CulpritReport) -> P: ...
     def written(self, report: str) -> bool: ...  # a published report is still there, whole
 
 
@@ -93,36 +100,36 @@ class Settings:
     window: int | None = None
 
 
-@dataclass
-class NightResult:
+@dataclass(kw_only=True)
+class NightResult(Generic[P]):
     """Everything one night did."""
 
     benchmarked: list[str]
     base_samples: int  # samples measured at tonight's new commits
-    remeasured: remeasure.Remeasured
+    remeasurement: remeasure.Remeasured  # detection with re-measurement, and what it spent
     alerts: list[Alert]  # tonight's, after re-measurement
     records: list[lifecycle.AlertRecord]  # every record after tonight
     events: list[lifecycle.Event]
     investigated: list[int]  # record ids investigated tonight
-    published: list[Publication]
+    published: list[P]
     failures: list[str] = field(default_factory=list)
     environment: list[EnvironmentAlert] = field(default_factory=list)  # tonight's
     environment_events: list[lifecycle.Event] = field(default_factory=list)
 
     @property
     def transients(self) -> list[Transient]:
-        return list(self.remeasured.detection.transients)
+        return list(self.remeasurement.detection.transients)
 
 
 def run_night(commits: Sequence[str], history: Sequence[str], bench: Bench,
-              store: AlertRecords, investigations: Investigations, clock: Callable[[], str],
+              store: AlertRecords, investigations: Investigations[P], now: Callable[[], str],
               settings: Settings = Settings(), progress: Progress = lambda _: None,
-              timer: Callable[[], float] = time.monotonic) -> NightResult:
+              timer: Callable[[], float] = time.monotonic) -> NightResult[P]:
     """Benchmark `commits`, then detect over every series on `history` (first-parent order,
     oldest first), re-measuring within the budget; advance the records, investigate the new
     alerts seen tonight and publish a report for each culprit that gained a reported alert
-    (or whose report is missing). `timer` times the benchmarking, whose prices are seconds
-    of it when `Costs.wall_clock`."""
+    (or whose report is missing). `now` names the time in the records' notes; `timer` times
+    the benchmarking, whose prices are seconds of it when `Costs.wall_clock`."""
     before = bench.measured()
     started = timer()
     bench.run(commits)
@@ -139,83 +146,85 @@ def run_night(commits: Sequence[str], history: Sequence[str], bench: Bench,
         series, history, bench.measure_again,
         budget=remeasure.budget_for(costs.of_points(series, tonight), settings.budget,
                                     costs.per_run + costs.startup),
-        costs=costs, clock=timer, floors=settings.floors, fdr=settings.fdr,
+        costs=costs, timer=timer, floors=settings.floors, fdr=settings.fdr,
         window=settings.window,
         contradicted={c for r in records if r.status == "not-reproduced"
                       for c in (r.good_commit, r.bad_commit)})
     alerts = cluster_alerts(found.detection.regressions)
-    machine = found.detection.environment
-    progress(f"detect: {len(found.series)} series, {len(alerts)} alert(s), {len(machine)} "
-             f"environment alert(s), {len(found.detection.transients)} transient(s); "
-             f"{remeasured(found)}")
+    environment_alerts = found.detection.environment
+    progress(f"detect: {len(found.series)} series, {len(alerts)} alert(s), "
+             f"{len(environment_alerts)} environment alert(s), "
+             f"{len(found.detection.transients)} transient(s); {remeasurement_line(found)}")
     place = {c: i for i, c in enumerate(history)}
-    state = lifecycle.advance(records, alerts, place, clock())
+    state = lifecycle.advance(records, alerts, place, now())
     store.save(state.records)
-    kept, machine_events = environment_records.advance(store.environment(), machine, place,
-                                                       clock())
+    kept, environment_events = environment_records.advance(
+        store.environment(), environment_alerts, place, now())
     store.save_environment(kept)
-    records = list(state.records)
-    todo = [i for i in state.investigate if i in state.alert_ids]
-    failures = _investigate(todo, alerts, state.alert_ids, records, store, investigations,
-                            clock, progress)
-    fixed = _still_regressed_at_head(todo, alerts, state.alert_ids, records,
+    by_id = {r.id: r for r in state.records}
+    todo = [i for i in state.investigate if i in state.alerts]
+    failures = _investigate(todo, state.alerts, by_id, store, investigations, now, progress)
+    fixed = _still_regressed_at_head(todo, state.alerts, by_id,
                                      commits[-1] if commits else history[-1], found.series,
-                                     store, investigations, clock, progress)
-    published = _publish(records, set(todo), store, investigations, failures, progress)
-    return NightResult(list(commits), base, found, alerts, store.records(),
-                       [*state.events, *fixed], todo, published, failures, machine,
-                       machine_events)
+                                     store, investigations, now, progress)
+    published, not_published = _publish(list(by_id.values()), set(todo), store,
+                                        investigations, progress)
+    return NightResult(benchmarked=list(commits), base_samples=base, remeasurement=found,
+                       alerts=alerts, records=store.records(),
+                       events=[*state.events, *fixed], investigated=todo, published=published,
+                       failures=[*failures, *not_published],
+                       environment=list(environment_alerts),
+                       environment_events=environment_events)
 
 
-def remeasured(found: remeasure.Remeasured) -> str:
+def remeasurement_line(found: remeasure.Remeasured) -> str:
     """What re-measurement spent, in samples and in the seconds its budget counts."""
     startup = f" (asv's start-up {found.startup:.0f} s a run)" if found.startup else ""
     return (f"re-measured {found.samples} extra samples in {len(found.requests)} request(s), "
             f"~{found.spent:.0f} s of a {found.budget:.0f} s budget{startup}")
 
 
-def _investigate(todo: Sequence[int], alerts: Sequence[Alert], alert_ids: Sequence[int],
-                 records: list[lifecycle.AlertRecord], store: AlertRecords,
-                 investigations: Investigations, clock: Callable[[], str],
+def _investigate(todo: Sequence[int], alerts: Mapping[int, Alert],
+                 records: dict[int, lifecycle.AlertRecord], store: AlertRecords,
+                 investigations: Investigations[Any], now: Callable[[], str],
                  progress: Progress) -> list[str]:
-    """Investigate tonight's new alerts in order, saving each record as it changes."""
+    """Investigate tonight's new alerts (`alerts` by record id) in order, saving each record
+    of `records` (by id) as it changes; what failed, one line each."""
     failures = []
     for number, alert_id in enumerate(todo, 1):
-        alert = alerts[list(alert_ids).index(alert_id)]
+        alert = alerts[alert_id]
         progress(f"alert {alert_id} ({number} of {len(todo)}): investigating {alert.kind} "
                  f"regression {alert.good_commit[:8]}..{alert.bad_commit[:8]}"
                  + (" (provisional)" if alert.provisional else ""))
         outcome = investigations.investigate(alert_id, alert)
-        position = next(i for i, r in enumerate(records) if r.id == alert_id)
-        records[position] = lifecycle.investigated(records[position], outcome, clock())
-        store.save([records[position]])
-        progress(f"alert {alert_id}: {records[position].status}: {records[position].note}")
+        records[alert_id] = lifecycle.investigated(records[alert_id], outcome, now())
+        store.save([records[alert_id]])
+        progress(f"alert {alert_id}: {records[alert_id].status}: {records[alert_id].note}")
         if outcome.error:
             failures.append(f"alert {alert_id}: {outcome.error}")
     return failures
 
 
-def _still_regressed_at_head(todo: Sequence[int], alerts: Sequence[Alert],
-                             alert_ids: Sequence[int], records: list[lifecycle.AlertRecord],
-                             head: str, series: Sequence[Series], store: AlertRecords,
-                             investigations: Investigations, clock: Callable[[], str],
+def _still_regressed_at_head(todo: Sequence[int], alerts: Mapping[int, Alert],
+                             records: dict[int, lifecycle.AlertRecord], head: str,
+                             series: Sequence[Series], store: AlertRecords,
+                             investigations: Investigations[Any], now: Callable[[], str],
                              progress: Progress) -> list[lifecycle.Event]:
     """Tonight's reported alerts whose probe is back at the good level at the head become
     `fixed` (with the range the series shows the fix in) before any report is written."""
     events = []
     for alert_id in todo:
-        i = next(k for k, r in enumerate(records) if r.id == alert_id)
-        if records[i].status != "reported" or records[i].culprit == head:
+        record = records[alert_id]
+        if record.status != "reported" or record.culprit == head:
             continue
         check = investigations.at_head(alert_id, head)
         if check is None or not check.fixed:
             continue
-        probe = alerts[list(alert_ids).index(alert_id)].probe
-        records[i] = lifecycle.fixed_at_head(records[i], check, fixed_range(series, probe, head),
-                                             clock())
-        store.save([records[i]])
-        progress(f"alert {alert_id}: fixed: {records[i].note}")
-        events.append(lifecycle.Event(alert_id, "reported", "fixed", records[i].note))
+        records[alert_id] = lifecycle.fixed_at_head(
+            record, check, fixed_range(series, alerts[alert_id].probe, head), now())
+        store.save([records[alert_id]])
+        progress(f"alert {alert_id}: fixed: {records[alert_id].note}")
+        events.append(lifecycle.Event(alert_id, "reported", "fixed", records[alert_id].note))
     return events
 
 
@@ -269,9 +278,12 @@ def missing_reports(alert_ids: Sequence[int], extras: dict[int, dict],
 
 
 def _publish(records: list[lifecycle.AlertRecord], investigated: set[int],
-             store: AlertRecords, investigations: Investigations,
-             failures: list[str], progress: Progress) -> list[Publication]:
-    published = []
+             store: AlertRecords, investigations: Investigations[P], progress: Progress
+             ) -> tuple[list[P], list[str]]:
+    """Each culprit report due tonight (`unpublished`), written and its records saved; the
+    reports written, and one line for each that could not be."""
+    published: list[P] = []
+    failures: list[str] = []
     extras = store.extras()
     for group in unpublished(records, extras, investigated, investigations.written):
         earlier = [i for i in group.alert_ids if i not in investigated]
@@ -286,4 +298,4 @@ def _publish(records: list[lifecycle.AlertRecord], investigated: set[int],
         store.save([r for r in records if r.id in group.alert_ids],
                    {i: {"stage": done.stage, "report": done.report} for i in group.alert_ids})
         published.append(done)
-    return published
+    return published, failures

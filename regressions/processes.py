@@ -215,10 +215,11 @@ def exit_reason(returncode: int) -> str:
         name = signal.Signals(number).name
     except ValueError:
         name = f"signal {number}"
-    why = {signal.SIGKILL: "; likely out of memory (the kernel's OOM killer): try a smaller "
-                           "--shape or --width",
-           signal.SIGSEGV: "; the process crashed",
-           signal.SIGTERM: "; something stopped it"}.get(number, "")
+    reasons: dict[int, str] = {
+        signal.SIGKILL: "; likely out of memory (the kernel's OOM killer): try a smaller "
+                        "--shape or --width",
+        signal.SIGSEGV: "; the process crashed", signal.SIGTERM: "; something stopped it"}
+    why = reasons.get(number, "")
     return f"probe killed by {name} (signal {number}){why}"
 
 
@@ -378,12 +379,13 @@ def _follow(process: subprocess.Popen, arguments: list[str],
         if shown is not None and not complete and shown.startswith("["):
             shown = None  # a benchmark line still running: it ends in seconds
         now = time.monotonic()
-        if shown is not None and shown != last_shown:  # an unfinished line, then finished
-            stream("asv " + shown)
-            first_shown = reminded = now
-        elif shown is not None and not complete and now - reminded >= STILL_RUNNING_EVERY:
-            stream(f"asv {shown} (still running after {now - first_shown:.0f} s)")
-            reminded = now
+        if stream is not None and shown is not None:
+            if shown != last_shown:  # an unfinished line, then finished
+                stream("asv " + shown)
+                first_shown = reminded = now
+            elif not complete and now - reminded >= STILL_RUNNING_EVERY:
+                stream(f"asv {shown} (still running after {now - first_shown:.0f} s)")
+                reminded = now
         last_shown = shown if not complete else None
         if now > deadline:
             raise SpyreRegressError(f"asv {arguments[0]} ran longer than {timeout:.0f} s; "

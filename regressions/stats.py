@@ -19,6 +19,9 @@ from typing import Literal, NamedTuple
 import numpy as np
 from scipy import special
 
+# Samples: a sequence of floats, or a numpy array of them (detection slices its arrays).
+Values = Sequence[float] | np.ndarray
+
 # Pinpoint's low threshold: p at or below it means DIFFERENT (catapult
 # dashboard/pinpoint/models/compare/thresholds.py, LowThreshold()).
 LOW_THRESHOLD = 0.01
@@ -66,7 +69,7 @@ class Comparison(NamedTuple):
     samples_cap: int
 
 
-def is_constant(values: Sequence[float], epsilon: float = EPSILON) -> bool:
+def is_constant(values: Values, epsilon: float = EPSILON) -> bool:
     """True when every value equals the first within a relative `epsilon` (no spread at all)."""
     if len(values) == 0:
         return True
@@ -77,7 +80,7 @@ def is_constant(values: Sequence[float], epsilon: float = EPSILON) -> bool:
 
 
 def mann_whitney(
-    before: Sequence[float], after: Sequence[float], alternative: Alternative = "two-sided"
+    before: Values, after: Values, alternative: Alternative = "two-sided"
 ) -> RankTest:
     """Mann-Whitney U of `after` against `before`; "greater" asks whether `after` is larger.
 
@@ -143,7 +146,7 @@ def _mann_whitney_normal(x: np.ndarray, y: np.ndarray, alternative: Alternative)
 
 
 def ratio_interval(
-    before: Sequence[float], after: Sequence[float], confidence: float = CI_CONFIDENCE
+    before: Values, after: Values, confidence: float = CI_CONFIDENCE
 ) -> RatioInterval:
     """Effect size `after / before` with a Welch confidence interval.
 

@@ -152,6 +152,7 @@ def _render(report: Report, files: Sequence[str], usage: str, diff_file: str | N
 def minimized_text(report: Report) -> str:
     found = report.investigation
     minimized = found.minimized
+    assert minimized is not None, "the text of a minimized program"
     captured = Program(found.target.workload, found.target.seq, found.timing.program.width,
                        "full", minimized.ops_before)
     return (f"{minimized.ops_before} → {minimized.ops_after} ops in {minimized.queries} "
@@ -199,6 +200,7 @@ def _bisect_parts(report: Report, steps: Table) -> list[str]:
 
 def bisection_text(report: Report) -> str:
     bisect = report.investigation.bisect
+    assert bisect is not None, "the text of a bisection"
     culprit = short(bisect.culprit) if bisect.culprit else "none"
     return (f"{bisect.commits_in_range} commit(s) in range; {bisect.commits_measured} measured, "
             f"the two ends included, with {report.investigation.target.label}; culprit "

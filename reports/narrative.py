@@ -187,13 +187,13 @@ def timing_sentence(timing: Timing, metric: metrics.Metric, words: interface.Wor
                 "exactly)")
     if not has_device_clock(timing):
         host = timing.host
-        if host.ratio is None:
+        if host.ratio is None or host.good is None or host.bad is None:
             return f"on {program} the host time could not be compared"
         return (f"on {program}, host wall time per call went from "
                 f"{host.good.median * 1e3:.3f} ms to {host.bad.median * 1e3:.3f} ms (medians "
                 f"of {host.good.n} and {host.bad.n} synchronized iterations): "
                 f"×{host.ratio:.3f}, {host.confidence:.0%} CI {interval(host.ci)}")
-    if device.ratio is None:
+    if device.ratio is None or device.good is None or device.bad is None:
         return f"on {program} the device time could not be compared (a build did not run)"
     return (f"on {program}, simulated device time per call went from "
             f"{device.good.median:.1f} us to {device.bad.median:.1f} us (medians of "
@@ -258,21 +258,23 @@ def _what_changed(found: Investigation, kernels: KernelChanges,
         sentences.append(f"The first executed stage output that drifts further from float64 "
                          f"is {stage}'s{detail}.")
     if found.stages.basis == "instructions":
-        row = next(d for d in found.stages.stages if d.stage == found.stages.first_divergent_stage)
-        sentences.append(f"The {row.stage} stage produces the same artifact with more work: "
-                         f"{quantity(row.instructions_good, 'instructions')} → "
-                         f"{quantity(row.instructions_bad, 'instructions')} "
-                         f"({row.work_growth:+.2%}) per cold compile of "
+        delta = next(d for d in found.stages.stages
+                     if d.stage == found.stages.first_divergent_stage)
+        sentences.append(f"The {delta.stage} stage produces the same artifact with more work: "
+                         f"{quantity(delta.instructions_good, 'instructions')} → "
+                         f"{quantity(delta.instructions_bad, 'instructions')} "
+                         f"({delta.work_growth:+.2%}) per cold compile of "
                          f"{benchmark_program(found).describe()}, counted under callgrind "
                          f"(repeat runs agree within "
                          f"{metrics.instruction_counts().tolerance:.0%}).")
     if found.stages.basis == "compile_clock":
-        row = next(d for d in found.stages.stages if d.stage == found.stages.first_divergent_stage)
-        sentences.append(f"The {row.stage} stage produces the same artifact, only more slowly: "
-                         f"{quantity(row.compile_s_good, 's')} → "
-                         f"{quantity(row.compile_s_bad, 's')} of wall time per cold compile of "
-                         f"{benchmark_program(found).describe()} (medians of repeated "
-                         f"compiles; p = {pvalue(row.compile_p)}, two-sided Mann-Whitney).")
+        delta = next(d for d in found.stages.stages
+                     if d.stage == found.stages.first_divergent_stage)
+        sentences.append(f"The {delta.stage} stage produces the same artifact, only more "
+                         f"slowly: {quantity(delta.compile_s_good, 's')} → "
+                         f"{quantity(delta.compile_s_bad, 's')} of wall time per cold compile "
+                         f"of {benchmark_program(found).describe()} (medians of repeated "
+                         f"compiles; p = {pvalue(delta.compile_p)}, two-sided Mann-Whitney).")
     return " ".join(sentences)
 
 

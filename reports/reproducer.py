@@ -177,7 +177,7 @@ def expected_summary(report: Report) -> str:
     device = timing.device
     good, bad = timing.correctness
     text = ""
-    if device.ratio is not None:
+    if device.ratio is not None and device.good and device.bad and device.ci:
         text = (f"device time median {device.good.median:.1f} us (good) vs "
                 f"{device.bad.median:.1f} us (bad), x{device.ratio:.3f} "
                 f"({device.confidence:.0%} CI {device.ci[0]:.3f}-{device.ci[1]:.3f}); ")

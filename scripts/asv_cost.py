@@ -40,6 +40,7 @@ def run_stamped(args: list[str], log: Path | None) -> tuple[list[tuple[float, st
     with subprocess.Popen([sys.executable, "-m", "asv", *args], stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True, bufsize=1) as asv:
         sink = log.open("w") if log else None
+        assert asv.stdout is not None  # piped
         for line in asv.stdout:
             stamp = time.monotonic() - started
             lines.append((stamp, line.rstrip("\n")))

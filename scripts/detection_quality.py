@@ -64,8 +64,9 @@ def localisation_ceiling(reps: int, seed: int) -> tuple[float, float]:
     window = mass.copy()
     window[:, 1:] += mass[:, :-1]
     window[:, :-1] += mass[:, 1:]
-    return tuple(float(np.mean(np.abs(k[np.argmax(score, axis=1)] - at) <= 1))
-                 for score in (loglik, window))
+    exact, near = (float(np.mean(np.abs(k[np.argmax(score, axis=1)] - at) <= 1))
+                   for score in (loglik, window))
+    return exact, near
 
 
 def panel_run(n: int, seed: int, *, remeasure_budget: float | None, alpha: float,
@@ -75,8 +76,9 @@ def panel_run(n: int, seed: int, *, remeasure_budget: float | None, alpha: float
     step_seed, flat_seed = seed, seed + 100_000
     series = (panel_series(STEP, synthetic.step_panel(n, seed=step_seed), step_seed)
               + panel_series(FLAT, synthetic.step_panel(n, seed=flat_seed, steps=()), flat_seed))
-    base = sum(len(p) for s in series for p in s.samples)
+    base = sum(len(p) for s in series for p in s.samples if p is not None)
     start = time.perf_counter()
+    spent: float
     if remeasure_budget is None:
         detection, spent = detect.run_detection(series, alpha=alpha, fdr=fdr), 0
     else:
@@ -105,7 +107,7 @@ def aa_run(m: int, seed: int, *, remeasure_budget: float | None, alpha: float,
     if remeasure_budget is None:
         found = detect.run_detection(aa, alpha=alpha, fdr=fdr).regressions
     else:
-        base = sum(len(p) for s in aa for p in s.samples)
+        base = sum(len(p) for s in aa for p in s.samples if p is not None)
         found = remeasure.detect_with_remeasurement(
             aa, list(aa[0].commits), synthetic.StepRemeasure({s.params: () for s in aa},
                                                              seed=seed + 300_000),

@@ -33,6 +33,7 @@ import sys
 import tempfile
 import textwrap
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -129,7 +130,7 @@ track_rel_error.unit = "rel error"
 '''
 
 # (subject, toy settings); every commit rewrites toy/__init__.py from TOY.
-COMMITS = [
+COMMITS: list[tuple[str, dict[str, Any]]] = [
     ("toy: first version", {}),
     ("toy: add the feature", {"has_feature": True}),
     ("toy: docs only", {}),
@@ -198,7 +199,7 @@ def record(scratch: Path) -> None:
     (repo / "benchmarks" / "bench_execute.py").write_text(BENCH_EXECUTE)
     (repo / "benchmarks" / "bench_numerics.py").write_text(BENCH_NUMERICS)
     (repo / ".gitignore").write_text(".asv/\n")
-    settings = dict(BASE)
+    settings: dict[str, Any] = dict(BASE)
     shas = []
     for day, (subject, change) in enumerate(COMMITS, start=1):
         settings.update(change)

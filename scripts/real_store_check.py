@@ -86,7 +86,7 @@ def main() -> None:
             for alert in alerts:
                 if len(alert.members) >= args.wide:
                     print(f"  wide: {wide(alert)}")
-            kinds = defaultdict(int)
+            kinds: defaultdict[tuple[str, str], int] = defaultdict(int)
             for e in found.environment:
                 kinds[e.cause, e.direction] += 1
             print("  environment alerts by cause and direction: "

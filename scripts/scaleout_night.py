@@ -45,7 +45,7 @@ from pathlib import Path
 from regressions import metrics
 from regressions.groundtruth import scratch
 from regressions.records import alert_store, results
-from spyre_regress import scaleout
+from regressions.records.results_store import ResultsStore
 
 SCRIPT = Path(sys.executable).with_name("spyre-regress")
 PLANTED = ("sdsc_fp16_accumulate", "quadratic_verify", "workdiv_m127")
@@ -71,6 +71,7 @@ def night(root: Path, repo: Path, extra: list[str], env: dict[str, str], stride:
              "--reports", str(root / "reports"), "--stride", str(stride), "--machine", MACHINE,
              *extra], env={**os.environ, **env}, stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, text=True) as process:
+        assert process.stdout is not None  # piped
         for line in process.stdout:
             lines.append((time.monotonic() - started, line.rstrip()))
             log.write(f"[{lines[-1][0]:8.1f}] {line}")
@@ -111,12 +112,9 @@ def shared_seconds(results_dir: Path) -> float:
     `setup_cache` of their modules ("<setup_cache MODULE:LINE>" in `durations`), over every
     commit. A re-measured benchmark keeps the duration of its last run."""
     total = sum(sum(durations) for name, durations in
-                scaleout.recorded_durations(results_dir).items()
+                ResultsStore(results_dir).durations().items()
                 if metrics.metric_for(name).shares_host)
-    for path in (results_dir / MACHINE).glob("*.json"):
-        if path.name == "machine.json":
-            continue
-        document = json.loads(path.read_text())
+    for document in ResultsStore(results_dir, MACHINE).documents():
         names = list(document.get("results", {}))
         for key, seconds in document.get("durations", {}).items():
             if not key.startswith("<setup_cache "):
@@ -216,7 +214,7 @@ def main() -> int:
         print(f"  {runs[name]['seconds']:.0f} s, exit {runs[name]['exit']}", flush=True)
     units = json.loads((out / "workers" / "state" / "units.json").read_text())
     shared_phase = units["phases"][0]
-    assert not shared_phase["clock"], "the executor's first phase is the shared families'"
+    assert not shared_phase["alone"], "the executor's first phase is the shared families'"
     serial_shared = shared_seconds(out / "serial" / "repo" / ".asv" / "results")
     report = {
         "version": 1, "commits": commits, "workers": args.workers, "grid": args.grid,

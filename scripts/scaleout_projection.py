@@ -32,6 +32,11 @@ from pathlib import Path
 UNIT = re.compile(r"^(?:(again|probe) )?(\S+) at (\w+)$")
 
 
+def alone(unit: dict) -> bool:
+    """Whether a unit held its host's clock slot (`alone`; `clock` in units.json version 2)."""
+    return bool(unit.get("alone", unit.get("clock")))
+
+
 def read_units(path: Path) -> list[dict]:
     document = json.loads(Path(path).read_text())
     if document.get("version") not in (1, 2):
@@ -62,9 +67,9 @@ def project(units: list[dict], commits: int, workers: int, probe_speedup: float)
         if m.group(1) == "probe":
             probes += u["seconds"]
         elif m.group(1) == "again":
-            again.append((u["seconds"], u["clock"]))
+            again.append((u["seconds"], alone(u)))
         else:
-            bench.setdefault((m.group(2), u["clock"]), []).append(u["seconds"])
+            bench.setdefault((m.group(2), alone(u)), []).append(u["seconds"])
     shared = [statistics.mean(v) for (_, clock), v in bench.items() if not clock] * commits
     clocked = [statistics.mean(v) for (_, clock), v in bench.items() if clock] * commits
     again_shared = [s for s, clock in again if not clock] * math.ceil(scale)

@@ -39,7 +39,7 @@ def _docstring_lines(tree: ast.AST) -> set[int]:
             body = node.body
             if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
                     and isinstance(body[0].value.value, str):
-                lines.update(range(body[0].lineno, body[0].end_lineno + 1))
+                lines.update(range(body[0].lineno, (body[0].end_lineno or body[0].lineno) + 1))
     return lines
 
 
@@ -55,7 +55,8 @@ def measure(path: Path, root: Path = ROOT) -> Size:
     long = tuple(
         (node.name, n) for node in ast.walk(tree)
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-        and (n := sum(1 for line in code if node.lineno <= line <= node.end_lineno))
+        and (n := sum(1 for line in code
+                      if node.lineno <= line <= (node.end_lineno or node.lineno)))
         > FUNCTION_BUDGET)
     return Size(str(path.relative_to(root)), len(code), long)
 

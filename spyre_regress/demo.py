@@ -53,6 +53,7 @@ def summarize(run: nightly.NightlyRun) -> dict:
     for outcome in run.published:
         found = outcome.investigation
         culprit, confirmation = found.commits.culprit, found.confirmation
+        assert culprit is not None and found.bisect is not None  # a published culprit
         regressions.append({
             "commit": culprit.sha,
             "subject": culprit.subject,
@@ -100,8 +101,8 @@ def run(out_dir: Path, progress: Progress) -> dict:
     results = repo / ".asv" / "results"
     if results.exists():
         shutil.copytree(results, out_dir / "asv-results", dirs_exist_ok=True)
-    if outcome.html is not None and outcome.html.exists():
-        shutil.copytree(outcome.html, out_dir / "asv-html", dirs_exist_ok=True)
+    if outcome.dashboard is not None and outcome.dashboard.exists():
+        shutil.copytree(outcome.dashboard, out_dir / "asv-html", dirs_exist_ok=True)
         summary["dashboard"] = str(out_dir / "asv-html" / "index.html")
     summary["as_planted"] = as_planted(summary)
     files.write_json(out_dir / "summary.json", summary)

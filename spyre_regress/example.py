@@ -1,7 +1,7 @@
 """Example investigations without git: the real Investigator on builds emulated in-process.
 
 Tests, scripts/screenshot_report.py and the docs need realistic investigations of a known
-change. Here the commits are `regressions.probing.emulated.EmulatedBuild`s (a changed Config
+change. Here the commits are `spyre_regress.emulated.EmulatedBuild`s (a changed Config
 default, or a patch that slows a stage down) and the measurements are the probe commands run
 in this process, so the investigation, from bisection to timing, is the one the nightly
 runs.
@@ -20,7 +20,7 @@ from regressions.detection.alerts import Alert
 from regressions.detection.detect import Regression
 from regressions.investigation.investigator import Investigator
 from regressions.investigation.model import Investigation, Target
-from regressions.probing.emulated import EmulatedBuild, InProcessProber, ListHistory
+from spyre_regress.emulated import EmulatedBuild, InProcessProber, ListHistory
 
 
 def captured_source(fn: Callable, inputs: Sequence[Any], header: str) -> str:
@@ -38,10 +38,10 @@ def detected_alert(prober: InProcessProber, history: ListHistory, target: Target
     before, after = (prober.bench(commit, target).samples for commit in (good, bad))
     interval = stats.ratio_interval(before, after)
     p = None if len(before) == 1 else stats.mann_whitney(before, after, "greater").pvalue
-    member = Regression("emulated", "in-process", target.benchmark, params, target.metric,
+    member = Regression("emulated", "in-process", target.benchmark, params, target.measures.name,
                         good, bad, 0, len(history.order) - 1, interval.ratio,
                         (interval.low, interval.high), p, p, float(min(before)))
-    return Alert(target.metric, good, bad, (member,), member)
+    return Alert(target.measures.name, good, bad, (member,), member)
 
 
 def investigate(target: Target, params: str, source: str, builds: Sequence[EmulatedBuild],

@@ -43,13 +43,14 @@ START_HINT = ("start one with `dask scheduler --host HOST` and on each benchmark
 @dataclass(frozen=True)
 class Work:
     """One unit of work: `function(argument, scratch)` on a worker, `scratch` a directory
-    of that worker's own. `clock`: its figure is a wall clock, so it runs alone on its host;
+    of that worker's own. `alone`: its figure is read on the host's clock, so it runs alone
+    on its host, holding the host's clock slot;
     `pin`: the address of the worker it must run on."""
 
     name: str
     function: Callable[[Any, Path], Any]
     argument: Any
-    clock: bool = False
+    alone: bool = False
     pin: str | None = None
 
 
@@ -58,17 +59,17 @@ class Timed:
     """A finished unit: how long it ran, and where (what a projection is built from)."""
 
     name: str
-    clock: bool
+    alone: bool
     seconds: float
     worker: str
 
 
 @dataclass(frozen=True)
 class Phase:
-    """One phase of a `run`: its units all shared a host (`clock` False) or each held its
+    """One phase of a `run`: its units all shared a host (`alone` False) or each held its
     host's clock slot; the wall time from its first submission to its last result."""
 
-    clock: bool
+    alone: bool
     units: int
     seconds: float
 
@@ -137,6 +138,7 @@ class Executor:
             progress(f"executor: the cluster at {scheduler}, "
                      f"{len(client.scheduler_info()['workers'])} worker(s)")
             return cls(client, None, scratch_root, progress)
+        assert workers is not None  # one of the two is given
         if workers < 1:
             raise SpyreRegressError(f"--workers must be at least 1, not {workers}")
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
@@ -181,21 +183,21 @@ class Executor:
         key = f"{re.sub(r'[^A-Za-z0-9_.-]', '_', work.name)}-{uuid.uuid4().hex[:8]}"
         return self.client.submit(
             _on_worker, work.function, work.argument, self.scratch_root, key=key,
-            pure=False, retries=RETRIES, resources={CLOCK: 1} if work.clock else None,
+            pure=False, retries=RETRIES, resources={CLOCK: 1} if work.alone else None,
             workers=[work.pin] if work.pin else None, allow_other_workers=False)
 
     def one(self, work: Work) -> Any:
         """Run one unit and wait for its result."""
         result, seconds, worker = self._submit(work).result()
-        self.timed.append(Timed(work.name, work.clock, seconds, worker))
+        self.timed.append(Timed(work.name, work.alone, seconds, worker))
         return result
 
-    def _slots(self, clock: bool) -> int:
+    def _slots(self, alone: bool) -> int:
         """How many units of a phase may run at once: a unit per worker, a clock unit per
         worker holding a clock slot (one per host)."""
         workers = self.client.scheduler_info()["workers"].values()
         return max(1, sum(1 for info in workers
-                          if not clock or info.get("resources", {}).get(CLOCK)))
+                          if not alone or info.get("resources", {}).get(CLOCK)))
 
     def run(self, works: Sequence[Work]) -> Iterator[tuple[Work, Any]]:
         """Every unit, each result once as it finishes: the units that may share a host all
@@ -205,26 +207,27 @@ class Executor:
         A phase hands out no more units than it has free slots, and the next as one
         finishes: the scheduler places a unit when it is submitted, and a unit queued behind
         a busy worker stayed there while another worker sat idle (a 12-commit night lost a
-        fifth of its benchmarking phase to it), since each unit is a task of its own kind
+        fifth of its benchmarking phase to it), since each unit is a task of its own
         whose duration the scheduler never learns."""
         from distributed import as_completed
 
-        phases = [[w for w in works if not w.clock], [w for w in works if w.clock]]
+        phases = [[w for w in works if not w.alone], [w for w in works if w.alone]]
         done, started = 0, time.monotonic()
         for phase in phases:
             if not phase:
                 continue
-            if phase[0].clock:  # a restarted worker comes back without the slot it held
+            if phase[0].alone:  # a restarted worker comes back without the slot it held
                 self._grant_clock_slots()
             phase_started = time.monotonic()
-            waiting, running, finished = list(phase), {}, as_completed()
+            running: dict[Any, Work] = {}
+            waiting, finished = list(phase), as_completed()
             self._hand_out(waiting, running, finished)
             try:
                 for future in finished:
                     work = running.pop(future)
                     result, seconds, worker = future.result()
                     self._hand_out(waiting, running, finished)
-                    self.timed.append(Timed(work.name, work.clock, seconds, worker))
+                    self.timed.append(Timed(work.name, work.alone, seconds, worker))
                     done += 1
                     self.progress(self._finished(work, seconds, worker, done, len(works),
                                                  started))
@@ -232,12 +235,12 @@ class Executor:
             except BaseException:
                 self.client.cancel(list(running))
                 raise
-            self.phases.append(Phase(phase[0].clock, len(phase),
+            self.phases.append(Phase(phase[0].alone, len(phase),
                                      time.monotonic() - phase_started))
 
     def _hand_out(self, waiting: list[Work], running: dict, finished) -> None:
         """Submit waiting units while the phase has free slots."""
-        while waiting and len(running) < self._slots(waiting[0].clock):
+        while waiting and len(running) < self._slots(waiting[0].alone):
             work = waiting.pop(0)
             future = self._submit(work)
             running[future] = work

@@ -1,9 +1,11 @@
 """The nightly command: the night (`regressions.night`) on asv, git and SQLite.
 
 `run_night` sequences benchmark, detect with re-measurement, lifecycle, investigation and
-publication; this module supplies its real side: asv runs and the results store on disk
-(`AsvBench`), the alert records in `STATE/alerts.sqlite`, the probes and report bundles
-(`spyre_regress.reporting.Reporter`), the wall clock, and the lock against overlapping runs.
+publication; this module supplies its real side: the results store on disk and the runner
+that fills it (`Bench`: asv here, `AsvRunner`, or units of work on an executor,
+`scaleout.DistributedRunner`), the alert records in `STATE/alerts.sqlite`, the probes and
+report bundles (`spyre_regress.reporting.Reporter`), the time of day, and the lock against
+overlapping runs.
 
 Real nightlies batch commits (MongoDB every 2-24 h, Daly et al., ICPE 2020): `stride`
 benchmarks every n-th first-parent commit plus the newest. asv keeps each commit's results as
@@ -25,20 +27,22 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Protocol
 
 from regressions import git, night, processes
 from regressions.detection import detect, remeasure
 from regressions.detection.detect import Series
 from regressions.errors import SpyreRegressError
-from regressions.records import alert_store, files, lifecycle, results
+from regressions.records import alert_store, files, lifecycle
+from regressions.records.results_store import ResultsStore
 from spyre_regress import dashboard
 from spyre_regress.executor import Executor
-from spyre_regress.reporting import Published, Reporter
-from spyre_regress.scaleout import DistributedBench, ExecutorProbes
+from spyre_regress.reporting import Published, Reporter, Reporting
+from spyre_regress.scaleout import DistributedRunner, ExecutorProbes
 
 Progress = Callable[[str], None]
 TRANSIENTS_VERSION = 1
-UNITS_VERSION = 2  # 2: the phases of each executor run, with their wall time
+UNITS_VERSION = 3  # 2: the phases of each executor run; 3: `alone` (was `clock`) per unit
 UNFINISHED_NIGHT_VERSION = 1  # STATE/unfinished-night.json: what a night found measured
 
 
@@ -62,16 +66,28 @@ class NightlyOptions:
     def results_dir(self) -> Path:
         return self.repo / ".asv" / "results"
 
+    @property
+    def reporting(self) -> Reporting:
+        """Where the night's investigations and reports go."""
+        return Reporting(repo=self.repo, results_dir=self.results_dir,
+                         state_dir=self.state_dir, reports_dir=self.reports_dir,
+                         machine=self.machine, env=self.asv_env, floors=self.floors)
 
-@dataclass
+    @property
+    def store(self) -> ResultsStore:
+        """The nightly's results store: asv's, of its machine, in the branch's order."""
+        return ResultsStore(self.results_dir, self.machine, self.repo)
+
+
+@dataclass(kw_only=True)
 class NightlyRun:
     commits_benchmarked: list[str]
     records: list[lifecycle.AlertRecord]  # every alert record after tonight
     events: list[lifecycle.Event]  # tonight's transitions
     published: list[Published]  # the culprit reports written tonight
     transients: list[detect.Transient]
-    remeasured: str  # what re-measurement spent, in samples and seconds (`night.remeasured`)
-    html: Path | None
+    remeasurement_note: str  # what re-measurement spent (`night.remeasurement_line`)
+    dashboard: Path | None  # asv's dashboard, made to work offline
     failures: list[str]
     environment_events: list[lifecycle.Event] = field(default_factory=list)  # new ones
 
@@ -145,17 +161,13 @@ def run(options: NightlyOptions, progress: Progress) -> NightlyRun:
                     progress=progress))
             progress(f"benchmarking {len(commits)} of {len(history)} commits on "
                      f"{options.branch} (stride {options.stride})")
-            reporter = Reporter(options.repo, options.results_dir, options.state_dir,
-                                options.reports_dir, options.machine, options.asv_env,
-                                options.floors, progress,
+            reporter = Reporter(options.reporting, progress,
                                 None if executor is None else ExecutorProbes(executor),
                                 1 if executor is None else executor.workers)
-            bench = Resumable(AsvBench(options, progress) if executor is None else
-                              DistributedBench(options.repo, options.results_dir,
-                                               options.machine, options.asv_env,
-                                               options.bench, executor,
-                                               options.state_dir / "work", progress),
-                              options.state_dir)
+            runner = AsvRunner(options, progress) if executor is None else \
+                DistributedRunner(options.store, options.repo, options.asv_env, options.bench,
+                                  executor, options.state_dir / "work", progress)
+            bench = Bench(options.store, runner, options.state_dir)
             tonight = night.run_night(
                 commits, history, bench, database, reporter, utc_now,
                 night.Settings(budget=options.budget, floors=options.floors), progress)
@@ -164,12 +176,13 @@ def run(options: NightlyOptions, progress: Progress) -> NightlyRun:
             if executor is not None:
                 _write_units(options.state_dir / "units.json", executor)
         _write_transients(options.state_dir / "transients.json", tonight.transients)
-        return NightlyRun(commits, tonight.records, tonight.events, tonight.published,
-                          tonight.transients,
-                          f"{night.remeasured(tonight.remeasured)} (measured in "
-                          f"{bench.remeasuring_seconds:.0f} s)",
-                          publish(options, progress), tonight.failures,
-                          tonight.environment_events)
+        return NightlyRun(
+            commits_benchmarked=commits, records=tonight.records, events=tonight.events,
+            published=tonight.published, transients=tonight.transients,
+            remeasurement_note=f"{night.remeasurement_line(tonight.remeasurement)} (measured "
+                               f"in {bench.remeasuring_seconds:.0f} s)",
+            dashboard=render_dashboard(options, progress), failures=tonight.failures,
+            environment_events=tonight.environment_events)
 
 
 def utc_now() -> str:
@@ -177,78 +190,77 @@ def utc_now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-class Resumable:
-    """A night's bench whose `measured` outlives an interrupt. A night that did not finish
-    (interrupted, or stopped by an error) left its answer in STATE/unfinished-night.json: the
-    commits it found measured count as tonight's again, so the night that resumes has the
-    re-measurement budget the interrupted one had."""
+class Runner(Protocol):
+    """What fills a results store: benchmarks new commits, measures requested series again."""
 
-    def __init__(self, bench: AsvBench | DistributedBench, state_dir: Path) -> None:
-        self.bench, self.marker = bench, state_dir / "unfinished-night.json"
+    def run(self, commits: Sequence[str]) -> None: ...
+    def measure_again(self, requests: Sequence[remeasure.Request]
+                      ) -> list[tuple[float, ...] | None]: ...
+
+
+class Bench:
+    """The night's bench (`night.Bench`): the results store and the runner that fills it.
+    What it found `measured` outlives an interrupt: a night that did not finish
+    (interrupted, or stopped by an error) left its answer in STATE/unfinished-night.json, and
+    the commits it found measured count as tonight's again, so the night that resumes has
+    the re-measurement budget the interrupted one had (without a `state_dir`, nothing
+    outlives the night)."""
+
+    def __init__(self, store: ResultsStore, runner: Runner, state_dir: Path | None = None
+                 ) -> None:
+        self.store, self.runner = store, runner
+        self.marker = None if state_dir is None else state_dir / "unfinished-night.json"
         self.remeasuring_seconds = 0.0  # wall time of tonight's re-measurement runs
 
     def measured(self) -> set[str]:
+        if self.marker is None:
+            return self.store.commits()
         if self.marker.is_file():
             kept = files.read_json(self.marker, "unfinished night's record",
                                    "remove it to count every measured commit as measured")
             return set(kept.get("measured", ()))
-        held = self.bench.measured()
+        held = self.store.commits()
         files.write_json(self.marker, {"version": UNFINISHED_NIGHT_VERSION,
                                        "measured": sorted(held)})
         return held
 
     def finished(self) -> None:
         """Tonight ran to its end: the next night starts from the results store."""
-        self.marker.unlink(missing_ok=True)
+        if self.marker is not None:
+            self.marker.unlink(missing_ok=True)
 
     def run(self, commits: Sequence[str]) -> None:
-        self.bench.run(commits)
+        self.runner.run(commits)
 
     def series(self) -> list[Series]:
-        return self.bench.series()
+        return self.store.series()
 
     def measure_again(self, requests: Sequence[remeasure.Request]
                       ) -> Sequence[Sequence[float] | None]:
         started = time.monotonic()
         try:
-            return self.bench.measure_again(requests)
+            return self.runner.measure_again(requests)
         finally:
             self.remeasuring_seconds += time.monotonic() - started
 
     def costs(self) -> remeasure.Costs:
-        return self.bench.costs()
+        return self.store.costs()
 
 
-class AsvBench:
-    """The night's benchmarks: asv runs on the repository, its results store on disk."""
+class AsvRunner:
+    """What fills the nightly's results store on this host: `asv run` on the repository."""
 
     def __init__(self, options: NightlyOptions, progress: Progress) -> None:
         self.options, self.progress = options, progress
         self.rounds = 0  # re-measurement rounds tonight, named in the progress
 
-    def measured(self) -> set[str]:
-        try:
-            frame = results.load_results(self.options.results_dir, repo=self.options.repo,
-                                         machine=self.options.machine)
-        except SpyreRegressError:  # no results yet
-            return set()
-        return set(frame["commit"])
-
     def run(self, commits: Sequence[str]) -> None:
         benchmark(self.options, list(commits), self.progress)
-
-    def series(self) -> list[Series]:
-        frame = results.load_results(self.options.results_dir, repo=self.options.repo,
-                                     machine=self.options.machine)
-        return results.series_from_frame(frame)
 
     def measure_again(self, requests: Sequence[remeasure.Request]
                       ) -> list[tuple[float, ...] | None]:
         self.rounds += 1
         return measure_again(self.options, requests, self.progress, self.rounds)
-
-    def costs(self) -> remeasure.Costs:
-        return results.recorded_costs(self.options.results_dir, self.options.machine)
 
 
 def measure_again(options: NightlyOptions, requests: Sequence[remeasure.Request],
@@ -264,7 +276,7 @@ def measure_again(options: NightlyOptions, requests: Sequence[remeasure.Request]
         progress(f"re-measuring {commit[:8]} (round {round_} of at most "
                  f"{remeasure.MAX_ROUNDS}: commit {number} of {len(by_commit)}): "
                  f"{len(names)} series")
-        before = results.samples_at(options.results_dir, options.machine, commit)
+        before = options.store.samples_at(commit)
         arguments = ["run", "--machine", options.machine, "--record-samples",
                      "--append-samples", "--show-stderr",
                      *(f"--bench=^{re.escape(name)}$" for name in names), f"{commit}^!"]
@@ -272,7 +284,7 @@ def measure_again(options: NightlyOptions, requests: Sequence[remeasure.Request]
         if done.returncode not in (0, 2):
             raise SpyreRegressError(f"asv run --append-samples failed at {commit[:12]} "
                                     f"(exit {done.returncode})")
-        after = results.samples_at(options.results_dir, options.machine, commit)
+        after = options.store.samples_at(commit)
         for r in wanted:
             old, new = before.get((r.benchmark, r.params)) or (), after.get((r.benchmark,
                                                                                r.params))
@@ -292,8 +304,9 @@ def _write_transients(path: Path, transients: Sequence[detect.Transient]) -> Non
     files.write_json(path, {"version": TRANSIENTS_VERSION, "transients": list(transients)})
 
 
-def publish(options: NightlyOptions, progress: Progress) -> Path | None:
-    """asv's dashboard, with the scripts it loads from CDNs served from its own folder."""
+def render_dashboard(options: NightlyOptions, progress: Progress) -> Path | None:
+    """asv's dashboard (`asv publish`: asv's word; here to publish is to write a culprit's
+    report), with the scripts it loads from CDNs served from its own folder."""
     done = processes.run_asv(["publish"], options.repo, env=options.asv_env)
     if done.returncode != 0:
         progress(f"asv publish failed (exit {done.returncode}); the results are still there")

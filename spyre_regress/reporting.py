@@ -11,8 +11,8 @@ rewrites its bundle without measuring the first alert again.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from regressions.detection.alerts import Alert
@@ -21,10 +21,11 @@ from regressions.investigation import model
 from regressions.investigation.investigator import Investigator, Located, alert_target
 from regressions.investigation.model import Investigation
 from regressions.probing import suite
-from regressions.probing.prober import GitHistory, ProbeRunner, SubprocessProber
 from regressions.records import evidence, files, lifecycle
+from regressions.records.results_store import ResultsStore
 from reports import scrub_investigation, write_bundle
 from reports.bundle import MARKER
+from spyre_regress.prober import GitHistory, ProbeRunner, SubprocessProber
 
 Progress = Callable[[str], None]
 
@@ -47,20 +48,37 @@ class Published:
         return str(self.bundle)
 
 
+@dataclass(frozen=True, kw_only=True)
+class Reporting:
+    """Where the nightly investigates and reports: the repository under test and its asv
+    results, the nightly's state (probe work, kept investigations, the bisection
+    measurements under `machine`) and the reports' directory; the benchmark environment
+    every probe gets; detection's floors, which the confirmation at a culprit uses too."""
+
+    repo: Path
+    results_dir: Path
+    state_dir: Path
+    reports_dir: Path
+    machine: str
+    env: Mapping[str, str] = field(default_factory=dict)
+    floors: tuple[tuple[str, float], ...] = ()
+
+
 class Reporter:
     """Investigates the nightly's alerts in one repository and writes their bundles."""
 
-    def __init__(self, repo: Path, results_dir: Path, state_dir: Path, reports_dir: Path,
-                 machine: str, env: dict[str, str], floors: Sequence[tuple[str, float]],
-                 progress: Progress, runner: ProbeRunner | None = None, probes: int = 1
-                 ) -> None:
-        self.repo, self.results_dir = repo, results_dir
-        self.state_dir, self.reports_dir = state_dir, reports_dir
-        self.floors, self.progress = tuple(floors), progress
-        self.saved = state_dir / "investigations"
-        prober = SubprocessProber(repo, state_dir / "work", state_dir / "probe-results",
-                                  machine, progress, env, runner)
-        self.history = GitHistory(repo)
+    def __init__(self, where: Reporting, progress: Progress,
+                 runner: ProbeRunner | None = None, probes: int = 1) -> None:
+        """`runner` runs each probe (here by default, else on an executor); `probes`: how
+        many may measure at once."""
+        self.repo, self.results_dir = where.repo, where.results_dir
+        self.state_dir, self.reports_dir = where.state_dir, where.reports_dir
+        self.floors, self.progress = where.floors, progress
+        self.saved = where.state_dir / "investigations"
+        prober = SubprocessProber(where.repo, where.state_dir / "work",
+                                  where.state_dir / "probe-results", where.machine, progress,
+                                  dict(where.env), runner)
+        self.history = GitHistory(where.repo)
         self.investigator = Investigator(self.history, prober, progress, probes)
         self.located: dict[int, tuple[Alert, model.Target, Located]] = {}  # tonight's
 
@@ -68,13 +86,14 @@ class Reporter:
         """One alert's investigation, as the lifecycle's outcome; a reproduced one is kept."""
 
         def attempt() -> Located:
-            target = alert_target(alert, suite.param_names(self.results_dir),
+            target = alert_target(alert, ResultsStore(self.results_dir).param_names(),
                                   suite.numerics_widths(self.repo),
                                   suite.stage_width(self.repo))
             found = self.investigator.investigate(alert, target, self._work(alert_id),
                                                   self.floors)
             files.write_json(self.saved / f"alert-{alert_id:03d}.json",
                              scrub_investigation(found))
+            assert found.bisect is not None and found.commits.culprit is not None  # located
             located = Located(found.bisect, found.commits.good.sha, found.commits.culprit.sha,
                               found.confirmation)
             self.located[alert_id] = (alert, target, located)

@@ -8,7 +8,8 @@ asv runs never clobber one environment, asv issue #377; the environment is built
 worker and reused for every commit it measures) and a results directory fresh for the unit,
 so a unit retried after its worker died leaves nothing half-written. The unit returns the
 documents asv wrote; the driver merges them into the one store
-(`records.asv_documents.merge_into`; asv has no merge, asv issue #1362), once per unit.
+(`ResultsStore.merge`; asv has no merge, asv issue #1362), once per unit. The night's bench
+is that store and this runner (`nightly.Bench`).
 Re-measurement is one unit per (commit, host class) of the requested series, whose new samples
 are appended to the store as `asv run --append-samples` appends them.
 
@@ -27,13 +28,16 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from regressions import metrics, processes
+from benchmarks.compile_work import deal
+from regressions import codec, metrics, processes
 from regressions.detection import remeasure
-from regressions.detection.detect import Series
 from regressions.errors import SpyreRegressError
 from regressions.probing import suite
-from regressions.records import asv_documents, results
+from regressions.probing.protocol import ProbeRequest
+from regressions.records import asv_documents
+from regressions.records.results_store import ResultsStore, document_samples
 from spyre_regress.executor import Executor, Work
 
 Progress = Callable[[str], None]
@@ -69,7 +73,7 @@ def run_asv_unit(unit: AsvUnit, scratch: Path) -> asv_documents.Store:
         raise SpyreRegressError(f"asv run failed at {unit.commit[:12]} (exit "
                                 f"{done.returncode}): {tail}")
     try:
-        return asv_documents.read_store(results_dir)
+        return ResultsStore(results_dir).snapshot()
     finally:
         shutil.rmtree(results_dir, ignore_errors=True)
 
@@ -107,7 +111,7 @@ def units_of(names: Sequence[str]) -> dict[str, list[str]]:
     grouped: dict[str, list[str]] = {}
     for name in sorted(names):
         grouped.setdefault(host_class(name), []).append(name)
-    return {kind: grouped[kind] for kind in (SHARED, CLOCK) if kind in grouped}
+    return {unit: grouped[unit] for unit in (SHARED, CLOCK) if unit in grouped}
 
 
 def selection(names: Sequence[str], within: str | None = None) -> str:
@@ -126,17 +130,21 @@ def selected(benchmark: suite.Benchmark, bench: str | None) -> bool:
     return any(re.search(bench, f"{benchmark.name}({', '.join(c)})") for c in combos)
 
 
-class DistributedBench:
-    """The night's `Bench` on an executor: the nightly's store on the driver, every asv run
-    a unit of work on a worker."""
+class DistributedRunner:
+    """What fills the night's results store on an executor: every asv run a unit of work on
+    a worker, its documents merged into the store on the driver."""
 
-    def __init__(self, repo: Path, results_dir: Path, machine: str, asv_env: dict[str, str],
+    def __init__(self, store: ResultsStore, repo: Path, asv_env: dict[str, str],
                  bench: str | None, executor: Executor, work_dir: Path,
                  progress: Progress) -> None:
-        self.repo, self.results_dir, self.machine = Path(repo), Path(results_dir), machine
+        self.store, self.repo = store, Path(repo)
         self.asv_env, self.bench, self.executor = dict(asv_env), bench, executor
         self.work_dir, self.progress = Path(work_dir), progress
         self._units: dict[str, list[str]] | None = None
+
+    @property
+    def machine(self) -> str:
+        return str(self.store.machine)
 
     def units(self) -> dict[str, list[str]]:
         """A commit's units (`units_of`), of the benchmarks the user's --bench selects (by
@@ -147,48 +155,22 @@ class DistributedBench:
                                     if selected(b, self.bench)])
         return self._units
 
-    def measured(self) -> set[str]:
-        try:
-            frame = results.load_results(self.results_dir, repo=self.repo,
-                                         machine=self.machine)
-        except SpyreRegressError:
-            return set()
-        return set(frame["commit"])
-
-    def _unit(self, commit: str, kind: str, names: Sequence[str]) -> Work:
+    def _unit(self, commit: str, host: str, names: Sequence[str]) -> Work:
         unit = AsvUnit(str(self.repo), commit, self.machine, selection(names, self.bench),
                        self.asv_env)
-        return Work(f"{kind} at {commit[:8]}", run_asv_unit, unit, clock=kind == CLOCK)
+        return Work(f"{host} at {commit[:8]}", run_asv_unit, unit, alone=host == CLOCK)
 
     def run(self, commits: Sequence[str]) -> None:
         """Every (commit, unit) the store does not hold yet - only its benchmarks the store
         lacks, so nothing is measured twice - merged as each unit finishes."""
-        have = self._stored_benchmarks()
-        works = [self._unit(c, kind, missing) for c in commits
-                 for kind, names in self.units().items()
+        have = self.store.benchmarks_by_commit()
+        works = [self._unit(c, host, missing) for c in commits
+                 for host, names in self.units().items()
                  if (missing := [n for n in names if n not in have.get(c, set())])]
         self.progress(f"benchmarking {len(works)} unit(s) (commit x shared/clock) on "
                       f"{self.executor.workers} worker(s)")
         for _, store in self.executor.run(works):
-            asv_documents.merge_into(self.results_dir, [store])
-
-    def _stored_benchmarks(self) -> dict[str, set[str]]:
-        """Per commit, the benchmarks the store has a result row for."""
-        out: dict[str, set[str]] = {}
-        for path in sorted((self.results_dir / self.machine).glob("*.json")):
-            if path.name == "machine.json":
-                continue
-            document = json.loads(path.read_text())
-            out.setdefault(document.get("commit_hash", ""), set()).update(
-                document.get("results", {}))
-        return out
-
-    def series(self) -> list[Series]:
-        frame = results.load_results(self.results_dir, repo=self.repo, machine=self.machine)
-        return results.series_from_frame(frame)
-
-    def costs(self) -> remeasure.Costs:
-        return results.recorded_costs(self.results_dir, self.machine)
+            self.store.merge([store])
 
     def measure_again(self, requests: Sequence[remeasure.Request]
                       ) -> list[tuple[float, ...] | None]:
@@ -197,19 +179,16 @@ class DistributedBench:
         for r in requests:
             groups.setdefault((r.commit, host_class(r.benchmark)), []).append(r)
         works = []
-        for (commit, kind), wanted in groups.items():
+        for (commit, host), wanted in groups.items():
             names = sorted({f"{r.benchmark}{r.params}" for r in wanted})
             unit = AsvUnit(str(self.repo), commit, self.machine, "|".join(
                 f"^{re.escape(n)}$" for n in names), self.asv_env)
-            works.append(Work(f"again {kind} at {commit[:8]}", run_asv_unit, unit,
-                              clock=kind == CLOCK))
+            works.append(Work(f"again {host} at {commit[:8]}", run_asv_unit, unit,
+                              alone=host == CLOCK))
         added: dict[tuple[str, str, str], tuple[float, ...] | None] = {}
-        for work, store in self.executor.run(works):
-            asv_documents.merge_into(self.results_dir, [store])
-            for (machine, file), document in store.results.items():
-                for (benchmark, params), samples in results.document_samples(
-                        document, machine, store.benchmarks, file).items():
-                    added[work.argument.commit, benchmark, params] = samples
+        for _, store in self.executor.run(works):
+            self.store.merge([store])
+            added.update(document_samples(store))
         return [added.get((r.commit, r.benchmark, r.params)) for r in requests]
 
 
@@ -219,13 +198,14 @@ class ProbeUnit:
 
     checkout: str
     command: str
-    request: dict
+    request: ProbeRequest
     timeout: float
     env: dict[str, str]
 
 
-def run_probe_unit(unit: ProbeUnit, scratch: Path) -> dict:
-    return processes.run_probe(Path(unit.checkout), unit.command, unit.request,
+def run_probe_unit(unit: ProbeUnit, scratch: Path) -> dict[str, Any]:
+    """The probe's answer, as the JSON it wrote (the prober reads it, `answers.read`)."""
+    return processes.run_probe(Path(unit.checkout), unit.command, codec.to_json(unit.request),
                                timeout=unit.timeout, env=unit.env)
 
 
@@ -238,8 +218,8 @@ class ExecutorProbes:
         self.executor = executor
         self.pinned: str | None = None
 
-    def __call__(self, checkout: Path, command: str, request: dict, timeout: float,
-                 env: dict[str, str], alone: bool) -> dict:
+    def __call__(self, checkout: Path, command: str, request: ProbeRequest, timeout: float,
+                 env: dict[str, str], alone: bool) -> dict[str, Any]:
         unit = ProbeUnit(str(checkout), command, request, timeout, dict(env))
         pin = None
         if alone:
@@ -247,46 +227,20 @@ class ExecutorProbes:
                 self.pinned = self.executor.clock_worker()
             pin = self.pinned
         return self.executor.one(Work(f"probe {command} at {Path(checkout).name[:8]}",
-                                      run_probe_unit, unit, clock=alone, pin=pin))
+                                      run_probe_unit, unit, alone=alone, pin=pin))
 
 
 def shard_of(names: Sequence[str], index: int, count: int,
              seconds: dict[str, float] | None = None) -> list[str]:
     """The benchmarks of shard `index` (1-based) of `count`: the suite dealt out longest
-    first to the least loaded shard, by the seconds each took before (asv records every
-    benchmark's duration) where known, so `count` CI jobs finish close together; every
-    benchmark is in exactly one shard, and the split depends only on its inputs."""
+    first to the least loaded shard (`compile_work.deal`), by the seconds each took before
+    (asv records every benchmark's duration: `ResultsStore.mean_seconds`) where known, so
+    `count` CI jobs finish close together; every benchmark is in exactly one shard, and the
+    split depends only on its inputs."""
     if not 1 <= index <= count:
         raise SpyreRegressError(f"--shard {index}/{count}: the index must be 1 to {count}")
     seconds = seconds or {}
     known = sorted(seconds.values())
     typical = known[len(known) // 2] if known else 1.0
-    loads = [0.0] * count
-    shards: list[list[str]] = [[] for _ in range(count)]
-    for name in sorted(names, key=lambda n: (-seconds.get(n, typical), n)):
-        lightest = min(range(count), key=lambda i: (loads[i], i))
-        shards[lightest].append(name)
-        loads[lightest] += seconds.get(name, typical)
+    shards = deal({name: seconds.get(name, typical) for name in sorted(names)}, count)
     return sorted(shards[index - 1])
-
-
-def recorded_seconds(results_dir: Path) -> dict[str, float]:
-    """Each benchmark's mean duration in the result files under `results_dir` (seconds)."""
-    return {name: sum(values) / len(values)
-            for name, values in recorded_durations(results_dir).items()}
-
-
-def recorded_durations(results_dir: Path) -> dict[str, list[float]]:
-    """Each benchmark's durations as asv recorded them, one per result file under
-    `results_dir` that has one (seconds)."""
-    totals: dict[str, list[float]] = {}
-    for document in results.result_documents(results_dir):
-        try:
-            columns = document["result_columns"]
-            for name, row in document["results"].items():
-                duration = dict(zip(columns, row, strict=False)).get("duration")
-                if isinstance(duration, int | float):
-                    totals.setdefault(name, []).append(float(duration))
-        except (KeyError, TypeError, AttributeError):
-            continue  # a file asv would skip too
-    return totals

@@ -8,8 +8,10 @@ packages below it; `reports` renders and takes from `regressions` only the types
 (and the errors); only `spyre_regress`, the orchestration, calls both. Inside `regressions`,
 the ground truth (synthetic data, planted scenarios, scratch histories, the month simulation)
 is imported by tests, scripts and the demo only; the night imports no command; nothing below
-the orchestration imports the executor or Dask. Each rule is checked on the real tree and
-shown to catch a violation written for the purpose.
+the orchestration imports the executor or Dask; and its rooms (sub-packages and top-level
+modules) import one another in one direction only, with the probe protocol, stdlib-only, on
+the floor of `probing`. Each rule is checked on the real tree and shown to catch a violation
+written for the purpose.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ EXECUTOR = ("spyre_regress.executor", "dask", "distributed")
 # emulated builds (example investigations without git), which patch spyre_sim in-process.
 NAMES_SPYRE_SIM = {"backends/spyre.py", "backends/inductor.py", "benchmarks/compile_work.py",
                    "benchmarks/prepare.py", "regressions/groundtruth/month.py",
-                   "regressions/probing/emulated.py", "spyre_regress/example.py"}
+                   "spyre_regress/emulated.py", "spyre_regress/example.py"}
 # Still naming it until they go through the backend interface: none is left (the reproducer's
 # harness was the last). A module that starts naming spyre_sim fails the test.
 NAMES_SPYRE_SIM_FOR_NOW: set[str] = set()
@@ -117,7 +119,7 @@ def test_imports_point_down_the_layers_and_roles_keep_to_their_rooms():
     ("spyre_sim", "spyre_sim.pipeline", "from backends import inductor\n"),
     ("backends", "backends.inductor", "from regressions.bisection import stages\n"),
     ("benchmarks", "benchmarks.workloads", "from regressions.detection import detect\n"),
-    ("reports", "reports.bundle", "from regressions.probing import prober\n"),
+    ("reports", "reports.bundle", "from spyre_regress import prober\n"),
     ("reports", "reports.bundle",
      "from regressions.investigation.investigator import Investigator\n"),
     ("regressions", "regressions.git", "def f():\n    from spyre_regress import nightly\n"),
@@ -141,6 +143,87 @@ def test_the_layer_check_lets_allowed_imports_through():
     assert violations("regressions", "from regressions.groundtruth import month\n",
                       "regressions.groundtruth.planted") == []
     assert violations("spyre_regress", "import distributed\n", "spyre_regress.executor") == []
+
+
+def room_of(module: str) -> str | None:
+    """The room of `regressions` a module stands in: its sub-package, or itself when it is a
+    module of the package's top (regressions.detection.detect -> detection, regressions.stats
+    -> stats); None outside `regressions` and for the package itself."""
+    parts = module.split(".")
+    return parts[1] if parts[0] == "regressions" and len(parts) > 1 else None
+
+
+def rooms_arrows(modules: dict[str, str]) -> dict[str, set[str]]:
+    """Which rooms of `regressions` import which, from each module's source (`modules`:
+    dotted name -> source); an import inside a room is no arrow."""
+    arrows: dict[str, set[str]] = {}
+    for module, source in modules.items():
+        room = room_of(module)
+        if room is None:
+            continue
+        for name in imported_modules(source):
+            target = room_of(name)
+            if target is not None and target != room:
+                arrows.setdefault(room, set()).add(target)
+    return arrows
+
+
+def loops(arrows: dict[str, set[str]]) -> list[list[str]]:
+    """The rooms that import each other, directly or around a circle: every strongly
+    connected group of more than one room (Tarjan's algorithm), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(room: str) -> None:
+        index[room] = low[room] = len(index)
+        stack.append(room)
+        for target in sorted(arrows.get(room, ())):
+            if target not in index:
+                visit(target)
+                low[room] = min(low[room], low[target])
+            elif target in stack:
+                low[room] = min(low[room], index[target])
+        if low[room] == index[room]:
+            group = []
+            while True:
+                member = stack.pop()
+                group.append(member)
+                if member == room:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for room in sorted({*arrows, *(t for ts in arrows.values() for t in ts)}):
+        if room not in index:
+            visit(room)
+    return sorted(found)
+
+
+def test_inside_regressions_no_room_imports_one_that_imports_it_back():
+    """Folder by folder (detection, bisection, probing, investigation, records, ...; a
+    top-level module is a room of its own), every arrow points down: no loop."""
+    sources = {module: path.read_text() for package, module, path in project_modules()
+               if package == "regressions"}
+    arrows = rooms_arrows(sources)
+    assert loops(arrows) == [], {room: sorted(targets) for room, targets in arrows.items()}
+    # the probe protocol is the floor of the probing room: nothing but the standard library
+    protocol = sources["regressions.probing.protocol"]
+    assert {name.split(".")[0] for name in imported_modules(protocol)} <= {
+        "__future__", "collections", "dataclasses", "typing"}
+
+
+def test_the_loop_check_catches_rooms_that_import_each_other():
+    back = rooms_arrows({
+        "regressions.bisection.stages": "from regressions.probing.protocol import KernelTime\n",
+        "regressions.probing.prober": "from regressions.bisection import minimize\n",
+        "regressions.detection.detect": "from regressions import stats\n"})
+    assert loops(back) == [["bisection", "probing"]]
+    around = {"records": {"investigation"}, "investigation": {"bisection"},
+              "bisection": {"records"}, "night": {"records"}}
+    assert loops(around) == [["bisection", "investigation", "records"]]
+    assert loops({"night": {"records"}, "records": {"codec"}}) == []
 
 
 def names_spyre_sim(source: str) -> bool:

@@ -14,10 +14,16 @@ import pytest
 
 from backends import interface
 from benchmarks import workloads
+from regressions import codec
 from regressions.bisection import minimize
 from regressions.errors import SpyreRegressError
-from regressions.probing import answers, probe, suite
-from regressions.probing.answers import StageAnswer, TimingAnswer
+from regressions.probing import probe, suite
+from regressions.probing.protocol import (
+    PROBE_ANSWER_VERSION,
+    ProbeRequest,
+    StageAnswer,
+    TimingAnswer,
+)
 from regressions.records.captures import load_capture, single_capture
 
 
@@ -109,35 +115,34 @@ def test_a_knob_changes_the_capture_first_at_its_own_stage(name, workload, knob,
     assert differs and differs[0] == stage, (knob, differs)
 
 
-def _request(backend: str, metric: str, **extra) -> dict:
+def _request(backend: str, metric: str, **fields) -> ProbeRequest:
     """A probe request for the catalogue's small MLP, as `probe_request` writes one."""
-    return {"backend": str(interface.module_path(backend)),
-            "harness": str(suite.harness_path()), "workloads": workloads.__file__,
-            "workload": "mlp", "seq": 8, "width": 32, "config": {}, "metric": metric,
-            "stage": None, "error": None, **extra}
+    return ProbeRequest(backend=str(interface.module_path(backend)),
+                        harness=str(suite.harness_path()), workloads=workloads.__file__,
+                        workload="mlp", seq=8, width=32, metric=metric, **fields)
 
 
 def test_the_probe_samples_through_the_backend_a_request_names():
     answer = probe.COMMANDS["sample"](_request("spyre_sim", "device_time", samples=3))
-    assert answer["status"] == "ok" and len(answer["samples"]) == 3
-    assert all(0 < s < 1 for s in answer["samples"])  # seconds of the simulated device
-    knobs = probe.COMMANDS["knobs"](_request("spyre_sim", "device_time", part=[0, 4]))
+    assert answer.status == "ok" and len(answer.samples) == 3
+    assert all(0 < s < 1 for s in answer.samples)  # seconds of the simulated device
+    knobs = probe.COMMANDS["knobs"](_request("spyre_sim", "device_time", part=(0, 4)))
     spyre_knobs = _load("spyre_sim").knobs()
-    assert {t["knob"] for t in knobs["trials"]} == {k.name for k in spyre_knobs[::4]}
+    assert {t.knob for t in knobs.trials} == {k.name for k in spyre_knobs[::4]}
 
 
 @pytest.mark.slow
 def test_the_probe_measures_inductor_on_the_host_clock_and_searches_its_knobs():
     answer = probe.COMMANDS["sample"](_request("inductor", "host_time", samples=5))
-    assert answer["status"] == "ok" and answer["deterministic"] is False
-    assert len(answer["samples"]) == 5 and all(s > 0 for s in answer["samples"])
+    assert answer.status == "ok" and answer.deterministic is False
+    assert len(answer.samples) == 5 and all(s > 0 for s in answer.samples)
     with pytest.raises(ValueError, match="inductor has no device clock"):
         probe.COMMANDS["sample"](_request("inductor", "device_time", samples=1))
     index = [k.name for k in _load("inductor").knobs()].index("max_fusion_size")
-    knobs = probe.COMMANDS["knobs"](_request("inductor", "compile_time", part=[index, 100],
+    knobs = probe.COMMANDS["knobs"](_request("inductor", "compile_time", part=(index, 100),
                                              compile_repeats=1))
-    assert knobs["baseline"] > 0
-    assert [(t["knob"], t["stage"], t["value"]) for t in knobs["trials"]] == [
+    assert knobs.baseline > 0
+    assert [(t.knob, t.stage, t.value) for t in knobs.trials] == [
         ("max_fusion_size", "fusion", 1)]
 
 
@@ -146,10 +151,10 @@ def test_the_probe_measures_inductor_on_the_host_clock_and_searches_its_knobs():
                                                marks=pytest.mark.slow)])
 def test_the_stage_probe_captures_and_times_through_the_backend(name, tmp_path):
     backend = _load(name)
-    answer = probe.COMMANDS["stages"](_request(name, "compile_time", compile_repeats=2,
+    stages = probe.COMMANDS["stages"](_request(name, "compile_time", compile_repeats=2,
                                                capture_dir=str(tmp_path / "capture"),
                                                trace=str(tmp_path / "trace.json")))
-    stages = answers.read(StageAnswer, answer, "stages")
+    assert isinstance(stages, StageAnswer)
     assert stages.stages == backend.STAGES and len(stages.compile_times) == 2
     assert all(set(times) == set(backend.STAGES) for times in stages.compile_times)
     assert load_capture(single_capture(tmp_path / "capture")).stages == backend.STAGES
@@ -158,9 +163,9 @@ def test_the_stage_probe_captures_and_times_through_the_backend(name, tmp_path):
     assert (stages.device_time_us is not None, bool(stages.kernels),
             (tmp_path / "trace.json").is_file(), bool(stages.stage_errors)) == (modelled,) * 4
     assert stages.host_s is None  # measured only when the request asks for the host clock
-    timed = answers.read(StageAnswer, probe.COMMANDS["stages"](_request(
+    timed = probe.COMMANDS["stages"](_request(
         name, "host_time", compile_repeats=1, capture_dir=str(tmp_path / "again"),
-        host_clock=True, calls=3)), "stages")
+        host_clock=True, calls=3))
     assert 0 < timed.host_s < 1  # seconds per warm call of the small MLP
 
 
@@ -171,9 +176,9 @@ def test_the_timing_probe_times_iterations_through_the_backend(name):
     """The report's timing: host time always, device time where there is a device clock,
     the warm-up call's errors, and the configuration the backend applied."""
     backend = _load(name)
-    answer = answers.read(TimingAnswer, probe.COMMANDS["timing"](
-        _request(name, "device_time", iterations=4, config=dict(backend.INDEPENDENT))),
-        "timing")
+    answer = probe.COMMANDS["timing"](
+        _request(name, "device_time", iterations=4, config=dict(backend.INDEPENDENT)))
+    assert isinstance(answer, TimingAnswer)
     assert answer.status == "ok" and len(answer.host_s) == 4 and min(answer.host_s) > 0
     assert len(answer.device_us) == (4 if backend.DEVICE_CLOCK else 0)
     assert bool(answer.kernels) == backend.DEVICE_CLOCK  # a device model names its kernels
@@ -205,11 +210,12 @@ def test_a_repository_names_its_backend_in_its_catalogue(tmp_path):
 def test_a_request_that_names_no_backend_measures_spyre_sim():
     """A request written before backends existed (a nightly still running the old code
     while the probe file changed under it) measures spyre_sim, as it always did."""
-    request = _request("spyre_sim", "device_time", samples=2)
-    del request["backend"]
+    written = codec.to_json(_request("spyre_sim", "device_time", samples=2))
+    del written["backend"]
+    request = codec.from_json(ProbeRequest, written)  # as the probe child reads it
     assert probe.DEFAULT_BACKEND == interface.module_path("spyre_sim")
     answer = probe.COMMANDS["sample"](request)
-    assert answer["status"] == "ok" and len(answer["samples"]) == 2
+    assert answer.status == "ok" and len(answer.samples) == 2
 
 
 def test_a_commit_whose_compiler_does_not_import_is_untestable(tmp_path):
@@ -217,14 +223,15 @@ def test_a_commit_whose_compiler_does_not_import_is_untestable(tmp_path):
     (tmp_path / "spyre_sim").mkdir()
     (tmp_path / "spyre_sim" / "__init__.py").write_text("raise ImportError('half a rename')\n")
     request = tmp_path / "request.json"
-    request.write_text(json.dumps(_request("spyre_sim", "device_time", samples=1)))
+    request.write_text(json.dumps(codec.to_json(_request("spyre_sim", "device_time",
+                                                         samples=1))))
     answer = tmp_path / "answer.json"
     done = subprocess.run([sys.executable, "-P", probe.__file__, "sample", str(request),
                            str(answer)], env={**os.environ, "PYTHONPATH": str(tmp_path)},
                           capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
     outcome = json.loads(answer.read_text())
-    assert outcome["status"] == "untestable" and outcome["version"] == probe.PROBE_ANSWER_VERSION
+    assert outcome["status"] == "untestable" and outcome["version"] == PROBE_ANSWER_VERSION
     assert "does not import (spyre.py): half a rename" in outcome["detail"]
 
 

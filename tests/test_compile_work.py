@@ -81,15 +81,15 @@ def test_dump_files_are_read_per_process_in_dump_order(tmp_path):
 def test_the_grid_is_dealt_by_workload_heaviest_first_and_always_the_same_way():
     grid = [(w, s, 64) for w in ("linear", "mlp", "attention", "softmax") for s in (127, 128)]
     weights = {"linear": 2, "mlp": 3, "attention": 5, "softmax": 1}
-    dealt = compile_work.deal(grid, 2, weights)
+    dealt = compile_work.shares_of(grid, 2, weights)
     # attention (10) first, then mlp (6) and linear (4) to the other share; softmax (2) to
     # the first on a tie; each share keeps the grid's order
     assert dealt == [[p for p in grid if p[0] in ("attention", "softmax")],
                      [p for p in grid if p[0] in ("linear", "mlp")]]
-    assert compile_work.deal(grid, 2, weights) == dealt  # a pure function of its arguments
-    assert compile_work.deal(grid, 1) == [grid]
-    assert len(compile_work.deal(grid[:2], 4)) == 1  # never more shares than workloads
-    assert compile_work.deal([], 2) == []
+    assert compile_work.shares_of(grid, 2, weights) == dealt  # a pure function of its arguments
+    assert compile_work.shares_of(grid, 1) == [grid]
+    assert len(compile_work.shares_of(grid[:2], 4)) == 1  # never more shares than workloads
+    assert compile_work.shares_of([], 2) == []
 
 
 def test_a_measurement_round_trips_through_its_versioned_json():

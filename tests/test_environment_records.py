@@ -15,8 +15,11 @@ PLACE = {c: i for i, c in enumerate(COMMITS)}
 
 
 def change(good, bad, env="env", direction="worse", members=()):
-    return EnvironmentAlert("runner", env, COMMITS[good], COMMITS[bad], good, bad, "shared",
-                            direction, 28, 30, 24, 1.25, 0.01, 0, 10, members=members)
+    return EnvironmentAlert(machine="runner", env=env, good_commit=COMMITS[good],
+                            bad_commit=COMMITS[bad], good_position=good, bad_position=bad,
+                            cause="shared", direction=direction, moved=28, measured=30,
+                            detected=24, median_ratio=1.25, spread=0.01, still_measured=10,
+                            members=members)
 
 
 def test_a_new_change_of_the_machine_is_listed_once_and_kept():

@@ -45,7 +45,7 @@ def executor(tmp_path_factory):
 def test_units_run_at_once_and_wall_clock_units_alone(executor, tmp_path):
     shared = [Work(f"shared {i}", record, (str(tmp_path), f"shared{i}", 0.6))
               for i in range(4)]
-    clock = [Work(f"clock {i}", record, (str(tmp_path), f"clock{i}", 0.3), clock=True)
+    clock = [Work(f"clock {i}", record, (str(tmp_path), f"clock{i}", 0.3), alone=True)
              for i in range(2)]
     finished = [name for _, name in executor.run([*clock, *shared])]
     assert sorted(finished) == sorted(w.argument[1] for w in [*shared, *clock])
@@ -92,7 +92,7 @@ def test_clock_units_still_run_after_the_clock_worker_died(executor, tmp_path):
     pinned = executor.clock_worker()
     executor.client.run(lambda: os._exit(1), workers=[pinned], on_error="ignore")
     executor.client.wait_for_workers(2, timeout=120)
-    works = [Work("clock after restart", record, (str(tmp_path), "again", 0.1), clock=True)]
+    works = [Work("clock after restart", record, (str(tmp_path), "again", 0.1), alone=True)]
     assert [name for _, name in executor.run(works)] == ["again"]
 
 

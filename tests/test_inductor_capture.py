@@ -20,7 +20,7 @@ import pytest
 from backends import inductor
 from backends.inductor import TracedGraph, canonical
 from regressions.bisection.stages import bisect_stages
-from regressions.probing.answers import StageAnswer
+from regressions.probing.protocol import StageAnswer
 from regressions.records.captures import load_capture, single_capture
 
 ROOT = Path(__file__).resolve().parents[1]

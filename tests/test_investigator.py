@@ -8,10 +8,10 @@ import torch
 from regressions.bisection.commits import Measurement
 from regressions.investigation.investigator import Investigator, NotReproduced
 from regressions.investigation.model import Target
-from regressions.probing.emulated import EmulatedBuild, InProcessProber, ListHistory
 from regressions.records import lifecycle
 from regressions.records.evidence import evidence_of, not_reproduced
 from spyre_regress import example
+from spyre_regress.emulated import EmulatedBuild, InProcessProber, ListHistory
 
 COUNTS = {"dynamo": 330_000_000, "decompose": 8_200_000, "lower": 860_000, "layout": 3_400_000,
           "kernel": 35_000_000, "sdsc": 57_000_000, "backend": 37_800_000, "runtime": 5_600_000}

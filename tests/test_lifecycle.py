@@ -88,7 +88,7 @@ def test_a_range_that_narrows_as_commits_are_added_is_the_same_alert():
     second = night(first.records, [alert(regression(8, 9))], "n2")
     (record,) = second.records
     assert (record.id, record.good_commit, record.bad_commit) == (1, COMMITS[8], COMMITS[9])
-    assert second.alert_ids == [1] and second.investigate == [1]
+    assert list(second.alerts) == [1] and second.investigate == [1]
 
 
 def test_a_provisional_alert_whose_range_moves_inside_its_window_is_the_same_alert():
@@ -116,7 +116,7 @@ def test_two_regressions_in_one_window_split_into_two_alerts():
     first = night([], [alert(regression(9, 12), regression(9, 12, params="('mlp', 1)"))], "n1")
     split = [alert(regression(9, 10)), alert(regression(11, 12, params="('mlp', 1)"))]
     second = night(first.records, split, "n2")
-    assert second.alert_ids == [1, 2]
+    assert list(second.alerts) == [1, 2]
     assert [(r.id, r.bad_commit) for r in second.records] == [(1, COMMITS[10]),
                                                               (2, COMMITS[12])]
 

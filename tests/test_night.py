@@ -2,7 +2,7 @@
 transitions on the same branch.
 
 The month simulation supplies a generator, memory and a clock to `night.run_night`; the
-nightly command supplies asv's results store on disk (`nightly.AsvBench`, which reads back
+nightly command supplies asv's results store on disk (`nightly.Bench`, which reads back
 what `asv run` wrote) and SQLite. Here both run every night of one planted branch, with asv
 itself replaced by a stand-in that writes the generator's measurements in asv's results
 format, so everything else of the nightly's side runs as it does for real: the results
@@ -55,7 +55,7 @@ def branch_on(shas: list[str], seed: int) -> Branch:
 
 
 class GeneratorAsv:
-    """asv for the nightly's `AsvBench`: `run` on a hash file writes each new commit's
+    """asv for the nightly's `AsvRunner`: `run` on a hash file writes each new commit's
     results, `run --append-samples` measures the named benchmarks once more at one commit,
     as asv records them (samples appended for timing benchmarks, a value replaced for
     `track_` ones), every measurement drawn from the branch's generator."""
@@ -133,7 +133,7 @@ def test_the_nightlys_seams_take_the_simulations_transitions(tmp_path, monkeypat
     memory = (simulation.SyntheticBench(memory_branch), simulation.MemoryRecords(),
               simulation.BranchInvestigations(memory_branch))
     database = alert_store.AlertStore(tmp_path / "alerts.sqlite")
-    disk = (nightly.AsvBench(options, lambda _: None), database,
+    disk = (nightly.Bench(options.store, nightly.AsvRunner(options, lambda _: None)), database,
             simulation.BranchInvestigations(disk_branch))
     reported = environment = 0
     for number in range(len(memory_branch.nights)):
@@ -147,7 +147,7 @@ def test_the_nightlys_seams_take_the_simulations_transitions(tmp_path, monkeypat
         assert transitions(tonight["disk"]) == transitions(tonight["memory"]), number
         assert [(e.alert_id, e.note) for e in tonight["disk"].environment_events] == \
             [(e.alert_id, e.note) for e in tonight["memory"].environment_events], number
-        assert tonight["disk"].remeasured.spent == tonight["memory"].remeasured.spent
+        assert tonight["disk"].remeasurement.spent == tonight["memory"].remeasurement.spent
         reported += len(tonight["memory"].published)
         environment += len(tonight["memory"].environment_events)
     records = [lifecycle.to_dict(r) for r in memory[1].records()]

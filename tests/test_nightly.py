@@ -8,6 +8,7 @@ import pytest
 from regressions.detection.alerts import Alert
 from regressions.detection.detect import Regression
 from regressions.errors import SpyreRegressError
+from regressions.probing.protocol import BenchAnswer
 from regressions.records import alert_store, asv_documents, files, lifecycle, results
 from spyre_regress import nightly
 
@@ -78,13 +79,16 @@ def test_two_nightlies_cannot_overlap_and_a_stale_lock_is_taken_over(tmp_path):
 
 
 def test_bisection_measurements_read_back_as_asv_results(tmp_path):
-    params = [["'mlp'", "'attention'"], ["127", "128"]]
+    params = (("'mlp'", "'attention'"), ("127", "128"))
     for commit, base, day in (("1" * 40, 1.0, 1), ("2" * 40, 1.3, 2)):
         for _ in range(2):  # two batches merge into one sample list
+            answer = BenchAnswer("ok", tuple(base * (1 + 0.01 * k) for k in range(5)),
+                                 deterministic=False, param_index=1, combos=4,
+                                 param_lists=params, benchmark_version="execute-device-1")
             asv_documents.record_measurement(
-                tmp_path, "bisect", "worktree-probe", commit, day * 86_400_000,
-                "bench_execute.ExecuteDeviceTime.time_device", 1, 4, params,
-                [base * (1 + 0.01 * k) for k in range(5)], False, "execute-device-1")
+                tmp_path, machine="bisect", env_name="worktree-probe", commit=commit,
+                commit_date_ms=day * 86_400_000,
+                benchmark="bench_execute.ExecuteDeviceTime.time_device", measured=answer)
     frame = results.load_results(tmp_path)
     measured = frame[frame["status"] == "ok"]
     assert set(measured["params"]) == {"('mlp', 128)"}

@@ -135,13 +135,13 @@ def test_a_wall_clock_round_spends_what_it_took_and_prices_the_start_up_it_showe
 
     budget = 600.0
     result = remeasure.detect_with_remeasurement([s], history(42), measure, budget=budget,
-                                                 costs=prices, clock=lambda: now[0])
+                                                 costs=prices, timer=lambda: now[0])
     assert result.requests and result.startup == 40.0
     assert result.spent == now[0] <= budget  # what the clock says, within the budget
     # Nominal prices (the simulations) ignore the clock: the spend is the priced one.
     nominal = remeasure.detect_with_remeasurement([s], history(42), measure, budget=budget,
                                                   costs=replace(prices, wall_clock=False),
-                                                  clock=lambda: now[0])
+                                                  timer=lambda: now[0])
     assert nominal.requests and nominal.startup == 0.0
     assert nominal.spent == sum(remeasure.Costs({name: 0.5}, per_run=10.0).added([r], set())
                                 for r in nominal.requests) < now[0] - result.spent
@@ -226,8 +226,9 @@ def test_a_request_the_machine_cannot_serve_tonight_takes_no_budget():
     both = remeasure.plan(found.candidates, history(31), budget=120)
     assert {r.params for r in both} == {"(clock)"}  # one edge's window fills the budget
     change = detect.Detection([], [], [], [EnvironmentAlert(
-        "m", "env", history(31)[29], history(31)[30], 29, 30, "shared", "worse", 20, 24, 10,
-        1.2, 0.01)])
+        machine="m", env="env", good_commit=history(31)[29], bad_commit=history(31)[30],
+        good_position=29, bad_position=30, cause="shared", direction="worse", moved=20,
+        measured=24, detected=10, median_ratio=1.2, spread=0.01)])
     measurable = remeasure.same_hardware(change, history(31))
     assert not any(measurable(r) for r in both if int(r.commit, 16) < 30)
     served = remeasure.plan(found.candidates, history(31), budget=120, measurable=measurable)
@@ -268,7 +269,7 @@ def test_rounds_that_overrun_their_prices_do_not_carry_the_night_past_its_budget
 
     budget = 400.0
     result = remeasure.detect_with_remeasurement(run, history(42), measure, budget=budget,
-                                                 costs=prices, clock=lambda: now[0])
+                                                 costs=prices, timer=lambda: now[0])
     assert len(rounds) == 3
     assert now[0] <= result.spent <= budget  # spent: the clock's, or the price where more
     assert result.spent > 0.8 * budget  # and it still spends most of it

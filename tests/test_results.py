@@ -12,6 +12,7 @@ from regressions import git
 from regressions.errors import SpyreRegressError
 from regressions.groundtruth import synthetic
 from regressions.records import results
+from regressions.records.results_store import ResultsStore
 
 FIXTURE = Path(__file__).parent / "fixtures" / "asv_results"
 FIXTURE_COMMITS = json.loads((Path(__file__).parent / "fixtures" / "asv_fixture.json").read_text())
@@ -270,9 +271,9 @@ def test_recorded_costs_price_a_sample_a_run_and_a_setup_cache(tmp_path):
         document["durations"] = {"<build>": build, "<setup_cache bench_work:10>": 90.0 + number}
         files.write_json(asv_documents.result_path(tmp_path, "m", f"{number:x}" * 40, "env"),
                          document)
-    costs = results.recorded_costs(tmp_path, "m")
+    costs = ResultsStore(tmp_path, "m").costs()
     assert costs.sample(timed) == 10.0 / 40  # the median run: 10 s for 2 x 20 samples
     assert costs.sample(counted) == 2.0
     assert costs.per_run == 40.0
     assert costs.setup_cache == {counted: ("bench_work:10", 91.0)}
-    assert results.recorded_costs(tmp_path, "elsewhere").per_run == 0.0
+    assert ResultsStore(tmp_path, "elsewhere").costs().per_run == 0.0

@@ -4,7 +4,7 @@ import pytest
 
 from regressions.bisection import stages
 from regressions.bisection.stages import Capture
-from regressions.probing.answers import KernelRun, StageAnswer
+from regressions.probing.protocol import KernelTime, StageAnswer
 
 STAGES = ("dynamo", "decompose", "lower", "layout", "kernel")
 
@@ -15,7 +15,7 @@ def _capture(texts):
 
 def _probe(times, errors=None, kernels=(("k0", 10.0),), device=10.0):
     return StageAnswer("ok", tuple(dict(zip(STAGES, t, strict=True)) for t in times), device,
-                       tuple(KernelRun(n, t) for n, t in kernels), STAGES, errors or {})
+                       tuple(KernelTime(n, t) for n, t in kernels), STAGES, errors or {})
 
 
 def test_the_first_artifact_that_differs_is_named_with_its_diff():
@@ -81,8 +81,8 @@ def test_the_log_excerpt_is_the_divergent_stages_logger():
 
 
 def test_kernel_deltas_sort_by_change():
-    deltas = stages.kernel_deltas([KernelRun("a", 10), KernelRun("b", 5)],
-                                  [KernelRun("a", 11), KernelRun("c", 50)])
+    deltas = stages.kernel_deltas([KernelTime("a", 10), KernelTime("b", 5)],
+                                  [KernelTime("a", 11), KernelTime("c", 50)])
     assert [d.name for d in deltas] == ["c", "b", "a"]
 
 

@@ -139,7 +139,7 @@ def _settled(samples: _Samples, commit: str, good: str, bad: str) -> Step | None
                     "good", "runs where the bad commit fails")
     if current.deterministic:
         value, good_m, bad_m = current.samples[0], samples.get(good), samples.get(bad)
-        verdict = "good" if _same_value(value, good_m.samples[0]) else \
+        verdict: Verdict = "good" if _same_value(value, good_m.samples[0]) else \
             "bad" if _same_value(value, bad_m.samples[0]) else \
             ("bad" if abs(value - bad_m.samples[0]) < abs(value - good_m.samples[0]) else "good")
         return Step(commit, 1, value, "exact", None, verdict)
@@ -165,8 +165,9 @@ def _compared(samples: _Samples, commit: str, good: str, bad: str, magnitude: fl
         # Out of budget: the nearer end (in log space) wins, and the log says so.
         good_median = _median(samples.get(good).samples)
         bad_median = _median(samples.get(bad).samples)
+        assert median is not None and good_median is not None and bad_median is not None
         nearer_bad = abs(math.log(median / bad_median)) < abs(math.log(median / good_median))
-        verdict = "bad" if nearer_bad else "good"
+        verdict: Verdict = "bad" if nearer_bad else "good"
         log.append(Step(commit, n, median, "nearest", min(to_good.pvalue, to_bad.pvalue),
                         verdict, "unknown at the sample cap: nearest end"))
         return verdict
@@ -268,7 +269,9 @@ def bisect_commits(commits: Sequence[str], measure: Measure, magnitude: float | 
         return result
     elif not good_m.deterministic:
         # the step as measured, from every sample gathered so far; never below the floor
-        step = abs(_median(samples.get(bad).samples) / _median(samples.get(good).samples) - 1)
+        bad_median, good_median = (_median(samples.get(c).samples) for c in (bad, good))
+        assert bad_median is not None and good_median is not None  # both ends measured
+        step = abs(bad_median / good_median - 1)
         magnitude = max(step, MIN_MAGNITUDE)
     low, high = 0, len(commits) - 1
     skipped: set[int] = set()
@@ -347,9 +350,9 @@ def _reproduced(samples: _Samples, good: str, bad: str, magnitude: float, max_ba
         verdict = stats.compare(samples.get(good).samples, samples.get(bad).samples,
                                 magnitude=magnitude)
         n = len(samples.get(bad).samples)
+        side: Verdict = "bad" if verdict.verdict == "different" else verdict.verdict
         steps.append(Step(bad, n, _median(samples.get(bad).samples), "good", verdict.pvalue,
-                          {"different": "bad"}.get(verdict.verdict, verdict.verdict),
-                          "good vs bad"))
+                          side, "good vs bad"))
         if verdict.verdict == "different":
             return True
         if verdict.verdict == "same" and n >= REPRODUCE_SAMPLES:

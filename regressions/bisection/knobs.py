@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from regressions.probing.answers import KnobsAnswer, KnobTrialAnswer
+from regressions.probing.protocol import KnobsAnswer, KnobTrialAnswer
 
 RESTORED = 0.75  # a knob restores the metric when it recovers 75% of the regression
 SCOPE_LIMITS = (0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from regressions import stats
-from regressions.probing.answers import KernelRun, StageAnswer
+from regressions.probing.protocol import KernelTime, StageAnswer
 
 STAGE_REPORT_VERSION = 3  # 3: `basis` names the evidence (instructions, compile_clock)
 # What named the first divergent stage: its canonical artifact differs, or (no artifact
@@ -122,7 +122,7 @@ def compile_deltas(stages: Sequence[str], good_times: Sequence[Mapping[str, floa
     return deltas
 
 
-def kernel_deltas(good: Sequence[KernelRun], bad: Sequence[KernelRun]) -> list[KernelDelta]:
+def kernel_deltas(good: Sequence[KernelTime], bad: Sequence[KernelTime]) -> list[KernelDelta]:
     """Kernels matched by name; the largest absolute change first."""
     good_by, bad_by = {k.name: k.time_us for k in good}, {k.name: k.time_us for k in bad}
     names = list(dict.fromkeys([*good_by, *bad_by]))
@@ -130,8 +130,8 @@ def kernel_deltas(good: Sequence[KernelRun], bad: Sequence[KernelRun]) -> list[K
     return sorted(deltas, key=lambda d: -abs(d.delta_us))
 
 
-def numerics_divergence(good: Mapping[str, Mapping[str, float]],
-                        bad: Mapping[str, Mapping[str, float]],
+def numerics_divergence(good: Mapping[str, Mapping[str, float | None]],
+                        bad: Mapping[str, Mapping[str, float | None]],
                         metric: str = "rmse_ratio",
                         stages: Sequence[str] | None = None) -> str | None:
     """First executable stage (in `stages`' order, else the good build's) where the bad
@@ -140,6 +140,8 @@ def numerics_divergence(good: Mapping[str, Mapping[str, float]],
     for stage in stages if stages is not None else list(good):
         if stage in good and stage in bad:
             before, after = good[stage][metric], bad[stage][metric]
+            if before is None or after is None:  # not measured at one build
+                continue
             if after > before * (1 + NUMERICS_TOLERANCE) + 1e-12:
                 return stage
     return None
@@ -167,8 +169,9 @@ def slowest_stage(deltas: Sequence[StageDelta]) -> tuple[str | None, Basis | Non
     grow is not named for a clock that moved with the machine's load."""
     grew = [d for d in deltas if (d.work_growth or 0.0) >= WORK_GROWTH_FLOOR]
     if grew:
-        return max(grew, key=lambda d: d.instructions_bad - d.instructions_good).stage, \
-            "instructions"
+        # counted at both builds, or the work would not have grown
+        return max(grew, key=lambda d: (d.instructions_bad or 0) - (d.instructions_good or 0)
+                   ).stage, "instructions"
     if counted(deltas):
         return None, None
     slower = [d for d in deltas if (d.compile_ratio or 0.0) >= COMPILE_RATIO_FLOOR
@@ -197,7 +200,7 @@ def bisect_stages(good_capture: Capture, bad_capture: Capture, good_probe: Stage
     deltas = with_instructions(compile_deltas(
         stages, good_probe.compile_times, bad_probe.compile_times, diffs), instructions)
     first = next((d.stage for d in deltas if d.changed), None)
-    basis = "artifact" if first else None
+    basis: Basis | None = "artifact" if first else None
     if first is None:
         first, basis = slowest_stage(deltas)
     diff = diffs[first] if first and basis == "artifact" else ""
@@ -209,7 +212,8 @@ def bisect_stages(good_capture: Capture, bad_capture: Capture, good_probe: Stage
         kernel_deltas(good_probe.kernels, bad_probe.kernels),
         {"good": good_probe.device_time_us, "bad": bad_probe.device_time_us},
         numerics_stage,
-        {"good": dict(good_probe.stage_errors), "bad": dict(bad_probe.stage_errors)},
+        {"good": {s: dict(e) for s, e in good_probe.stage_errors.items()},
+         "bad": {s: dict(e) for s, e in bad_probe.stage_errors.items()}},
         log_excerpt, {"good": good_probe.host_s, "bad": bad_probe.host_s})
 
 

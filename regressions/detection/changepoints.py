@@ -241,7 +241,7 @@ class _NoisyAnalysis:
         chosen[list(commits)] = True
         return self.flat[np.repeat(chosen, self.counts)], self.counts[chosen]
 
-    def run(self, alpha: float, near_alpha: float, edges: tuple[str, ...]) -> SeriesChanges:
+    def run(self, alpha: float, near_alpha: float, edges: tuple[Edge, ...]) -> SeriesChanges:
         blips = outliers.transients(self.means, self.scale)
         kept = outliers.positions_kept(self.counts.size, blips)
         tested = edges if len(kept) >= EDGE_MIN_COMMITS else ()
@@ -258,9 +258,11 @@ class _NoisyAnalysis:
         noise = segmenter.noise_model()
         for which in tested:
             change = self._edge(which, kept, lo, hi, splits, noise)
-            if change is not None and change.pvalue <= alpha:
+            if change is None or change.pvalue is None:  # an end's test always has one
+                continue
+            if change.pvalue <= alpha:
                 changes.append(change)
-            elif change is not None and change.pvalue <= near_alpha:
+            elif change.pvalue <= near_alpha:
                 misses.append(change)
         transients = tuple(self._transient(i) for i in blips)
         return SeriesChanges(tuple(sorted(changes, key=lambda c: c.index)),
@@ -276,7 +278,7 @@ class _NoisyAnalysis:
                       split.pvalue, *levels, None, tuple(interior[j] for j in split.plausible),
                       interior[split.index - 1], tuple(interior[j] for j in split.uncertain))
 
-    def _edge(self, which: str, kept: list[int], lo: int, hi: int, splits: list[int],
+    def _edge(self, which: Edge, kept: list[int], lo: int, hi: int, splits: list[int],
               noise: NoiseModel) -> Change | None:
         """The end commit against the segment next to it (in `kept` positions)."""
         if which == "newest":
@@ -357,7 +359,7 @@ def _edge_stats(ends: np.ndarray, refs: np.ndarray, counts: np.ndarray, noise: N
     dof = variance**2 / terms
     t = abs(difference) / math.sqrt(variance)
     pvalue = float(special.stdtr(dof, -t))  # the t distribution's survival function
-    side = "greater" if difference > 0 else "less"
+    side: stats.Alternative = "greater" if difference > 0 else "less"
     if ends.size > 1:
         pvalue = max(pvalue, stats.mann_whitney(raw_reference, raw_end, side).pvalue)
     half = float(special.stdtrit(dof, 0.5 + confidence / 2)) * math.sqrt(variance)

@@ -18,6 +18,7 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any
 
 import numpy as np
 
@@ -98,8 +99,9 @@ class Regression:
     @classmethod
     def from_dict(cls, data: dict) -> Regression:
         ci = data.get("ci")
-        return cls(**{f.name: data.get(f.name) for f in fields(cls) if f.name != "ci"},
-                   ci=None if ci is None else (float(ci[0]), float(ci[1])))
+        values: dict[str, Any] = {f.name: data.get(f.name) for f in fields(cls)}
+        values["ci"] = None if ci is None else (float(ci[0]), float(ci[1]))
+        return cls(**values)
 
 
 @dataclass(frozen=True)
@@ -312,8 +314,10 @@ def _apart_from_excursions(noisy: list[tuple[Regression, _Analysed, changepoints
         if spikes[place] > steps[place] and lasting is not None and \
                 _worse(c.before, lasting, analysed.series.higher_is_better) < floor:
             at = analysed.measured[c.index]
-            level = float(np.exp(np.mean(np.log(analysed.series.samples[at])))) \
-                if c.before > 0 else float(np.mean(analysed.series.samples[at]))
+            samples = analysed.series.samples[at]
+            assert samples is not None, "a measured point has samples"
+            level = float(np.exp(np.mean(np.log(samples)))) if c.before > 0 \
+                else float(np.mean(samples))
             returned.append((r, Transient(r.machine, r.env, r.benchmark, r.params, r.kind,
                                           r.bad_commit, r.bad_position, level / c.before
                                           if c.before else math.inf, c.before)))
@@ -418,6 +422,7 @@ def _tests(analysed: _Analysed, floor: float, family: list[float]
     for c in (*changes.changes, *changes.near):
         w = worsening(c, s.higher_is_better)
         if w > 0 and w >= floor:
+            assert c.pvalue is not None, "a tested change has its p-value"
             out.append((analysed, c, len(family), c in changes.changes))
             family.append(c.pvalue)
             covered.add(c.edge)
@@ -430,15 +435,16 @@ def _tests(analysed: _Analysed, floor: float, family: list[float]
 def _points(s: Series, window: int | None) -> tuple[list[int], list[tuple[float, ...]], bool]:
     """Indexes of the measured points (newest `window` of them), their samples, and whether
     the series is deterministic."""
-    measured = [i for i, v in enumerate(s.samples) if v is not None]
+    points = {i: v for i, v in enumerate(s.samples) if v is not None}
+    measured = list(points)
     declared = metrics.metric_for(s.name).deterministic  # the table knows, e.g. compile work
     exact = declared if declared is not None else s.deterministic \
-        if s.deterministic is not None else looks_deterministic([s.samples[i] for i in measured])
+        if s.deterministic is not None else looks_deterministic([points[i] for i in measured])
     if not exact:  # an infinite value carries no level for a test; drop those points
-        measured = [i for i in measured if all(map(math.isfinite, s.samples[i]))]
+        measured = [i for i in measured if all(map(math.isfinite, points[i]))]
     if window is not None:
         measured = measured[-window:]
-    return measured, [s.samples[i] for i in measured], exact
+    return measured, [points[i] for i in measured], exact
 
 
 def _failures(s: Series) -> list[Regression]:

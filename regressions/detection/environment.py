@@ -48,8 +48,11 @@ class Regression(Protocol):
     """What an environment alert reads of a regression it explains (`detect.Regression`;
     detect imports this module, so the type is described here rather than imported)."""
 
-    ratio: float | None
-    ci: tuple[float, float] | None
+    @property
+    def ratio(self) -> float | None: ...
+
+    @property
+    def ci(self) -> tuple[float, float] | None: ...
 
     @property
     def name(self) -> str: ...
@@ -117,7 +120,7 @@ class Levels:
     positive: bool = True
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class EnvironmentAlert:
     """The machine changed between `good_commit` and `bad_commit`: the levels of `moved` of
     the `measured` runner-bound series moved `direction` (worse or better), `detected`
@@ -352,11 +355,15 @@ def _alert(moved: list[Move], cause: Cause, direction: Direction,
     centre = statistics.median(logs) if logs else 0.0
     spread = MAD_TO_SD * statistics.median(abs(x - centre) for x in logs) if logs else 0.0
     latest = max(moved, key=lambda m: m.good_position)
-    return EnvironmentAlert(moved[0].machine, moved[0].env, latest.good_commit,
-                            moved[0].bad_commit,
-                            latest.good_position, moved[0].bad_position, cause, direction,
-                            _agree(local, direction), len(local), len(moved),
-                            math.exp(centre), spread, still_moved, still_measured, changed=changed)
+    return EnvironmentAlert(machine=moved[0].machine, env=moved[0].env,
+                            good_commit=latest.good_commit, bad_commit=moved[0].bad_commit,
+                            good_position=latest.good_position,
+                            bad_position=moved[0].bad_position, cause=cause,
+                            direction=direction, moved=_agree(local, direction),
+                            measured=len(local), detected=len(moved),
+                            median_ratio=math.exp(centre), spread=spread,
+                            still_moved=still_moved, still_measured=still_measured,
+                            changed=changed)
 
 
 def recorded_changes(settings: Mapping[tuple[str, str], Mapping[int, tuple[str, str]]]

@@ -315,7 +315,7 @@ class Remeasured:
 def detect_with_remeasurement(series: Sequence[Series], history: Sequence[str],
                               measure: Measure, *, budget: float, rounds: int = MAX_ROUNDS,
                               contradicted: Collection[str] = (), costs: Costs = Costs(),
-                              clock: Callable[[], float] = time.monotonic,
+                              timer: Callable[[], float] = time.monotonic,
                               **options) -> Remeasured:
     """Detect, plan, measure, detect again, for up to `rounds` rounds within `budget`
     seconds at `costs`' prices; with prices of the wall clock (`Costs.wall_clock`) a round
@@ -332,7 +332,7 @@ def detect_with_remeasurement(series: Sequence[Series], history: Sequence[str],
     detection = run_detection(current, memo=memo, **options)
     served: list[Request] = []
     spent = 0.0
-    overrun = 1.0  # the most a round took over its price tonight, as a ratio (the clock's)
+    overrun = 1.0  # the most a round took over its price tonight, as a ratio (the timer's)
     for round_ in range(rounds):
         # Each round may spend its share of what is left, so the candidates still unsure
         # after a round (the real ones, mostly) find samples in the next. A new round is a
@@ -348,9 +348,9 @@ def detect_with_remeasurement(series: Sequence[Series], history: Sequence[str],
             contradicted=contradicted, measurable=measurable, costs=costs)  # one item above
         if not requests:
             break
-        started = clock()
+        started = timer()
         current = append_samples(current, requests, measure(requests), history)
-        took = clock() - started
+        took = timer() - started
         served += requests
         priced = costs.added(requests, set())
         spent += max(priced, took) if costs.wall_clock else priced

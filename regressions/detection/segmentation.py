@@ -238,7 +238,7 @@ class Segmenter:
             t = abs(shift) / math.sqrt(max(float(sse[j]) / dof, 1e-300)
                                        * (1 / n_left + 1 / n_right))
             z = -float(special.ndtri(special.stdtr(dof, -t)))  # the same tail as a z
-        side = "greater" if shift > 0 else "less"
+        side: stats.Alternative = "greater" if shift > 0 else "less"
         starts = self.count.astype(int)
         confirm = stats.mann_whitney(self.flat[starts[lo]:starts[split]],
                                      self.flat[starts[split]:starts[hi]], side).pvalue

@@ -12,8 +12,9 @@ night leaves is scored against what was planted.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 from regressions import night
 from regressions.bisection.commits import Measurement
@@ -21,7 +22,7 @@ from regressions.detection import detect, remeasure
 from regressions.detection.alerts import Alert
 from regressions.groundtruth.month import NOISE, Branch
 from regressions.investigation import model
-from regressions.investigation.investigator import Investigator, Located, parse_params
+from regressions.investigation.investigator import Investigator, Located, Prober, parse_params
 from regressions.investigation.model import Target
 from regressions.records import asv_documents, environment_records, evidence, lifecycle
 from regressions.records.results import asv_type_of
@@ -208,7 +209,8 @@ class BranchInvestigations:
         target = Target(spec.benchmark, parse_params(spec.params), spec.workload,
                         spec.seq or 0, None, probe.kind, spec.stage)
         prober = GeneratorProber(self.branch, s)
-        investigator = Investigator(self.history, prober)
+        # locating measures with `bench` alone, the one probe the generator serves
+        investigator = Investigator(self.history, cast(Prober, prober))
 
         def attempt() -> Located:
             located = investigator.locate(alert, target)
@@ -248,6 +250,11 @@ class BranchInvestigations:
         return True  # nothing is written, so nothing goes missing
 
 
+def _called(label: str) -> Callable[[], str]:
+    """The night's `now`: what the records' notes call the time, here the night's number."""
+    return lambda: label
+
+
 def simulate(branch: Branch, *, budget_fraction: float = remeasure.BUDGET_FRACTION,
              fdr: float = detect.FDR, window: int | None = None) -> Simulation:
     """Run every night of `branch` through the nightly's own night (`night.run_night`):
@@ -261,7 +268,7 @@ def simulate(branch: Branch, *, budget_fraction: float = remeasure.BUDGET_FRACTI
         marks = [branch.commits[c] for c in branch.benchmarked(number)]
         history = branch.commits[:branch.nights[number][1] + 1]
         tonight = night.run_night(marks, history, bench, store, investigations,
-                                  lambda number=number: f"night {number + 1}", settings)
+                                  _called(f"night {number + 1}"), settings)
         result.nights.append(_log(number, tonight, result))
         result.blamed += [(number, a.bad_commit, a.kind,
                            frozenset(f"{m.benchmark}{m.params}" for m in a.members))
@@ -273,7 +280,7 @@ def simulate(branch: Branch, *, budget_fraction: float = remeasure.BUDGET_FRACTI
 
 def _log(number: int, tonight: night.NightResult, result: Simulation) -> NightLog:
     """The night's figures, and the first nights each culprit and symptom were reported."""
-    found = tonight.remeasured
+    found = tonight.remeasurement
     log = NightLog(number, len(tonight.benchmarked), tonight.base_samples, found.budget,
                    found.spent, len(tonight.alerts), len(tonight.investigated),
                    events=list(tonight.events))

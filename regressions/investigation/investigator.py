@@ -3,7 +3,7 @@
 The `Investigator` is the one producer of `Investigation`s. It decides what to measure and
 what the measurements mean; a `History` names the commits and a `Prober` measures inside one
 build, so the same investigation runs on a git repository with a probe subprocess per commit
-(`regressions.probing`) and on builds emulated in this process (`regressions.probing.emulated`).
+(`spyre_regress.prober`) and on builds emulated in this process (`spyre_regress.emulated`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,13 @@ from regressions.detection.detect import Regression
 from regressions.errors import SpyreRegressError
 from regressions.investigation import model
 from regressions.investigation.model import Target
-from regressions.probing.answers import Failed, KnobsAnswer, StageAnswer, TimingAnswer
+from regressions.probing.protocol import (
+    Failed,
+    KnobsAnswer,
+    KnobScope,
+    StageAnswer,
+    TimingAnswer,
+)
 
 TIMING_ITERATIONS = 100
 # Samples per side behind the confirmation at the culprit: as many as the report's timing.
@@ -54,7 +60,7 @@ class Prober(Protocol):
     def stages(self, commits: Sequence[str], target: Target,
                traces: Sequence[Path | None] | None = None
                ) -> list[tuple[StageAnswer, stages.Capture]]: ...  # one probe per commit
-    def knobs(self, commit: str, target: Target, scope: dict | None = None,
+    def knobs(self, commit: str, target: Target, scope: KnobScope | None = None,
               part: tuple[int, int] | None = None
               ) -> KnobsAnswer | Failed: ...  # part (i, n): knobs i, i + n, ... only
     def work(self, commits: Sequence[str], target: Target
@@ -211,8 +217,8 @@ class Investigator:
         if found is None:
             return None
         best = found.trial
-        scoped = self.prober.knobs(bad, target, {"knob": best.knob, "value": best.value,
-                                                 "limits": list(knobs.SCOPE_LIMITS)})
+        scoped = self.prober.knobs(bad, target, KnobScope(best.knob, best.value,
+                                                          knobs.SCOPE_LIMITS))
         decisive = None if isinstance(scoped, Failed) else knobs.decisive_application(
             scoped, answer.baseline, good_metric)
         # the knob probe builds the catalogue's program, as the benchmark does
@@ -257,10 +263,9 @@ class Investigator:
         answer = self.prober.timing(commit, target, source, TIMING_ITERATIONS)
         if isinstance(answer, Failed):
             return model.BuildRun(answer.status, answer.detail)
-        kernels = tuple(model.KernelTime(k.name, k.time_us, k.bound, k.cores)
-                        for k in answer.kernels)
         return model.BuildRun("ok", "", answer.host_s, answer.device_us,
-                              model.errors_from(answer.errors), kernels, answer.compile_times,
+                              model.errors_from(answer.errors), answer.kernels,
+                              answer.compile_times,
                               answer.environment, answer.config, answer.nonfinite)
 
     # -- the first bad commit, confirmed --------------------------------------------------

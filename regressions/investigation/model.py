@@ -23,6 +23,7 @@ from regressions.bisection.stages import StageReport
 from regressions.codec import RecordError, from_json, to_json
 from regressions.detection.alerts import Alert
 from regressions.errors import SpyreRegressError
+from regressions.probing.protocol import KernelTime
 
 INVESTIGATION_VERSION = 3  # 3: stage bases named for their evidence (instructions, ...)
 # Reports state a 95% interval for timing ratios (Kalibera & Jones, ISMM 2013).
@@ -131,14 +132,6 @@ class Errors:
     rmse: float | None
     rmse_ratio: float | None  # to the backend's eager run (spyre_sim: DLFloat16)
     rmse_ratio_fp16: float | None = None  # to eager IEEE fp16
-
-
-@dataclass(frozen=True)
-class KernelTime:
-    name: str
-    time_us: float
-    bound: str = ""
-    cores: int | None = None
 
 
 @dataclass(frozen=True)
@@ -400,7 +393,7 @@ def confirmation(program: Program, metric: metrics.Metric, good: Sequence[float]
                         REPORT_CONFIDENCE, pvalue, floor, bool(confirmed))
 
 
-def errors_from(values: Mapping[str, float] | None) -> Errors | None:
+def errors_from(values: Mapping[str, float | None] | None) -> Errors | None:
     if values is None:
         return None
     return Errors(*(_finite(values.get(name)) for name in ERROR_FIELDS))

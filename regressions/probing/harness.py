@@ -117,8 +117,8 @@ def measure(backend, program, inputs, values, iterations, compile_repeats):
             "nonfinite": first.nonfinite,
             "compile_s": {stage: statistics.median(c[stage] for c in compiles)
                           for stage in compiles[0]},
-            "kernels": [{"name": name, "time_us": time_us, "bound": bound, "cores": cores}
-                        for name, time_us, bound, cores in first.kernels]}
+            "kernels": [{"name": k.name, "time_us": k.time_us, "bound": k.bound,
+                         "cores": getattr(k, "cores", None)} for k in first.kernels]}
 
 
 def parse_value(text):

@@ -3,10 +3,11 @@
 Run as a script with `python -P probe.py COMMAND REQUEST.json RESULT.json`, with PYTHONPATH
 set to a checkout of the commit under test. It imports torch, that checkout's compiler through
 a backend module (`backends/spyre.py`, `backends/inductor.py`: the backend interface, loaded
-by path from the current tree, as are `asv_runner`'s suite and the workload catalogue) and
-nothing from `regressions`, so the tools measure historical compilers with today's benchmarks
-and workloads, as asv does. `sample`, `knobs`, `stages` and `worker` measure through the
-backend interface, as does `timing`; `work` runs the suite's own compile_work module. Commands:
+by path from the current tree, as are `asv_runner`'s suite, the workload catalogue and the
+probe protocol) and nothing of the checkout's `regressions`, so the tools measure historical
+compilers with today's benchmarks and workloads, as asv does. `sample`, `knobs`, `stages`
+and `worker` measure through the backend interface, as does `timing`; `work` runs the suite's
+own compile_work module. Commands:
 
   discover list the suite's benchmarks and their parameter names (asv_runner discovery)
   bench    run one asv benchmark (one param combination) through asv_runner
@@ -19,14 +20,18 @@ backend interface, as does `timing`; `work` runs the suite's own compile_work mo
            suite's compile_work module (valgrind missing: untestable, with the install hint)
   worker   a persistent minimization worker: metric of each candidate program (JSON lines)
 
-Output is one JSON document with a "version" field; any failure writes {"status": ...}.
+The request and every answer are the dataclasses of `protocol.py` (loaded by path, with the
+codec that reads the request back); the output is one JSON document with a "version" field,
+and any failure writes `protocol.Failed`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import itertools
 import json
+import logging
 import math
 import os
 import statistics
@@ -35,106 +40,120 @@ import time
 import traceback
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-PROBE_ANSWER_VERSION = 1
+HERE = Path(__file__).resolve().parent
 
 
-def _load(path: str, name: str):
+def _load(path: str, name: str) -> Any:
     """A module of the current tree, by file path (never the checkout's own copy)."""
     spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None, path
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up here
     spec.loader.exec_module(module)
     return module
 
 
+if TYPE_CHECKING or __package__:  # imported by the tool (the in-process emulation)
+    from regressions import codec
+    from regressions.probing import protocol
+else:  # the probe child: this tree's protocol and codec, by path
+    protocol = _load(str(HERE / "protocol.py"), "spyre_regress_protocol")
+    codec = _load(str(HERE.parent / "codec.py"), "spyre_regress_codec")
+
+Request = protocol.ProbeRequest
 # The backend a request that names none measures: spyre_sim's, beside this file in the tree.
-DEFAULT_BACKEND = Path(__file__).resolve().parents[2] / "backends" / "spyre.py"
+DEFAULT_BACKEND = HERE.parents[1] / "backends" / "spyre.py"
 
 
-def _backend(request: dict):
+def _backend(request: Request) -> Any:
     """The compiler under test: the backend module the request names by path (its compiler
     is the checkout's, on PYTHONPATH), spyre_sim's when it names none (a request written by
     a spyre-regress from before backends)."""
-    backend = _load(request.get("backend") or str(DEFAULT_BACKEND), "spyre_regress_backend")
-    if request.get("compiler"):  # the checkout's module in the backend's compiler's place
-        backend.COMPILER = request["compiler"]
+    backend = _load(request.backend or str(DEFAULT_BACKEND), "spyre_regress_backend")
+    if request.compiler:  # the checkout's module in the backend's compiler's place
+        backend.COMPILER = request.compiler
     return backend
 
 
-def _harness(request: dict):
+def _harness(request: Request) -> Any:
     """regressions/probing/harness.py: the reproducers' measurement, so probes and reports agree."""
-    return _load(request["harness"], "spyre_regress_harness")
+    return _load(request.harness, "spyre_regress_harness")
 
 
-def _program(request: dict):
-    if request.get("source"):
+def _program(request: Request) -> tuple[Any, Any]:
+    if request.source:
         namespace: dict = {}
-        exec(compile(request["source"], "<minimized>", "exec"), namespace)  # noqa: S102
+        exec(compile(request.source, "<minimized>", "exec"), namespace)  # noqa: S102
         return namespace["program"], namespace["make_inputs"]()
-    workloads = _load(request["workloads"], "spyre_regress_workloads")
-    return workloads.build(request["workload"], int(request["seq"]), request.get("width"))
+    workloads = _load(str(request.workloads), "spyre_regress_workloads")
+    return workloads.build(request.workload, request.seq, request.width)
 
 
-def _width(request: dict) -> int | None:
+def _width(request: Request) -> int | None:
     """The width the catalogue builds the workload at (its default when none is asked)."""
-    if request.get("width"):
-        return int(request["width"])
-    if request.get("source") or not request.get("workloads"):
+    if request.width:
+        return request.width
+    if request.source or not request.workloads:
         return None  # a program given as source: its shapes are its own
-    workloads = _load(request["workloads"], "spyre_regress_workloads")
-    workload = getattr(workloads, "WORKLOADS", {}).get(request["workload"])
+    workloads = _load(request.workloads, "spyre_regress_workloads")
+    workload = getattr(workloads, "WORKLOADS", {}).get(request.workload)
     return getattr(workload, "default_width", None)
 
 
-def cmd_discover(request: dict) -> dict:
+def _or(value: int | None, default: int) -> int:
+    """A request's count, or the command's default where it gives none."""
+    return default if value is None else value
+
+
+def cmd_discover(request: Request) -> protocol.DiscoverAnswer:
     """The suite's benchmarks, as asv discovers them (imports the suite: a probe's job)."""
     from asv_runner.discovery import disc_benchmarks
 
-    sys.path.insert(0, os.path.dirname(request["suite"]))
-    listed = list(disc_benchmarks(request["suite"]))
-    found = {b.name: list(b.param_names) for b in listed}
+    sys.path.insert(0, os.path.dirname(request.suite))
+    listed = list(disc_benchmarks(request.suite))
     # each parameter's values as asv's repr strings, the form detect prints and bench takes
-    params = {b.name: [list(values) for values in b.params] for b in listed}
-    return {"status": "ok", "benchmarks": found, "params": params}
+    return protocol.DiscoverAnswer(
+        "ok", {b.name: tuple(b.param_names) for b in listed},
+        {b.name: tuple(tuple(values) for values in b.params) for b in listed})
 
 
-def _values(request: dict, **overrides) -> dict:
+def _values(request: Request, **overrides: Any) -> dict:
     """The build's config values for a backend's `compile`: the request's, then `overrides`."""
-    return {**(request.get("config") or {}), **overrides}
+    return {**request.config, **overrides}
 
 
-def cmd_work(request: dict) -> dict:
+def cmd_work(request: Request) -> protocol.WorkAnswer | protocol.Failed:
     """Instructions per stage: the suite's own measurement (benchmarks/compile_work.py), so
     probes and the CompileWork benchmark count the same way."""
-    work = _load(request["compile_work"], "spyre_regress_compile_work")
-    point = (request["workload"], int(request["seq"]), request.get("width"))
+    work = _load(request.compile_work, "spyre_regress_compile_work")
+    point = (request.workload, request.seq, request.width)
     try:
-        measured = work.measure([point], config=request.get("config") or None)
+        measured = work.measure([point], config=dict(request.config) or None)
     except work.ValgrindUnavailable as missing:
-        return {"status": "untestable", "detail": str(missing)}
+        return protocol.Failed("untestable", str(missing))
     if measured.missing:
-        return {"status": "untestable", "detail": measured.missing}
+        return protocol.Failed("untestable", measured.missing)
     counts = next(iter(measured.counts.values()), None)
     if counts is None:
-        return {"status": "failed", "detail": next(iter(measured.errors.values()), "no count")}
-    return {"status": "ok", "instructions": {stage: int(n) for stage, n in counts.items()}}
+        return protocol.Failed("failed", next(iter(measured.errors.values()), "no count"))
+    return protocol.WorkAnswer("ok", {stage: int(n) for stage, n in counts.items()})
 
 
-def cmd_bench(request: dict) -> dict:
+def cmd_bench(request: Request) -> protocol.BenchAnswer | protocol.Failed:
     """One asv benchmark, exactly as asv's own runner executes it."""
     from asv_runner.discovery import get_benchmark_from_name
 
-    benchmark = get_benchmark_from_name(request["suite"], request["benchmark"])
+    benchmark = get_benchmark_from_name(request.suite, request.benchmark)
     # asv_runner keeps params as repr strings, the form asv writes into results files
-    combos = [tuple(combo) for combo in itertools.product(*benchmark.params)] \
-        if benchmark.params else [()]
-    wanted = tuple(request.get("params") or ())
-    if wanted not in combos:
-        return {"status": "untestable", "detail": f"params {wanted} not in {combos[:4]}..."}
-    index = combos.index(wanted)
-    benchmark = get_benchmark_from_name(request["suite"], f"{request['benchmark']}-{index}"
-                                        if benchmark.params else request["benchmark"])
+    combos: list[tuple[str, ...]] = [tuple(combo) for combo in itertools.product(
+        *benchmark.params)] if benchmark.params else [()]
+    if request.params not in combos:
+        return protocol.Failed("untestable", f"params {request.params} not in {combos[:4]}...")
+    index = combos.index(request.params)
+    benchmark = get_benchmark_from_name(request.suite, f"{request.benchmark}-{index}"
+                                        if benchmark.params else request.benchmark)
     started = time.time()
     if benchmark.setup_cache_key is not None:  # asv runs this in a process of its own first
         benchmark.set_cache(benchmark.do_setup_cache())
@@ -144,34 +163,32 @@ def cmd_bench(request: dict) -> dict:
     samples: list[float] = []
     try:
         if skip:
-            return {"status": "untestable", "detail": "benchmark skipped (setup)"}
+            return protocol.Failed("untestable", "benchmark skipped (setup)")
         result = benchmark.do_run()
         # more rounds in this process until `samples` are in, as asv's `rounds` add them
         while isinstance(result, dict):
             samples += [float(s) for s in result["samples"]]
-            if len(samples) >= int(request.get("samples") or 0):
+            if len(samples) >= _or(request.samples, 0):
                 break
             result = benchmark.do_run()
     finally:
         benchmark.do_teardown()
-    described = {"started_at": started, "param_index": index, "combos": len(combos),
-                 "param_lists": [list(values) for values in benchmark.params],
-                 "benchmark_version": getattr(benchmark, "version", None)}
-    if samples:
-        return {"status": "ok", "samples": samples, "deterministic": False, **described}
-    if result is None or (isinstance(result, float) and math.isnan(result)):
-        return {"status": "untestable", "detail": "benchmark skipped (NaN)"}
-    return {"status": "ok", "samples": [float(result)], "deterministic": True, **described}
+    if not samples and (result is None or (isinstance(result, float) and math.isnan(result))):
+        return protocol.Failed("untestable", "benchmark skipped (NaN)")
+    return protocol.BenchAnswer(
+        "ok", tuple(samples) if samples else (float(result),), deterministic=not samples,
+        param_index=index, combos=len(combos),
+        param_lists=tuple(tuple(values) for values in benchmark.params),
+        benchmark_version=getattr(benchmark, "version", None), started_at=started)
 
 
-def cmd_sample(request: dict) -> dict:
+def cmd_sample(request: Request) -> protocol.BenchAnswer:
     """The metric's samples measured directly: what the benchmark measures, without asv."""
     backend = _backend(request)
     program, inputs = _program(request)
-    count = int(request.get("samples", 20))
-    samples, deterministic = SAMPLES[request["metric"]](backend, request, program, inputs,
-                                                        count)
-    return {"status": "ok", "samples": samples, "deterministic": deterministic}
+    samples, deterministic = SAMPLES[request.metric](backend, request, program, inputs,
+                                                     _or(request.samples, 20))
+    return protocol.BenchAnswer("ok", tuple(samples), deterministic)
 
 
 def _error_samples(backend, request, program, inputs, count):
@@ -180,8 +197,8 @@ def _error_samples(backend, request, program, inputs, count):
 
 def _compile_samples(backend, request, program, inputs, count):
     values = _values(request)
-    return [_metric(backend, {**request, "compile_repeats": 1}, program, inputs, values)
-            for _ in range(count)], False
+    once = dataclasses.replace(request, compile_repeats=1)
+    return [_metric(backend, once, program, inputs, values) for _ in range(count)], False
 
 
 def _run_samples(clock):
@@ -194,7 +211,7 @@ def _run_samples(clock):
     return samples
 
 
-def _device_s(backend, execution) -> float:
+def _device_s(backend: Any, execution: Any) -> float:
     if execution.device_us is None:
         raise ValueError(f"{backend.NAME} has no device clock: measure host_time instead")
     return execution.device_us / 1e6
@@ -206,12 +223,12 @@ SAMPLES = {"numerics": _error_samples, "compile_time": _compile_samples,
            "host_time": _run_samples(lambda _, execution: execution.host_s)}
 
 
-def _kernels(execution) -> list[dict]:
-    return [{"name": name, "time_us": time_us, "bound": bound, "cores": cores}
-            for name, time_us, bound, cores in execution.kernels]
+def _kernels(execution: Any) -> tuple[protocol.KernelTime, ...]:
+    """The run's kernels (`backends.interface.Execution.kernels`) in the protocol's record."""
+    return tuple(protocol.KernelTime.of(kernel) for kernel in execution.kernels)
 
 
-def cmd_stages(request: dict) -> dict:
+def cmd_stages(request: Request) -> protocol.StageAnswer:
     """A compile with stage capture, then `compile_repeats` compiles for their seconds per
     stage, a noise-free run (device time, kernels and trace where the backend models a
     device), each executable stage's error against float64, and, when the request asks for
@@ -219,44 +236,41 @@ def cmd_stages(request: dict) -> dict:
     backend = _backend(request)
     program, inputs = _program(request)
     values = _values(request)
-    backend.capture(program, inputs, values, Path(request["capture_dir"]))
+    backend.capture(program, inputs, values, Path(request.capture_dir))
     compiled = [backend.compile(program, inputs, values)
-                for _ in range(int(request.get("compile_repeats", 4)))]
+                for _ in range(_or(request.compile_repeats, 4))]
     run = backend.compile(program, inputs, _values(request, **backend.QUIET)).run(*inputs)
-    if request.get("trace") and run.trace is not None:
-        with open(request["trace"], "w") as handle:
+    if request.trace and run.trace is not None:
+        with open(request.trace, "w") as handle:
             json.dump(run.trace, handle)
     stage_errors = {}
-    if request.get("numerics", True):
+    if request.numerics:
         harness = _harness(request)
         references = compiled[0].baselines(*inputs)
         stage_errors = {stage: harness.output_errors(outputs[0], *references)
                         for stage, outputs in compiled[0].stage_outputs(*inputs).items()}
-    return {"status": "ok",
-            "compile_times": [{s: c.compile_s[s] for s in backend.STAGES} for c in compiled],
-            "device_time_us": run.device_us,
-            "kernels": _kernels(run),
-            "stage_errors": stage_errors, "stages": list(backend.STAGES),
-            "width": _width(request), "backend": backend.environment(),
-            "host_s": (_warm_call_seconds(compiled[0], request, inputs)
-                       if request.get("host_clock") else None)}
+    return protocol.StageAnswer(
+        "ok", tuple({s: c.compile_s[s] for s in backend.STAGES} for c in compiled),
+        run.device_us, _kernels(run), tuple(backend.STAGES), stage_errors,
+        width=_width(request), backend=backend.environment(),
+        host_s=(_warm_call_seconds(compiled[0], request, inputs) if request.host_clock
+                else None))
 
 
-def _metric(backend, request: dict, program, inputs, values: dict) -> float:
+def _metric(backend: Any, request: Request, program: Any, inputs: Any, values: dict) -> float:
     """One value of the target's metric (noise-free where the values say so)."""
-    return METRIC[request["metric"]](backend, request, program, inputs, values)
+    return METRIC[request.metric](backend, request, program, inputs, values)
 
 
 def _compile_seconds(backend, request, program, inputs, values) -> float:
     """The stage's own compile time when one is named (a stage regression hides in the
     total), else the whole compile; the median of a few cold compiles."""
-    stage = request.get("stage")
     times = []
-    for _ in range(int(request.get("compile_repeats", 5))):
+    for _ in range(_or(request.compile_repeats, 5)):
         start = time.perf_counter()
         compiled = backend.compile(program, inputs, values)
         total = time.perf_counter() - start
-        times.append(compiled.compile_s[stage] if stage else total)
+        times.append(compiled.compile_s[request.stage] if request.stage else total)
     return statistics.median(times)
 
 
@@ -269,11 +283,11 @@ def _host_seconds(backend, request, program, inputs, values) -> float:
     return _warm_call_seconds(backend.compile(program, inputs, values), request, inputs)
 
 
-def _warm_call_seconds(compiled, request, inputs) -> float:
+def _warm_call_seconds(compiled: Any, request: Request, inputs: Any) -> float:
     """The median wall time of `calls` calls of a compiled program after a warm-up call."""
     compiled.run(*inputs)
     return statistics.median(compiled.run(*inputs).host_s
-                             for _ in range(int(request.get("calls", 21))))
+                             for _ in range(_or(request.calls, 21)))
 
 
 def _output_error(backend, request, program, inputs, values) -> float:
@@ -282,7 +296,7 @@ def _output_error(backend, request, program, inputs, values) -> float:
     compiled = backend.compile(program, inputs, values)
     errors = _harness(request).output_errors(compiled.run(*inputs).outputs[0],
                                              *compiled.baselines(*inputs))
-    return errors[request["error"]]
+    return errors[request.error]
 
 
 # How each probe method (the metric table's `probe`) measures one value of its metric.
@@ -290,18 +304,16 @@ METRIC = {"compile_time": _compile_seconds, "device_time": _device_us,
           "host_time": _host_seconds, "numerics": _output_error}
 
 
-def cmd_knobs(request: dict) -> dict:
+def cmd_knobs(request: Request) -> protocol.KnobsAnswer:
     """The metric, noise-free, under each other choice of each of the backend's knobs (this
     probe's `part` of them); with `scope`, one knob applied to its first N decisions only
     (spyre_sim's `Config.knob_scope`, its decisions logged by name)."""
-    import logging
-
     backend = _backend(request)
     program, inputs = _program(request)
     quiet = backend.QUIET
     baseline = _metric(backend, request, program, inputs, _values(request, **quiet))
     trials = []
-    first, every = request.get("part") or (0, 1)  # this probe's share of the knobs
+    first, every = request.part or (0, 1)  # this probe's share of the knobs
     for index, knob in enumerate(backend.knobs()):
         if index % every != first:
             continue
@@ -309,36 +321,42 @@ def cmd_knobs(request: dict) -> dict:
             if value == knob.default:
                 continue
             values = _values(request, **quiet, **{knob.name: value})
-            trials.append({"knob": knob.name, "stage": knob.stage, "value": value,
-                           "metric": _metric(backend, request, program, inputs, values),
-                           "index": index})
-    result = {"status": "ok", "baseline": baseline, "trials": trials}
-    scope = request.get("scope")
-    if scope and backend.SCOPES_KNOBS:  # a compiler that logs its decisions
-        knob, value = scope["knob"], scope["value"]
-        records: list[str] = []
-
-        class Collect(logging.Handler):
-            def emit(self, record):
-                records.append(record.getMessage())
-
-        logger = logging.getLogger("spyre_sim")
-        handler = Collect()
-        logger.addHandler(handler)
-        logger.setLevel(logging.DEBUG)
-        counts = []
-        for limit in scope["limits"]:
-            records.clear()
-            values = _values(request, **quiet, **{knob: value}, knob_scope=[[knob, limit]])
-            metric = _metric(backend, request, program, inputs, values)
-            applications = [r for r in records if r.startswith(f"decision {knob}#")]
-            counts.append({"limit": limit, "metric": metric, "applications": applications})
-        logger.removeHandler(handler)
-        result["scoped"] = counts
-    return result
+            trials.append(protocol.KnobTrialAnswer(
+                knob.name, knob.stage, value,
+                _metric(backend, request, program, inputs, values), index))
+    scoped: tuple[protocol.ScopedAnswer, ...] = ()
+    if request.scope and backend.SCOPES_KNOBS:  # a compiler that logs its decisions
+        scoped = _scoped(backend, request, request.scope, program, inputs)
+    return protocol.KnobsAnswer("ok", baseline, tuple(trials), scoped)
 
 
-def cmd_timing(request: dict) -> dict:
+def _scoped(backend: Any, request: Request, scope: protocol.KnobScope, program: Any,
+            inputs: Any) -> tuple[protocol.ScopedAnswer, ...]:
+    """The metric with `scope.knob` at `scope.value` for its first `limit` decisions only,
+    per limit, and the decisions the compile logged."""
+    records: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record.getMessage())
+
+    logger = logging.getLogger("spyre_sim")
+    handler = Collect()
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    counts = []
+    for limit in scope.limits:
+        records.clear()
+        values = _values(request, **backend.QUIET, **{scope.knob: scope.value},
+                         knob_scope=[[scope.knob, limit]])
+        metric = _metric(backend, request, program, inputs, values)
+        applications = tuple(r for r in records if r.startswith(f"decision {scope.knob}#"))
+        counts.append(protocol.ScopedAnswer(limit, metric, applications))
+    logger.removeHandler(handler)
+    return tuple(counts)
+
+
+def cmd_timing(request: Request) -> protocol.TimingAnswer:
     """Synchronized iterations for a report, through the backend, as the reproducers run
     them (harness.measure): one cold compile, one warm-up call (its output is the one
     checked against float64), then `iterations` calls, each timed on the host clock and, where
@@ -348,31 +366,34 @@ def cmd_timing(request: dict) -> dict:
     values = _values(request)
     compiled = backend.compile(program, inputs, values)
     first = compiled.run(*inputs)  # uploads the weights, as the reproducer's warm-up does
-    runs = [compiled.run(*inputs) for _ in range(int(request.get("iterations", 100)))]
+    runs = [compiled.run(*inputs) for _ in range(_or(request.iterations, 100))]
     errors = _harness(request).output_errors(first.outputs[0], *compiled.baselines(*inputs))
-    return {"status": "ok", "host_s": [run.host_s for run in runs],
-            "device_us": [run.device_us for run in runs] if backend.DEVICE_CLOCK else [],
-            "errors": errors, "nonfinite": first.nonfinite, "kernels": _kernels(first),
-            "compile_times": {k: v for k, v in compiled.compile_s.items() if k != "total"},
-            "width": None if request.get("source") else _width(request),
-            "environment": {**backend.environment(), "python": sys.version.split()[0]},
-            "config": backend.settings(values)}
+    return protocol.TimingAnswer(
+        "ok", tuple(run.host_s for run in runs),
+        tuple(run.device_us for run in runs) if backend.DEVICE_CLOCK else (),
+        errors, _kernels(first), {k: v for k, v in compiled.compile_s.items() if k != "total"},
+        environment={**backend.environment(), "python": sys.version.split()[0]},
+        config=backend.settings(values), nonfinite=first.nonfinite,
+        width=None if request.source else _width(request))
 
 
-def cmd_worker(request: dict) -> dict:
-    """Answer candidate programs, one JSON request per stdin line, until stdin closes."""
+def cmd_worker(request: Request) -> protocol.Done:
+    """Answer candidate programs, one JSON `protocol.Candidate` per stdin line, until stdin
+    closes: a `MetricAnswer` (or `Failed`) per line."""
     backend = _backend(request)
     for line in sys.stdin:
-        candidate = json.loads(line)
+        candidate = codec.from_json(protocol.Candidate, json.loads(line))
+        answer: protocol.MetricAnswer | protocol.Failed
         try:
-            program, inputs = _program({**request, **candidate})
-            answer = {"status": "ok", "metric": _metric(backend, request, program, inputs,
-                                                         _values(request, **backend.QUIET))}
+            asked = dataclasses.replace(request, source=candidate.source)
+            program, inputs = _program(asked)
+            answer = protocol.MetricAnswer("ok", _metric(backend, asked, program, inputs,
+                                                         _values(asked, **backend.QUIET)))
         except Exception as error:  # a candidate the compiler rejects is just not a repro
-            answer = {"status": "failed", "detail": f"{type(error).__name__}: {error}"}
-        sys.stdout.write(json.dumps(answer) + "\n")
+            answer = protocol.Failed("failed", f"{type(error).__name__}: {error}")
+        sys.stdout.write(json.dumps(dataclasses.asdict(answer)) + "\n")
         sys.stdout.flush()
-    return {"status": "ok"}
+    return protocol.Done()
 
 
 COMMANDS = {"discover": cmd_discover, "bench": cmd_bench, "sample": cmd_sample,
@@ -380,24 +401,34 @@ COMMANDS = {"discover": cmd_discover, "bench": cmd_bench, "sample": cmd_sample,
             "worker": cmd_worker, "work": cmd_work}
 
 
-def main(argv: list[str]) -> int:
-    command, request_path, result_path = argv
-    with open(request_path) as handle:
-        request = json.load(handle)
-    warnings.simplefilter("ignore")
+def answer(command: str, request: Request) -> Any:
+    """What `command` answers to `request`: its answer, or `Failed` (the compiler under test
+    does not import: untestable; the command raised: failed, with the traceback)."""
     try:  # an import failure of the compiler under test makes the commit untestable
         if command != "discover":  # discovery imports the suite, which names its compiler
             _backend(request)
     except Exception as error:
-        outcome = {"status": "untestable", "detail": f"the compiler under test does not "
-                   f"import ({Path(request.get('backend') or DEFAULT_BACKEND).name}): {error}"}
+        return protocol.Failed("untestable", f"the compiler under test does not import "
+                               f"({Path(request.backend or DEFAULT_BACKEND).name}): {error}")
+    try:
+        return COMMANDS[command](request)
+    except Exception as error:
+        return protocol.Failed("failed", f"{type(error).__name__}: {error}",
+                               traceback.format_exc(limit=8))
+
+
+def main(argv: list[str]) -> int:
+    command, request_path, result_path = argv
+    warnings.simplefilter("ignore")
+    try:
+        with open(request_path) as handle:
+            request = codec.from_json(protocol.ProbeRequest, json.load(handle), "request")
+    except codec.RecordError as error:  # a tool of another version wrote it
+        answered: Any = protocol.Failed("failed", f"the probe cannot read its request: {error}")
     else:
-        try:
-            outcome = COMMANDS[command](request)
-        except Exception as error:
-            outcome = {"status": "failed", "detail": f"{type(error).__name__}: {error}",
-                       "traceback": traceback.format_exc(limit=8)}
-    outcome["version"] = PROBE_ANSWER_VERSION
+        answered = answer(command, request)
+    outcome = dataclasses.asdict(answered)
+    outcome["version"] = protocol.PROBE_ANSWER_VERSION
     with open(result_path, "w") as handle:
         json.dump(outcome, handle)
     return 0

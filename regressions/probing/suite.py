@@ -16,10 +16,12 @@ import importlib.resources
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from regressions import processes
+from regressions import codec, processes
 from regressions.errors import SpyreRegressError
-from regressions.records import files
+from regressions.probing import answers
+from regressions.probing.protocol import DiscoverAnswer, Failed, ProbeRequest
 
 SUITE_DIR = "benchmarks"
 CATALOGUE = "workloads.py"
@@ -51,13 +53,8 @@ def copy_suite(repo: Path, work_dir: Path) -> Path:
 
 def numerics_widths(repo: Path) -> dict[str, int]:
     """`NUMERICS_WIDTHS` of the repository's catalogue, read as text (never imported)."""
-    tree = ast.parse(catalogue_path(repo).read_text())
-    for node in ast.walk(tree):
-        target = getattr(node, "target", None) or (
-            node.targets[0] if isinstance(node, ast.Assign) else None)
-        if isinstance(target, ast.Name) and target.id == "NUMERICS_WIDTHS":
-            return ast.literal_eval(node.value)
-    return {}
+    value = _assigned(ast.parse(catalogue_path(repo).read_text()), "NUMERICS_WIDTHS")
+    return {} if value is None else ast.literal_eval(value)
 
 
 def backend_name(repo: Path) -> str:
@@ -98,29 +95,27 @@ def stage_width(repo: Path) -> int | None:
     return value if isinstance(value, int) else None
 
 
-def _literal(tree: ast.AST, name: str):
-    """The literal value assigned to module-level `name`, or None."""
+def _assigned(tree: ast.AST, name: str) -> ast.expr | None:
+    """The expression first assigned to `name` (`name = ...` or `name: T = ...`), or None."""
     for node in ast.walk(tree):
-        target = getattr(node, "target", None) or (
-            node.targets[0] if isinstance(node, ast.Assign) else None)
+        if isinstance(node, ast.Assign):
+            target: ast.expr | None = node.targets[0]
+        elif isinstance(node, ast.AnnAssign):
+            target = node.target
+        else:
+            continue
         if isinstance(target, ast.Name) and target.id == name and node.value is not None:
-            try:
-                return ast.literal_eval(node.value)
-            except ValueError:
-                return None
+            return node.value
     return None
 
 
-def param_names(results_dir: Path) -> dict[str, tuple[str, ...]]:
-    """Each benchmark's parameter names, from the `benchmarks.json` asv writes."""
-    meta = files.read_json(Path(results_dir) / "benchmarks.json", "asv benchmark list",
-                           "pass the results directory asv wrote (`results_dir` in "
-                           "asv.conf.json, e.g. .asv/results)")
-    if not isinstance(meta, dict):
-        raise SpyreRegressError(f"{results_dir}/benchmarks.json is not asv's benchmark list; "
-                                "pass the results directory asv wrote")
-    return {name: tuple(entry.get("param_names") or ()) for name, entry in meta.items()
-            if isinstance(entry, dict)}
+def _literal(tree: ast.AST, name: str) -> Any:
+    """The literal value assigned to module-level `name`, or None."""
+    value = _assigned(tree, name)
+    try:
+        return None if value is None else ast.literal_eval(value)
+    except ValueError:
+        return None
 
 
 @dataclass(frozen=True)
@@ -140,30 +135,27 @@ def discover(repo: Path, work_dir: Path) -> dict[str, Benchmark]:
     own code on the path, never in this process.
     """
     suite = copy_suite(repo, work_dir)
-    answer = processes.run_probe(Path(repo), "discover", {"suite": str(suite)})
-    if answer.get("status") != "ok":
+    answer = answers.read(DiscoverAnswer, processes.run_probe(
+        Path(repo), "discover", codec.to_json(ProbeRequest(suite=str(suite)))), "discover")
+    if isinstance(answer, Failed):
         raise SpyreRegressError(f"cannot list the benchmarks of {repo}: "
-                                f"{answer.get('detail', answer.get('status'))}; check that "
+                                f"{answer.detail or answer.status}; check that "
                                 "`asv check` passes there")
-    params = answer.get("params", {})
-    return {name: Benchmark(name, tuple(names), tuple(tuple(v) for v in params.get(name, ())))
-            for name, names in answer["benchmarks"].items()}
+    return {name: Benchmark(name, names, tuple(answer.params.get(name, ())))
+            for name, names in answer.benchmarks.items()}
 
 
 def workload_names(repo: Path) -> tuple[str, ...]:
     """The names in the catalogue's `WORKLOADS`, read as text (never imported): the string
     keys of a dict literal, or the first argument of each `Workload(...)` call in it. Empty
     when the catalogue builds its table some other way (then nothing can be checked early)."""
-    tree = ast.parse(catalogue_path(repo).read_text())
-    for node in ast.walk(tree):
-        target = getattr(node, "target", None) or (
-            node.targets[0] if isinstance(node, ast.Assign) else None)
-        if isinstance(target, ast.Name) and target.id == "WORKLOADS" and node.value:
-            names = [k.value for k in getattr(node.value, "keys", []) or []
-                     if isinstance(k, ast.Constant) and isinstance(k.value, str)]
-            names += [call.args[0].value for call in ast.walk(node.value)
-                      if isinstance(call, ast.Call) and getattr(call.func, "id", "") == "Workload"
-                      and call.args and isinstance(call.args[0], ast.Constant)
-                      and isinstance(call.args[0].value, str)]
-            return tuple(dict.fromkeys(names))
+    value = _assigned(ast.parse(catalogue_path(repo).read_text()), "WORKLOADS")
+    if value is not None:
+        names = [k.value for k in getattr(value, "keys", []) or []
+                 if isinstance(k, ast.Constant) and isinstance(k.value, str)]
+        names += [call.args[0].value for call in ast.walk(value)
+                  if isinstance(call, ast.Call) and getattr(call.func, "id", "") == "Workload"
+                  and call.args and isinstance(call.args[0], ast.Constant)
+                  and isinstance(call.args[0].value, str)]
+        return tuple(dict.fromkeys(names))
     return ()

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from regressions.probing.protocol import BenchAnswer
 from regressions.records.files import write_json, write_text
 
 ASV_RESULTS_VERSION = 2  # asv.results.Results.api_version
@@ -99,22 +100,22 @@ def result_path(results_dir: Path, machine: str, commit: str, env_name: str) -> 
     return Path(results_dir) / machine / f"{commit[:8]}-{env_name}.json"
 
 
-def record_measurement(results_dir: Path, machine: str, env_name: str, commit: str,
-                       commit_date_ms: int, benchmark: str, param_index: int, combos: int,
-                       params: Sequence[Sequence[str]], samples: Sequence[float],
-                       deterministic: bool, benchmark_version: str | None) -> Path:
-    """Merge one measurement into `results/<machine>/<commit8>-<env>.json`.
+def record_measurement(results_dir: Path, *, machine: str, env_name: str, commit: str,
+                       commit_date_ms: int, benchmark: str, measured: BenchAnswer) -> Path:
+    """Merge one measurement of `benchmark` (at the parameter combination it names) into
+    `results/<machine>/<commit8>-<env>.json`.
 
     Combinations not measured stay NaN (asv's "skipped"), so readers see exactly what ran.
     """
     path = result_path(results_dir, machine, commit, env_name)
     document = json.loads(path.read_text()) if path.exists() else new_document(
         commit, env_name, commit_date_ms, machine)
-    row = document["results"].get(benchmark) or new_row(params, benchmark_version)
-    if len(row[0]) != combos:
-        raise ValueError(f"{benchmark}: {combos} parameter combinations, but its params "
-                         f"{[list(p) for p in params]} give {len(row[0])}")
-    set_result(row, param_index, samples, timed=not deterministic,
+    row = document["results"].get(benchmark) or new_row(measured.param_lists,
+                                                        measured.benchmark_version)
+    if len(row[0]) != measured.combos:
+        raise ValueError(f"{benchmark}: {measured.combos} parameter combinations, but its "
+                         f"params {[list(p) for p in measured.param_lists]} give {len(row[0])}")
+    set_result(row, measured.param_index, measured.samples, timed=not measured.deterministic,
                started_at=int(time.time() * 1000))
     document["results"][benchmark] = row
     write_text(path, json.dumps(document, allow_nan=True) + "\n")
@@ -179,7 +180,8 @@ def merge_document(into: dict | None, new: dict, source: str) -> dict:
 def _appended(old: dict, new: dict) -> dict:
     """One benchmark's row with a later run's combinations added to it."""
     combos = len(new.get("result") or old.get("result") or [])
-    out = {column: _cell_list(old, column, combos) for column in ("result", *_STATS, "samples")}
+    out: dict[str, Any] = {column: _cell_list(old, column, combos)
+                           for column in ("result", *_STATS, "samples")}
     out.update(params=old.get("params"), version=old.get("version"),
                started_at=new.get("started_at"), duration=new.get("duration"), profile=None)
     for index in range(combos):
@@ -249,11 +251,6 @@ def read_store(path: Path) -> Store:
             if file.name != "machine.json":
                 results[folder.name, file.name] = _read(file)
     return Store(str(path), _read(listed), machines, results)
-
-
-def merge_stores(sources: Sequence[Path], into: Path) -> Merged:
-    """The asv results directories `sources` merged into the results directory `into`."""
-    return merge_into(into, [read_store(s) for s in sources])
 
 
 def merge_into(into: Path, stores: Sequence[Store]) -> Merged:

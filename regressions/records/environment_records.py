@@ -68,11 +68,10 @@ def advance(records: Sequence[EnvironmentRecord], alerts: Sequence[EnvironmentAl
 def _same(record: EnvironmentRecord, alert: EnvironmentAlert, place: Mapping[str, int]) -> bool:
     if (record.machine, record.env) != (alert.machine, alert.env):
         return False
-    ends = [place.get(c) for c in (record.good_commit, record.bad_commit, alert.good_commit,
-                                   alert.bad_commit)]
-    if None in ends:
+    commits = (record.good_commit, record.bad_commit, alert.good_commit, alert.bad_commit)
+    if any(c not in place for c in commits):
         return record.bad_commit == alert.bad_commit
-    good, bad, alert_good, alert_bad = ends
+    good, bad, alert_good, alert_bad = (place[c] for c in commits)
     return min(bad, alert_bad) - max(good, alert_good) > 0
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import Any
 
 from regressions import metrics, stats
 from regressions.bisection.commits import BisectResult, Measurement
@@ -27,27 +28,28 @@ def evidence_of(alert: Alert, bisection: BisectResult, parent: str | None,
     """The investigation's own measurement, as the lifecycle judges it: the confirmation at
     the culprit, or, when bisection did not reproduce the change, the two ends' samples."""
     # detection reports worsenings only: a ratio below 1 is a higher-is-better series
-    common = dict(floor=metrics.floor_for(alert.probe.name, tuple(floors)),
-                  higher_is_better=alert.probe.ratio is not None and alert.probe.ratio < 1,
-                  alert_good=alert.good_commit, alert_bad=alert.bad_commit,
-                  members=tuple(sorted(s.key for s in lifecycle.symptoms_of(alert))))
+    common: dict[str, Any] = dict(
+        floor=metrics.floor_for(alert.probe.name, tuple(floors)),
+        higher_is_better=alert.probe.ratio is not None and alert.probe.ratio < 1,
+        alert_good=alert.good_commit, alert_bad=alert.bad_commit,
+        members=tuple(sorted(s.key for s in lifecycle.symptoms_of(alert))))
     if bisection.kind == metrics.FAILURE:
         bad = bisection.culprit or bisection.bad
         return lifecycle.Evidence(parent or bisection.good, bad, None, None, None,
                                   (len(bisection.samples.get(bisection.good, ())), 0),
                                   failed=True, **common)
-    if confirmation is not None and parent is not None:
+    if confirmation is not None and parent is not None and bisection.culprit is not None:
         return lifecycle.Evidence(parent, bisection.culprit, confirmation.ratio,
                                   confirmation.ci, confirmation.pvalue,
                                   (confirmation.good_n, confirmation.bad_n), **common)
-    good, bad = bisection.samples.get(bisection.good), bisection.samples.get(bisection.bad)
-    if not good or not bad:
+    before, after = bisection.samples.get(bisection.good), bisection.samples.get(bisection.bad)
+    if not before or not after:
         return None
-    interval = stats.ratio_interval(good, bad, confidence=model.REPORT_CONFIDENCE)
-    exact = stats.is_constant(good) and stats.is_constant(bad)
-    pvalue = None if exact else stats.mann_whitney(good, bad).pvalue
+    interval = stats.ratio_interval(before, after, confidence=model.REPORT_CONFIDENCE)
+    exact = stats.is_constant(before) and stats.is_constant(after)
+    pvalue = None if exact else stats.mann_whitney(before, after).pvalue
     return lifecycle.Evidence(bisection.good, bisection.bad, interval.ratio,
-                              (interval.low, interval.high), pvalue, (len(good), len(bad)),
+                              (interval.low, interval.high), pvalue, (len(before), len(after)),
                               **common)
 
 

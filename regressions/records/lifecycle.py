@@ -167,12 +167,12 @@ class Event:
 @dataclass(frozen=True)
 class Night:
     """`advance`'s answer: every record after tonight, the ids to investigate, the events,
-    and for each of tonight's alerts (in order) its record id."""
+    and tonight's alerts by the id of their record (in tonight's order)."""
 
     records: list[AlertRecord]
     investigate: list[int]
     events: list[Event]
-    alert_ids: list[int]
+    alerts: dict[int, Alert]
 
 
 @dataclass(frozen=True)
@@ -254,7 +254,7 @@ def advance(records: Sequence[AlertRecord], alerts: Sequence[Alert], place: Mapp
     pairs = dict((j, i) for i, j in match(records, alerts, place))
     updated = list(records)
     events: list[Event] = []
-    alert_ids: list[int] = []
+    by_id: dict[int, Alert] = {}
     next_id = max((r.id for r in records), default=0) + 1
     for j, alert in enumerate(alerts):
         if j in pairs:
@@ -270,7 +270,7 @@ def advance(records: Sequence[AlertRecord], alerts: Sequence[Alert], place: Mapp
             events.append(Event(record.id, "", "new", f"found on {night}"
                                 + (" (provisional: one commit holds the level)"
                                    if alert.provisional else "")))
-        alert_ids.append(record.id)
+        by_id[record.id] = alert
     matched = set(pairs.values())
     for i, record in enumerate(records):
         if i not in matched and record.provisional and record.status not in ("withdrawn",
@@ -278,7 +278,7 @@ def advance(records: Sequence[AlertRecord], alerts: Sequence[Alert], place: Mapp
             updated[i], event = _withdrawn(record, place, night)
             events.append(event)
     investigate = [r.id for r in updated if r.status == "new"]
-    return Night(updated, investigate, events, alert_ids)
+    return Night(updated, investigate, events, by_id)
 
 
 def _seen(record: AlertRecord, alert: Alert, place: Mapping[str, int],
@@ -373,7 +373,8 @@ def investigated(record: AlertRecord, outcome: Outcome, night: str) -> AlertReco
                                 "alerts are investigated")
     if outcome.error is not None:
         return _note(record, f"investigation failed on {night}: {outcome.error}")
-    if outcome.culprit is not None and publishable(outcome.evidence):
+    if outcome.culprit is not None and outcome.evidence is not None \
+            and publishable(outcome.evidence):
         return _note(replace(record, status="reported", culprit=outcome.culprit,
                              evidence=outcome.evidence),
                      f"reported on {night}: culprit {outcome.culprit[:12]}"

@@ -18,6 +18,7 @@ import json
 import logging
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -45,7 +46,7 @@ class Columns:
 
     def __init__(self) -> None:
         self.codes = {c: array.array("i") for c in CODED}
-        self.tables: dict[str, dict[object, int]] = {c: {} for c in CODED}
+        self.tables: dict[str, dict[Any, int]] = {c: {} for c in CODED}
         self.numbers = {c: array.array("d") for c in NUMBERS}
         self.dates = array.array("d")
         self.better = array.array("b")
@@ -59,7 +60,7 @@ class Columns:
         table = self.tables[column]
         return table.setdefault(value, len(table))
 
-    def add(self, constants: dict[str, object], points: dict[str, list]) -> None:
+    def add(self, constants: dict[str, Any], points: dict[str, list]) -> None:
         """One benchmark row of one file: the values its points share, and per point lists."""
         n = len(points["value"])
         for column, value in constants.items():
@@ -122,8 +123,8 @@ def read_document(doc: object, machine: str, meta: dict[str, dict], into: Column
         log.warning("skipping %s: asv results format version %r, expected %d (`asv update` "
                     "migrates older files)", path, version, ASV_RESULTS_VERSION)
         return
-    header = {key: doc.get(key) for key in ("commit_hash", "env_name", "date",
-                                            "result_columns", "results")}
+    header: dict[str, Any] = {key: doc.get(key) for key in ("commit_hash", "env_name", "date",
+                                                            "result_columns", "results")}
     problem = next((k for k, ok in (
         ("commit_hash", isinstance(header["commit_hash"], str) and header["commit_hash"]),
         ("env_name", isinstance(header["env_name"], str)),
@@ -134,7 +135,7 @@ def read_document(doc: object, machine: str, meta: dict[str, dict], into: Column
     if problem:
         log.warning("skipping %s: missing or malformed %r", path, problem)
         return
-    params = doc.get("params") if isinstance(doc.get("params"), dict) else {}
+    params: dict[str, Any] = doc["params"] if isinstance(doc.get("params"), dict) else {}
     shared = {"machine": machine, "env": header["env_name"], "commit": header["commit_hash"],
               "date": header["date"], "settings": describe_settings(params)}
     for name, row in header["results"].items():

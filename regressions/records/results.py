@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -27,18 +27,11 @@ import pandas as pd
 
 from regressions import git
 from regressions.detection.detect import Series
-from regressions.detection.remeasure import Costs
 from regressions.errors import SpyreRegressError
 from regressions.records.asv_documents import ASV_RESULTS_VERSION, has_samples
-from regressions.records.result_columns import (
-    COLUMNS,
-    Columns,
-    asv_type_of,
-    read_document,
-    read_file,
-)
+from regressions.records.result_columns import COLUMNS, Columns, asv_type_of, read_file
 
-__all__ = ["COLUMNS", "asv_type_of", "load_results", "samples_at", "series_from_frame"]
+__all__ = ["COLUMNS", "asv_type_of", "benchmarks_meta", "load_results", "series_from_frame"]
 log = logging.getLogger(__name__)
 
 
@@ -75,7 +68,7 @@ def load_results(
              if path.name != "machine.json"]
     if not files:
         raise no_results
-    meta = _benchmarks_meta(root / "benchmarks.json")
+    meta = benchmarks_meta(root / "benchmarks.json")
     columns = Columns()
     for path, name in files:
         read_file(path, name, meta, columns)
@@ -228,7 +221,7 @@ class _Points:
         return bool((known == 0).all()) if known.size else None
 
 
-def _benchmarks_meta(path: Path) -> dict[str, dict]:
+def benchmarks_meta(path: Path) -> dict[str, dict]:
     """Per benchmark: type, unit, higher_is_better from benchmarks.json; {} if unusable."""
     if not path.exists():
         log.warning("no %s: benchmark types come from names, units are unknown", path)
@@ -243,109 +236,3 @@ def _benchmarks_meta(path: Path) -> dict[str, dict]:
                     ASV_RESULTS_VERSION)
         return {}
     return {k: v for k, v in doc.items() if isinstance(v, dict)}
-
-
-def samples_at(results_dir: Path | str, machine: str, commit: str
-               ) -> dict[tuple[str, str], tuple[float, ...] | None]:
-    """What the results hold for one commit: (benchmark, params) -> its samples (or its one
-    value when asv kept no samples), None where the benchmark failed; skipped points left out.
-    The nightly reads it before and after `asv run --append-samples` to learn what a
-    re-measurement added."""
-    root = Path(results_dir)
-    meta = _benchmarks_meta(root / "benchmarks.json") if (root / "benchmarks.json").exists() \
-        else {}
-    found: dict[tuple[str, str], tuple[float, ...] | None] = {}
-    for path in sorted((root / machine).glob(f"{commit[:8]}-*.json")):
-        columns = Columns()
-        read_file(path, machine, meta, columns)
-        found.update(point_samples(columns, commit))
-    return found
-
-
-def document_samples(document: object, machine: str, meta: dict[str, dict], source: str
-                     ) -> dict[tuple[str, str], tuple[float, ...] | None]:
-    """What one asv result document (a worker's, named `source` in warnings) holds, as
-    `samples_at` gives it for a file."""
-    columns = Columns()
-    read_document(document, machine, meta, columns, source)
-    return point_samples(columns)
-
-
-def point_samples(columns: Columns, commit: str | None = None
-                  ) -> dict[tuple[str, str], tuple[float, ...] | None]:
-    """(benchmark, params) -> samples (or the one value), None where it failed, of the
-    points read into `columns` (of `commit` only, when given); skipped ones left out."""
-    points = columns.frame()
-    found: dict[tuple[str, str], tuple[float, ...] | None] = {}
-    for benchmark, params, status, samples, value, at in zip(
-            points["benchmark"], points["params"], points["status"], points["samples"],
-            points["value"], points["commit"], strict=True):
-        if (commit is not None and at != commit) or status == "skipped":
-            continue
-        found[benchmark, params] = None if status == "failed" \
-            else tuple(samples) if samples else (value,)
-    return found
-
-
-def result_documents(results_dir: Path | str, machine: str = "*") -> Iterator[dict]:
-    """Each asv result document of `machine` (every machine by default) that parses, in path
-    order, for readers of what asv recorded beside the samples (durations, build and
-    setup_cache seconds); a file that does not parse is left out, as asv leaves it."""
-    for path in sorted(Path(results_dir).glob(f"{machine}/*.json")):
-        if path.name == "machine.json":
-            continue
-        try:
-            document = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError):
-            continue
-        if isinstance(document, dict):
-            yield document
-
-
-def recorded_costs(results_dir: Path | str, machine: str) -> Costs:
-    """Re-measurement's prices on `machine`, from what asv recorded there: per benchmark the
-    median over result files of its duration divided by the samples that run took, the
-    median `<build>` seconds as the price of a run at a commit, and each setup_cache's median
-    seconds for the benchmarks that share its key (benchmarks.json's `setup_cache_key`).
-    asv's own start-up is not recorded: re-measurement learns it from its first round
-    (`Costs.wall_clock`)."""
-    root = Path(results_dir)
-    per_sample: dict[str, list[float]] = {}
-    builds: list[float] = []
-    caches: dict[str, list[float]] = {}
-    for document in result_documents(root, machine):
-        try:
-            columns = document["result_columns"]
-            rows = document["results"].items()
-            durations = document.get("durations") or {}
-        except (KeyError, TypeError, AttributeError):
-            continue  # load_results says why; a price is only an estimate
-        for name, row in rows:
-            fields = dict(zip(columns, row, strict=False)) if isinstance(row, list) else {}
-            duration, taken = fields.get("duration"), _samples_taken(fields)
-            if isinstance(duration, int | float) and taken:
-                per_sample.setdefault(name, []).append(duration / taken)
-        for key, seconds in durations.items():
-            if not isinstance(seconds, int | float):
-                continue
-            if key == "<build>":
-                builds.append(seconds)
-            elif key.startswith("<setup_cache ") and key.endswith(">"):
-                caches.setdefault(key[len("<setup_cache "):-1], []).append(seconds)
-    meta = _benchmarks_meta(root / "benchmarks.json") if (root / "benchmarks.json").exists() \
-        else {}
-    setup = {name: (key, float(np.median(caches[key]))) for name, entry in meta.items()
-             if (key := entry.get("setup_cache_key")) in caches}
-    return Costs({name: float(np.median(v)) for name, v in per_sample.items()},
-                 float(np.median(builds)) if builds else 0.0, setup, wall_clock=True)
-
-
-def _samples_taken(fields: dict) -> int:
-    """Samples a result row holds over its parameter combinations (one per measured value
-    where asv kept no samples)."""
-    samples = fields.get("samples")
-    if isinstance(samples, list) and any(isinstance(s, list) for s in samples):
-        return sum(len(s) for s in samples if isinstance(s, list))
-    values = fields.get("result")
-    return sum(isinstance(v, int | float) and v == v for v in values) \
-        if isinstance(values, list) else 0  # NaN: a combination asv did not run

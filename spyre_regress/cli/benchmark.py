@@ -43,6 +43,7 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from regressions.probing import suite
+    from regressions.records.results_store import ResultsStore
     from spyre_regress import nightly, scaleout
 
     git.check_repository(args.repo)
@@ -56,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     names = [b.name for b in listed.values() if scaleout.selected(b, args.bench)]
     index, count = args.shard
     chosen = scaleout.shard_of(names, index, count,
-                               scaleout.recorded_seconds(options.results_dir))
+                               ResultsStore(options.results_dir).mean_seconds())
     common.progress(f"shard {index}/{count}: {len(chosen)} of {len(names)} benchmarks on "
                     f"{len(commits)} commits")
     if chosen:

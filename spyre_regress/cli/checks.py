@@ -123,7 +123,7 @@ def benchmark(known: Mapping[str, Benchmark], pattern: str) -> Benchmark:
         raise SpyreRegressError(f"--bench {pattern!r} matches {len(found)} benchmarks "
                                 f"({listed(found)}); make it match exactly one")
     # compare with the full names and with their ends (Class.method, method)
-    ends = {}
+    ends: dict[str, str] = {}
     for name in known:
         parts = name.split(".")
         for start in range(len(parts)):

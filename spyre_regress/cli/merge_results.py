@@ -26,6 +26,7 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from regressions.records import asv_documents
+    from regressions.records.results_store import ResultsStore
 
     for shard in args.shards:
         if not shard.is_dir():
@@ -37,7 +38,8 @@ def run(args: argparse.Namespace) -> int:
     if args.into.exists() and not args.into.is_dir():
         raise SpyreRegressError(f"--into {args.into} is a file; pass a directory")
     try:
-        merged = asv_documents.merge_stores(args.shards, args.into)
+        merged = ResultsStore(args.into).merge([ResultsStore(s).snapshot()
+                                                for s in args.shards])
     except asv_documents.MergeRefused as refused:
         raise SpyreRegressError(f"not merged, nothing written: {refused}") from None
     print(f"merged {len(args.shards)} results directories into {args.into}: "

@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
                         f"report(s) written tonight; {len(outcome.environment_events)} new "
                         f"environment alert(s); {len(outcome.transients)} transient(s) "
                         "(`spyre-regress alerts` lists them all)", WIDTH))
-    print(outcome.remeasured)
+    print(outcome.remeasurement_note)
     for failure in outcome.failures:
         print(f"spyre-regress: warning: {failure}", file=sys.stderr)
     return common.EXIT_REGRESSED if outcome.new_reports else common.EXIT_OK

@@ -10,6 +10,7 @@ from regressions.detection.alerts import alerts_from_json
 from regressions.errors import SpyreRegressError
 from regressions.probing import suite
 from regressions.records import files
+from regressions.records.results_store import ResultsStore
 from spyre_regress.cli import checks, common
 
 
@@ -38,8 +39,8 @@ def add(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from regressions.investigation import model
     from regressions.investigation.investigator import Investigator, NotReproduced, alert_target
-    from regressions.probing.prober import GitHistory, SubprocessProber
     from reports import scrub_investigation, write_bundle
+    from spyre_regress.prober import GitHistory, SubprocessProber
 
     checks.writable_dir(args.out, "--out")
     checks.writable_dir(args.work_dir, "--work-dir")
@@ -61,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
             raise SpyreRegressError(f"--alert {args.alert}: {args.alerts} holds "
                                     f"{len(alerts)} alert(s); pass 1..{len(alerts)}")
         alert = alerts[args.alert - 1]
-        target = alert_target(alert, suite.param_names(args.results),
+        target = alert_target(alert, ResultsStore(args.results).param_names(),
                               suite.numerics_widths(args.repo), suite.stage_width(args.repo))
         with common.work_dir(args.work_dir) as work:
             prober = SubprocessProber(args.repo, work, work / "probe-results",

@@ -69,7 +69,7 @@ def investigator(args: argparse.Namespace, work: Path, results_dir: Path | None 
     from regressions.investigation.investigator import (
         Investigator,  # torch: only once a command runs
     )
-    from regressions.probing.prober import GitHistory, SubprocessProber
+    from spyre_regress.prober import GitHistory, SubprocessProber
 
     prober = SubprocessProber(args.repo, work, results_dir, machine, common.progress)
     return Investigator(GitHistory(args.repo), prober, common.progress)

@@ -24,10 +24,10 @@ import torch.nn.functional as F
 
 import spyre_sim
 from regressions.investigation.model import Target
-from regressions.probing.emulated import EmulatedBuild
 from reports import write_bundle
 from reports.markdown import inline
 from spyre_regress import example
+from spyre_regress.emulated import EmulatedBuild
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]

@@ -19,7 +19,7 @@ from regressions.groundtruth import scenarios, scratch
 from regressions.investigation import investigator
 from regressions.investigation.investigator import good_metric, target_for
 from regressions.investigation.model import Target
-from regressions.probing.prober import GitHistory, SubprocessProber
+from spyre_regress.prober import GitHistory, SubprocessProber
 
 pytestmark = pytest.mark.slow
 

@@ -4,9 +4,11 @@ Example bundles, the report tests and the docs need real investigations of a kno
 quickly. Here a commit is a change of the compiler's defaults (as the scenario commits change
 a default in spyre_sim/config.py) plus an optional patch (a context manager that, e.g., slows
 a stage down); the build at a commit applies every change up to it, in order, to the one
-spyre_sim this process imported. `InProcessProber` answers
-the `Prober` protocol by running the probe commands of regressions/probing/probe.py in this process
-while a build is active, so the `Investigator` runs exactly as it does on a repository.
+spyre_sim this process imported. `InProcessProber` answers the `Prober` protocol by running
+the probe commands of regressions/probing/probe.py in this process while a build is active,
+on the same `ProbeRequest`s and answers as the probe child, so the `Investigator` runs
+exactly as it does on a repository. It patches the simulator in this process: orchestration
+for examples and tests, beside the prober it stands in for.
 """
 
 from __future__ import annotations
@@ -18,20 +20,30 @@ import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from backends import interface
-from regressions.bisection import minimize, stages
+from regressions.bisection import minimize
 from regressions.bisection.commits import Measurement
+from regressions.bisection.stages import Capture
 from regressions.investigation import model
 from regressions.investigation.investigator import RatioOf
 from regressions.investigation.model import Target
-from regressions.probing import answers, probe
-from regressions.probing.answers import BenchAnswer, Failed, KnobsAnswer, StageAnswer, TimingAnswer
-from regressions.probing.prober import probe_request
+from regressions.probing import probe
+from regressions.probing.protocol import (
+    BenchAnswer,
+    Failed,
+    KnobsAnswer,
+    KnobScope,
+    ProbeRequest,
+    StageAnswer,
+    TimingAnswer,
+)
 from regressions.records import captures
+from spyre_regress.prober import probe_request
 
 EMULATED_DATE = "2026-01-01T00:00:00+00:00"
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -106,40 +118,42 @@ class InProcessProber:
     """The probe commands, run here on `source` (a module defining program and make_inputs)
     while the commit's build is active."""
 
-    backend = "spyre_sim"  # the emulated builds patch this tree's spyre_sim
-    compiler = None
+    backend: str = "spyre_sim"  # the emulated builds patch this tree's spyre_sim
+    compiler: str | None = None
 
     def __init__(self, history: ListHistory, source: str, work_dir: Path,
                  samples: int = 20) -> None:
         self.history, self.source, self.samples = history, source, samples
         self.work_dir = Path(work_dir)
 
-    def request(self, target: Target, **extra: Any) -> dict:
-        return probe_request(target, **{"source": self.source, **extra})
+    def request(self, target: Target, source: str | None = None) -> ProbeRequest:
+        """The request for `target` on `source` (the history's program by default)."""
+        return probe_request(target, source=source or self.source)
 
-    def _run(self, commit: str, command: str, request: dict) -> dict:
+    def _run(self, commit: str, command: str, request: ProbeRequest, answer: type[T]) -> T:
+        """The command's answer, of type `answer`; a probe that did not measure raises."""
         with self.history.active(commit):
-            answer = probe.COMMANDS[command](request)
-        if answer.get("status") not in ("ok", None):
-            raise RuntimeError(f"the {command} probe failed: {answer.get('detail')}")
-        return answer
+            answered = probe.COMMANDS[command](request)
+        if not isinstance(answered, answer):
+            raise RuntimeError(f"the {command} probe failed: {getattr(answered, 'detail', '')}")
+        return answered
 
     def bench(self, commit: str, target: Target, samples: int | None = None) -> Measurement:
-        answer = answers.read(BenchAnswer, self._run(commit, "sample", self.request(
-            target, samples=max(samples or 0, self.samples))), "sample")
+        request = dataclasses.replace(self.request(target),
+                                      samples=max(samples or 0, self.samples))
+        answer = self._run(commit, "sample", request, BenchAnswer)
         return Measurement(commit, "ok", answer.samples, answer.deterministic)
 
     def stages(self, commits: Sequence[str], target: Target,
                traces: Sequence[Path | None] | None = None
-               ) -> list[tuple[StageAnswer, stages.Capture]]:
+               ) -> list[tuple[StageAnswer, Capture]]:
         found = []
         for commit, trace in zip(commits, traces or [None] * len(commits), strict=True):
             root = Path(tempfile.mkdtemp(prefix=f"capture-{commit[:8]}-", dir=self.work_dir))
-            request = self.request(target, capture_dir=str(root),
-                                   trace=str(trace) if trace else None)
-            answer = self._run(commit, "stages", request)  # the backend restores the env
-            answer["width"] = target.width
-            found.append((answers.read(StageAnswer, answer, "stages"),
+            request = dataclasses.replace(self.request(target), capture_dir=str(root),
+                                          trace=str(trace) if trace else None)
+            answer = self._run(commit, "stages", request, StageAnswer)  # the backend restores
+            found.append((dataclasses.replace(answer, width=target.width),  # the env
                           captures.load_capture(captures.single_capture(root))))
         return found
 
@@ -148,10 +162,11 @@ class InProcessProber:
         patch: not counted here."""
         return [None] * len(commits)
 
-    def knobs(self, commit: str, target: Target, scope: dict | None = None,
+    def knobs(self, commit: str, target: Target, scope: KnobScope | None = None,
               part: tuple[int, int] | None = None) -> KnobsAnswer | Failed:
-        return answers.read(KnobsAnswer, self._run(commit, "knobs", self.request(
-            target, scope=scope, part=part)), "knobs")
+        return self._run(commit, "knobs", dataclasses.replace(self.request(target),
+                                                              scope=scope, part=part),
+                         KnobsAnswer)
 
     @contextlib.contextmanager
     def ratios(self, good: str, bad: str, target: Target) -> Iterator[RatioOf]:
@@ -174,10 +189,10 @@ class InProcessProber:
 
     def timing(self, commit: str, target: Target, source: str, iterations: int
                ) -> TimingAnswer | Failed:
-        request = self.request(target, source=source, iterations=iterations)
-        request["config"] = {"noise_seed": None}
-        return answers.read(TimingAnswer, self._run(commit, "timing", request), "timing")
+        request = dataclasses.replace(self.request(target, source), iterations=iterations,
+                                      config={"noise_seed": None})
+        return self._run(commit, "timing", request, TimingAnswer)
 
     def full_candidate(self, target: Target) -> minimize.Candidate:
-        program, inputs = probe._program({"source": self.source})
+        program, inputs = probe._program(ProbeRequest(source=self.source))
         return minimize.from_graph(*interface.load("spyre_sim").graph(program, inputs))

@@ -3,14 +3,18 @@
 `GitHistory` names commits with git. `SubprocessProber` measures each commit in a subprocess
 of its own (`regressions/probing/probe.py`) with that commit's exported tree on PYTHONPATH
 and a copy of today's benchmark suite, so historical compilers are measured with current
-benchmarks, as asv measures them. Bisection measurements are recorded in asv's results
-format in a store of their own (`results_dir`), so they never change what `detect` reports
-on the asv results.
+benchmarks, as asv measures them; it writes each probe's `ProbeRequest` and reads its answer
+through the probe protocol (`regressions.probing.protocol`). Bisection measurements are
+recorded in asv's results format in a store of their own (`results_dir`), so they never
+change what `detect` reports on the asv results. The investigation's real side, as the
+nightly's bench is the night's: it runs git and subprocesses, so it sits with the
+orchestration.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib.util
 import shutil
 import sys
@@ -21,19 +25,23 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from backends import interface
-from regressions import git, processes
-from regressions.bisection import minimize, stages
+from regressions import codec, git, processes
+from regressions.bisection import minimize
 from regressions.bisection.commits import Measurement
+from regressions.bisection.stages import Capture
 from regressions.errors import SpyreRegressError
 from regressions.investigation import model
 from regressions.investigation.investigator import Progress, RatioOf
 from regressions.investigation.model import Target
 from regressions.probing import answers, suite
-from regressions.probing.answers import (
+from regressions.probing.protocol import (
     BenchAnswer,
+    Candidate,
     Failed,
     KnobsAnswer,
+    KnobScope,
     MetricAnswer,
+    ProbeRequest,
     StageAnswer,
     TimingAnswer,
     WorkAnswer,
@@ -46,32 +54,35 @@ WORK_TIMEOUT_S = 1800.0
 
 
 def probe_request(target: Target, backend: str = "spyre_sim", compiler: str | None = None,
-                  **extra: Any) -> dict:
+                  workloads: str | None = None, source: str | None = None) -> ProbeRequest:
     """What every probe command is told about the target: the compiler under test (its
     backend module, by path, and the repository's module in its compiler's place, if any),
-    the program (`workloads` and the workload's name and shape, or a `source`), the metric's
-    probe and the build's config."""
-    return {"backend": str(interface.module_path(backend)), "compiler": compiler,
-            "harness": str(suite.harness_path()), "workload": target.workload,
-            "seq": target.seq, "width": target.width,
-            "config": {"numerics": target.measures.with_numerics}, "metric": target.probe,
-            "stage": target.stage, "error": target.error, **extra}
+    the program (the workload's name and shape in the catalogue `workloads`, or a module's
+    `source`), the metric's probe and the build's config. A command's own fields are set on
+    it with `dataclasses.replace`, which the type checker holds to the protocol's fields."""
+    return ProbeRequest(backend=str(interface.module_path(backend)), compiler=compiler,
+                        harness=str(suite.harness_path()), workloads=workloads,
+                        workload=target.workload, seq=target.seq, width=target.width,
+                        source=source, config={"numerics": target.measures.with_numerics},
+                        metric=target.probe or "", stage=target.stage, error=target.error)
 
 
 class ProbeRunner(Protocol):
-    """Runs one probe command in a commit's checkout and returns its JSON answer: here, or
-    as a unit of work on an executor. `alone`: the probe reads a wall clock, so it runs on
-    a host with nothing else, and every such probe of one investigation on one worker."""
+    """Runs one probe command in a commit's checkout and returns its answer as the JSON the
+    probe wrote (read through `answers.read`): here, or as a unit of work on an executor.
+    `alone`: the probe reads a wall clock, so it runs on a host with nothing else, and every
+    such probe of one investigation on one worker."""
 
-    def __call__(self, checkout: Path, command: str, request: dict, timeout: float,
-                 env: dict[str, str], alone: bool) -> dict: ...
+    def __call__(self, checkout: Path, command: str, request: ProbeRequest, timeout: float,
+                 env: dict[str, str], alone: bool) -> dict[str, Any]: ...
 
 
-def local_probe(checkout: Path, command: str, request: dict, timeout: float,
-                env: dict[str, str], alone: bool = False) -> dict:
+def local_probe(checkout: Path, command: str, request: ProbeRequest, timeout: float,
+                env: dict[str, str], alone: bool = False) -> dict[str, Any]:
     """A probe subprocess on this host (one investigation's probes run one after another,
     but for the stage capture of both ends)."""
-    return processes.run_probe(checkout, command, request, timeout=timeout, env=env)
+    return processes.run_probe(checkout, command, codec.to_json(request), timeout=timeout,
+                               env=env)
 
 
 class GitHistory:
@@ -115,12 +126,11 @@ class SubprocessProber:
         # the stage report alike, and a valgrind run costs minutes.
         self._counted: dict[tuple, WorkAnswer | Failed] = {}
 
-    def request(self, target: Target, **extra: Any) -> dict:
-        return probe_request(target, self.backend, self.compiler,
-                             workloads=str(self.workloads), **extra)
+    def request(self, target: Target) -> ProbeRequest:
+        return probe_request(target, self.backend, self.compiler, workloads=str(self.workloads))
 
-    def _run(self, commit: str, command: str, request: dict, timeout: float = 600.0,
-             alone: bool = False) -> dict:
+    def _run(self, commit: str, command: str, request: ProbeRequest, timeout: float = 600.0,
+             alone: bool = False) -> dict[str, Any]:
         return self.runner(self.checkouts.path(commit), command, request, timeout, self.env,
                            alone)
 
@@ -139,8 +149,9 @@ class SubprocessProber:
         started = time.monotonic()
         with processes.still_running(self.progress, f"counting instructions at {commit[:10]} "
                                      "under valgrind"):
-            answer = answers.read(WorkAnswer, self._run(commit, "work", self.request(
-                target, compile_work=str(module), config={}), timeout=WORK_TIMEOUT_S), "work")
+            answer = answers.read(WorkAnswer, self._run(commit, "work", dataclasses.replace(
+                self.request(target), compile_work=str(module), config={}),
+                timeout=WORK_TIMEOUT_S), "work")
         self.progress(f"counted instructions at {commit[:10]}: {answer.status} "
                       f"({time.monotonic() - started:.0f} s under valgrind)")
         return answer
@@ -158,13 +169,13 @@ class SubprocessProber:
             counted = self._work(commit, target)
             if isinstance(counted, Failed):
                 return Measurement(commit, counted.status, detail=counted.detail)
-            return Measurement(commit, "ok", (float(counted.instructions[target.stage]),), True,
-                               tolerance=target.measures.tolerance)
+            return Measurement(commit, "ok", (float(counted.instructions[target.stage or ""]),),
+                               True, tolerance=target.measures.tolerance)
         started = time.monotonic()
         answer = answers.read(BenchAnswer, self._run(
-            commit, "bench", {"suite": str(self.suite), "benchmark": target.benchmark,
-                              "params": list(target.params), "samples": samples,
-                              "backend": str(interface.module_path(self.backend))},
+            commit, "bench", ProbeRequest(suite=str(self.suite), benchmark=target.benchmark,
+                                          params=target.params, samples=samples,
+                                          backend=str(interface.module_path(self.backend))),
             alone=not target.measures.shares_host), "bench")
         measured = () if isinstance(answer, Failed) else answer.samples
         self.progress(f"measured {commit[:10]}: {answer.status} ({len(measured)} samples, "
@@ -174,50 +185,51 @@ class SubprocessProber:
         if self.results_dir is not None:
             info = git.commit_info(self.repo, commit)
             asv_documents.record_measurement(
-                self.results_dir, self.machine, PROBE_ENV, commit,
-                int(info.date.timestamp() * 1000), target.benchmark, answer.param_index,
-                answer.combos, answer.param_lists, answer.samples, answer.deterministic,
-                answer.benchmark_version)
+                self.results_dir, machine=self.machine, env_name=PROBE_ENV, commit=commit,
+                commit_date_ms=int(info.date.timestamp() * 1000), benchmark=target.benchmark,
+                measured=answer)
         return Measurement(commit, "ok", answer.samples, answer.deterministic)
 
     def stages(self, commits: Sequence[str], target: Target,
                traces: Sequence[Path | None] | None = None
-               ) -> list[tuple[StageAnswer, stages.Capture]]:
+               ) -> list[tuple[StageAnswer, Capture]]:
         traces = list(traces or [None] * len(commits))
         with ThreadPoolExecutor(len(commits)) as pool:  # one probe process per commit
             return list(pool.map(lambda c, t: self._stage_probe(c, target, t), commits, traces))
 
     def _stage_probe(self, commit: str, target: Target, trace: Path | None
-                     ) -> tuple[StageAnswer, stages.Capture]:
+                     ) -> tuple[StageAnswer, Capture]:
         root = self.work_dir / "captures" / f"{commit[:12]}-{target.workload}-{target.seq}"
         if root.exists():
             shutil.rmtree(root)
-        answer = answers.read(StageAnswer, self._run(commit, "stages", self.request(
-            target, capture_dir=str(root), trace=str(trace) if trace else None,
-            host_clock=target.measures.knob_baseline == "host_clock"),
-            alone=not target.measures.shares_host), "stages")
+        request = dataclasses.replace(
+            self.request(target), capture_dir=str(root), trace=str(trace) if trace else None,
+            host_clock=target.measures.knob_baseline == "host_clock")
+        answer = answers.read(StageAnswer, self._run(
+            commit, "stages", request, alone=not target.measures.shares_host), "stages")
         if isinstance(answer, Failed):
             raise SpyreRegressError(f"the stage probe failed at {commit[:12]}: "
                                     f"{answer.detail}")
         return answer, captures.load_capture(captures.single_capture(root))
 
-    def knobs(self, commit: str, target: Target, scope: dict | None = None,
+    def knobs(self, commit: str, target: Target, scope: KnobScope | None = None,
               part: tuple[int, int] | None = None) -> KnobsAnswer | Failed:
-        return answers.read(KnobsAnswer, self._run(commit, "knobs", self.request(
-            target, scope=scope, part=part), alone=not target.measures.shares_host), "knobs")
+        request = dataclasses.replace(self.request(target), scope=scope, part=part)
+        return answers.read(KnobsAnswer, self._run(
+            commit, "knobs", request, alone=not target.measures.shares_host), "knobs")
 
     @contextlib.contextmanager
     def ratios(self, good: str, bad: str, target: Target) -> Iterator[RatioOf]:
         request = self.request(target)
-        request["config"] = {**request["config"], "noise_cv": 0.0}
-        workers = [processes.Worker(self.checkouts.path(c), request, self.env)
+        request = dataclasses.replace(request, config={**request.config, "noise_cv": 0.0})
+        workers = [processes.Worker(self.checkouts.path(c), codec.to_json(request), self.env)
                    for c in (good, bad)]
 
         def ratio_of(source: str) -> float | None:
             with ThreadPoolExecutor(2) as pool:
                 good_answer, bad_answer = (answers.read(MetricAnswer, a, "worker") for a in
-                                           pool.map(lambda w: w.ask({"source": source}),
-                                                    workers))
+                                           pool.map(lambda w: w.ask(
+                                               codec.to_json(Candidate(source))), workers))
             if isinstance(good_answer, Failed) or isinstance(bad_answer, Failed):
                 return None
             return bad_answer.metric / good_answer.metric if good_answer.metric > 0 else None
@@ -230,9 +242,9 @@ class SubprocessProber:
 
     def timing(self, commit: str, target: Target, source: str, iterations: int
                ) -> TimingAnswer | Failed:
-        request = self.request(target, source=source, iterations=iterations)
         # independent run-to-run noise per build, where the backend simulates it
-        request["config"] = dict(interface.load(self.backend).INDEPENDENT)
+        request = dataclasses.replace(self.request(target), source=source, iterations=iterations,
+                                      config=dict(interface.load(self.backend).INDEPENDENT))
         # the report's host wall time: both builds on the clock worker, never beside other work
         return answers.read(TimingAnswer, self._run(commit, "timing", request, alone=True),
                             "timing")
@@ -241,6 +253,7 @@ class SubprocessProber:
         """The probe workload's ATen graph as the backend captures it, from today's catalogue
         (loaded by path)."""
         spec = importlib.util.spec_from_file_location("spyre_regress_workloads", self.workloads)
+        assert spec is not None and spec.loader is not None, self.workloads
         catalogue = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = catalogue  # dataclasses look their module up here
         spec.loader.exec_module(catalogue)
