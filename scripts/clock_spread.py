@@ -200,14 +200,14 @@ def report(measured: dict, rounds: int) -> None:
         mine = [f for name, f in figures.items() if f".{cls_name}." in name]
         if not mine:
             continue
-        smallest = [f["smallest"] for f in mine if f["smallest"]]
+        flagged_at = [f["smallest"] for f in mine if f["smallest"]]
         print(f"  {family:22s} rows {len(mine):3d}  within {_median(mine, 'within'):6.1%}  "
               f"between raw {_median(mine, 'between_raw'):6.1%} sample "
               f"{_median(mine, 'between_sample'):6.1%}  window raw "
               f"{_median(mine, 'window_raw'):4.1f} sample {_median(mine, 'window_sample'):4.1f}"
               f"  false rows {sum(f['false_rows'] for f in mine)}/"
               f"{sum(f['pairs'] for f in mine)}  flags at x"
-              f"{statistics.median(smallest) if smallest else float('nan'):.2f}")
+              f"{statistics.median(flagged_at) if flagged_at else float('nan'):.2f}")
 
 
 def _median(figures: list, key: str) -> float:

@@ -57,6 +57,7 @@ def night(out: Path, repo: Path, stride: int, bench: str | None) -> dict:
     remeasured = ""
     with (out / "nightly.log").open("w") as log, subprocess.Popen(
             command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as process:
+        assert process.stdout is not None  # stdout=PIPE
         for line in process.stdout:
             log.write(f"[{time.monotonic() - started:8.1f}] {line}")
             log.flush()

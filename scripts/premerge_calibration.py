@@ -42,13 +42,14 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from regressions.groundtruth.scenarios import INJECTIONS, Edit, apply_edit  # noqa: E402
-from regressions.records.results import samples_at  # noqa: E402
+from regressions.records.results_store import ResultsStore  # noqa: E402
 from regressions.stats import asv_verdict  # noqa: E402
 
 MACHINE = "premerge-calibration"
@@ -105,7 +106,7 @@ PAIRS: dict[str, tuple[str, str, tuple[Edit, ...]]] = {
 }
 # The pairs whose edit is a regular-expression substitution: (path, pattern, replacement,
 # how many times it must match).
-SUBSTITUTIONS = {
+SUBSTITUTIONS: dict[str, tuple[str, str, str | Callable[[re.Match[str]], str], int]] = {
     "fallback-half": ("spyre_sim/device.py", r"(host_fallback_elems_per_us: float = )([0-9.]+)",
                       lambda m: f"{m[1]}{float(m[2]) / 2}", 1),
     "rename": ("spyre_sim/graph_builder.py", r"\b_infer_shape\(", "_inferred_shape(", 2),
@@ -225,9 +226,8 @@ def sample_figures(repo: Path, run: dict, factor: float) -> dict[str, dict]:
     """Per family, from the samples asv stored for the run's two commits: rows compared,
     rows asv's rule flags, and each row's smallest flagged slowdown. Rows whose median moved
     by 3% or more go into `run["moved"]` (name -> ratio), to say what a slowdown moved."""
-    results = repo / ".asv" / "results"
-    before = samples_at(results, MACHINE, run["base"])
-    after = samples_at(results, MACHINE, run["head"])
+    store = ResultsStore(repo / ".asv" / "results", MACHINE)
+    before, after = store.samples_at(run["base"]), store.samples_at(run["head"])
     figures: dict[str, dict] = {}
     run["moved"] = {}
     for key, samples in before.items():
