@@ -127,7 +127,10 @@ class SubprocessProber:
         self._counted: dict[tuple, WorkAnswer | Failed] = {}
 
     def request(self, target: Target) -> ProbeRequest:
-        return probe_request(target, self.backend, self.compiler, workloads=str(self.workloads))
+        request = probe_request(target, self.backend, self.compiler,
+                                workloads=str(self.workloads))
+        clocks = self.suite / "clocks.py"  # host clocks per process, where the suite has them
+        return dataclasses.replace(request, clocks=str(clocks) if clocks.is_file() else "")
 
     def _run(self, commit: str, command: str, request: ProbeRequest, timeout: float = 600.0,
              alone: bool = False) -> dict[str, Any]:

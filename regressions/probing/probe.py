@@ -197,8 +197,9 @@ def _error_samples(backend, request, program, inputs, count):
 
 def _compile_samples(backend, request, program, inputs, count):
     values = _values(request)
-    once = dataclasses.replace(request, compile_repeats=1)
-    return [_metric(backend, once, program, inputs, values) for _ in range(count)], False
+    return [_seconds_of(compile_seconds, request.stage)
+            for compile_seconds in _compile_processes(backend, request, program, inputs,
+                                                      values, count)], False
 
 
 def _run_samples(clock):
@@ -211,6 +212,13 @@ def _run_samples(clock):
     return samples
 
 
+def _host_samples(backend, request, program, inputs, count):
+    """Warm calls' host seconds: one value per forked process where the suite has its clocks
+    module (as its host-time benchmark's samples are), else one per call in this process."""
+    compiled = backend.compile(program, inputs, _values(request, **backend.INDEPENDENT))
+    return _warm_calls(compiled, request, inputs, count), False
+
+
 def _device_s(backend: Any, execution: Any) -> float:
     if execution.device_us is None:
         raise ValueError(f"{backend.NAME} has no device clock: measure host_time instead")
@@ -220,7 +228,7 @@ def _device_s(backend: Any, execution: Any) -> float:
 # How each probe method (the metric table's `probe`) samples its metric.
 SAMPLES = {"numerics": _error_samples, "compile_time": _compile_samples,
            "device_time": _run_samples(_device_s),
-           "host_time": _run_samples(lambda _, execution: execution.host_s)}
+           "host_time": _host_samples}
 
 
 def _kernels(execution: Any) -> tuple[protocol.KernelTime, ...]:
@@ -237,8 +245,9 @@ def cmd_stages(request: Request) -> protocol.StageAnswer:
     program, inputs = _program(request)
     values = _values(request)
     backend.capture(program, inputs, values, Path(request.capture_dir))
-    compiled = [backend.compile(program, inputs, values)
-                for _ in range(_or(request.compile_repeats, 4))]
+    compiled = backend.compile(program, inputs, values)
+    compile_times = _compile_processes(backend, request, program, inputs, values,
+                                       _or(request.compile_repeats, 4))
     run = backend.compile(program, inputs, _values(request, **backend.QUIET)).run(*inputs)
     if request.trace and run.trace is not None:
         with open(request.trace, "w") as handle:
@@ -246,14 +255,14 @@ def cmd_stages(request: Request) -> protocol.StageAnswer:
     stage_errors = {}
     if request.numerics:
         harness = _harness(request)
-        references = compiled[0].baselines(*inputs)
+        references = compiled.baselines(*inputs)
         stage_errors = {stage: harness.output_errors(outputs[0], *references)
-                        for stage, outputs in compiled[0].stage_outputs(*inputs).items()}
+                        for stage, outputs in compiled.stage_outputs(*inputs).items()}
     return protocol.StageAnswer(
-        "ok", tuple({s: c.compile_s[s] for s in backend.STAGES} for c in compiled),
+        "ok", tuple({s: times[s] for s in backend.STAGES} for times in compile_times),
         run.device_us, _kernels(run), tuple(backend.STAGES), stage_errors,
         width=_width(request), backend=backend.environment(),
-        host_s=(_warm_call_seconds(compiled[0], request, inputs) if request.host_clock
+        host_s=(_warm_call_seconds(compiled, request, inputs) if request.host_clock
                 else None))
 
 
@@ -264,14 +273,48 @@ def _metric(backend: Any, request: Request, program: Any, inputs: Any, values: d
 
 def _compile_seconds(backend, request, program, inputs, values) -> float:
     """The stage's own compile time when one is named (a stage regression hides in the
-    total), else the whole compile; the median of a few cold compiles."""
-    times = []
-    for _ in range(_or(request.compile_repeats, 5)):
+    total), else the whole compile; the median of a few cold compiles, each its own
+    process's where the suite has its clocks module."""
+    return statistics.median(
+        _seconds_of(times, request.stage)
+        for times in _compile_processes(backend, request, program, inputs, values,
+                                        _or(request.compile_repeats, 5)))
+
+
+def _seconds_of(compile_seconds: dict[str, float], stage: str | None) -> float:
+    return compile_seconds[stage] if stage else compile_seconds["total"]
+
+
+def _clocks(request: Request) -> Any:
+    """The suite's clocks module (benchmarks/clocks.py), or None: time in this process."""
+    return _load(request.clocks, "spyre_regress_clocks") if request.clocks else None
+
+
+def _compile_processes(backend, request, program, inputs, values, count
+                       ) -> list[dict[str, float]]:
+    """`count` cold compiles' seconds per stage and in total ("total"). With the suite's
+    clocks module, each is one forked process's compile after a discarded one, timed
+    between two runs of the reference workload and scaled by it, as the suite's compile
+    benchmarks are (benchmarks/clocks.py); else `count` compiles in this process."""
+    clocks = _clocks(request)
+
+    def compile_once() -> dict[str, float]:
         start = time.perf_counter()
         compiled = backend.compile(program, inputs, values)
-        total = time.perf_counter() - start
-        times.append(compiled.compile_s[request.stage] if request.stage else total)
-    return statistics.median(times)
+        return {**compiled.compile_s, "total": time.perf_counter() - start}
+
+    if clocks is None:
+        return [compile_once() for _ in range(count)]
+
+    def in_process() -> dict[str, float]:
+        backend.compile(program, inputs, values)  # the forked process's first-write costs
+        compiled, took, reference_s = clocks.between_references(
+            lambda: backend.compile(program, inputs, values), time.perf_counter)
+        scale = clocks.REFERENCE_S / reference_s
+        return {**{s: v * scale for s, v in compiled.compile_s.items()}, "total": took * scale}
+
+    backend.compile(program, inputs, values)  # first-use costs, paid before the forks
+    return [clocks.in_child(in_process) for _ in range(count)]
 
 
 def _device_us(backend, request, program, inputs, values) -> float:
@@ -284,10 +327,27 @@ def _host_seconds(backend, request, program, inputs, values) -> float:
 
 
 def _warm_call_seconds(compiled: Any, request: Request, inputs: Any) -> float:
-    """The median wall time of `calls` calls of a compiled program after a warm-up call."""
-    compiled.run(*inputs)
-    return statistics.median(compiled.run(*inputs).host_s
-                             for _ in range(_or(request.calls, 21)))
+    """The median host seconds of warm calls of a compiled program: of HOST_PROCESSES
+    processes' values where the suite has its clocks module, else of `calls` calls."""
+    count = HOST_PROCESSES if request.clocks else _or(request.calls, 21)
+    return statistics.median(_warm_calls(compiled, request, inputs, count))
+
+
+# Forked processes per warm-call figure where the suite has its clocks module.
+HOST_PROCESSES = 6
+
+
+def _warm_calls(compiled: Any, request: Request, inputs: Any, count: int) -> list[float]:
+    """`count` host-second values of warm calls, after a warm-up call: with the suite's
+    clocks module each is one forked process's median call relative to the reference (as
+    the suite's host-time benchmark samples are), else one call in this process."""
+    compiled.run(*inputs)  # warm-up: uploads the weights, builds the executor
+    clocks = _clocks(request)
+    if clocks is None:
+        return [compiled.run(*inputs).host_s for _ in range(count)]
+    return [clocks.in_child(lambda: clocks.relative_seconds(clocks.timed_calls(
+        lambda: None, lambda: compiled.run(*inputs), time.perf_counter)))
+        for _ in range(count)]
 
 
 def _output_error(backend, request, program, inputs, values) -> float:

@@ -91,6 +91,10 @@ class ProbeRequest:
     calls: int | None = None  # host_time: warm calls timed
     iterations: int | None = None  # timing: synchronized iterations
     compile_work: str = ""  # work: the suite's compile_work module, by path
+    # host clocks (compile seconds, warm-call seconds): the suite's clocks module, by path,
+    # whose forked processes and reference workload make each value one process's, as the
+    # suite's own host-clock samples are (benchmarks/clocks.py); empty: in this process
+    clocks: str = ""
     scope: KnobScope | None = None  # knobs: narrow one knob to its first decisions
     part: tuple[int, int] | None = None  # knobs: this probe's share (i, n): knobs i, i+n, ...
 
