@@ -28,6 +28,7 @@ and any failure writes `protocol.Failed`.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib.util
 import itertools
 import json
@@ -287,7 +288,13 @@ def _seconds_of(compile_seconds: dict[str, float], stage: str | None) -> float:
 
 def _clocks(request: Request) -> Any:
     """The suite's clocks module (benchmarks/clocks.py), or None: time in this process."""
-    return _load(request.clocks, "spyre_regress_clocks") if request.clocks else None
+    return _clocks_module(request.clocks) if request.clocks else None
+
+
+@functools.cache
+def _clocks_module(path: str) -> Any:
+    """Loaded once per probe: a command that times compiles and warm calls reads it twice."""
+    return _load(path, "spyre_regress_clocks")
 
 
 def _compile_processes(backend, request, program, inputs, values, count
@@ -345,9 +352,8 @@ def _warm_calls(compiled: Any, request: Request, inputs: Any, count: int) -> lis
     clocks = _clocks(request)
     if clocks is None:
         return [compiled.run(*inputs).host_s for _ in range(count)]
-    return [clocks.in_child(lambda: clocks.relative_seconds(clocks.timed_calls(
-        lambda: None, lambda: compiled.run(*inputs), time.perf_counter)))
-        for _ in range(count)]
+    return [clocks.sample(lambda: None, lambda: compiled.run(*inputs), time.perf_counter)
+            for _ in range(count)]
 
 
 def _output_error(backend, request, program, inputs, values) -> float:
