@@ -35,6 +35,8 @@ import contextlib
 import gc
 import json
 import os
+import select
+import signal
 import statistics
 import sys
 import time
@@ -56,6 +58,9 @@ REFERENCE_MATMULS = 8  # 64 x 64 matmuls, each followed by an in-place add
 # More calls in one process buy little: its calls share the moment it ran in.
 MIN_SECONDS = 0.01
 MAX_CALLS = 50
+# A measuring process that has not answered by then is killed: one sample takes seconds, and
+# asv's own `timeout` (300 s) would end the benchmark process first.
+CHILD_TIMEOUT_S = 600.0
 
 T = TypeVar("T")
 _elapsed = 0.0
@@ -158,9 +163,16 @@ def relative_seconds(timed: list[tuple[float, float]]) -> float:
     return statistics.median(took / max(ref, 1e-9) for took, ref in timed) * REFERENCE_S
 
 
-def in_child(measure: Callable[[], Any]) -> Any:
+def in_child(measure: Callable[[], Any], timeout: float = CHILD_TIMEOUT_S) -> Any:
     """Run `measure` in a forked child of this process and return its (JSON) value; the
-    child's exception, if any, is raised here as a RuntimeError carrying its traceback."""
+    child's exception, if any, is raised here as a RuntimeError carrying its traceback, and
+    so is a child that has not answered within `timeout` seconds (it is killed).
+
+    The child runs torch on one intra-op thread. A process forked after its parent ran torch
+    ops on the OpenMP pool hangs in its first parallel op (the pool's threads are not copied
+    by fork): measured here, a 64 x 64 matmul in such a child never returned. Every benchmark
+    process is on one thread already (`prepare.steady_process`); a test or a probe that forks
+    from a process that was not must not hang."""
     sys.stdout.flush()
     sys.stderr.flush()
     read_end, write_end = os.pipe()
@@ -169,6 +181,7 @@ def in_child(measure: Callable[[], Any]) -> Any:
         os.close(read_end)
         status = 0
         try:
+            _one_thread()
             message = {"value": measure()}
         except BaseException:  # noqa: BLE001 (every failure goes back to the parent)
             message, status = {"error": traceback.format_exc()}, 1
@@ -177,12 +190,24 @@ def in_child(measure: Callable[[], Any]) -> Any:
         os._exit(status)
     os.close(write_end)
     with os.fdopen(read_end) as source:
-        text = source.read()
+        answered, _, _ = select.select([source], [], [], timeout)
+        text = source.read() if answered else None
+    if text is None:
+        os.kill(pid, signal.SIGKILL)
     os.waitpid(pid, 0)
+    if text is None:
+        raise RuntimeError(f"measuring process did not answer within {timeout:.0f} s; killed")
     message = json.loads(text) if text else {"error": "the measuring process died"}
     if "error" in message:
         raise RuntimeError(f"measuring process failed:\n{message['error']}")
     return message["value"]
+
+
+def _one_thread() -> None:
+    """torch on one intra-op thread in this (forked) process, where torch is imported."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.get_num_threads() != 1:
+        torch.set_num_threads(1)
 
 
 def sample(prepare: Callable[[], object], call: Callable[[], object],

@@ -14,22 +14,22 @@ from regressions.groundtruth import scratch
 
 # The console script pip installed beside this interpreter: what a user runs.
 SCRIPT = Path(sys.executable).with_name("spyre-regress")
-# The slowest test files, slowest first (seconds on this 2-core machine, one run of
-# ./scripts/test.sh on a day its demo took 877 s, against 428 s in the run behind the
-# README's figure: the host varies, the order held): scheduled before the rest, so the two
-# xdist workers (`--dist loadfile` hands out files in collection order) finish together
-# instead of one waiting on the other.
+# The slowest test files, slowest first (seconds of their slowest fixture or test on this
+# 2-core machine, one run of the whole suite on two workers, the session's demo included):
+# scheduled before the rest, so the two xdist workers (`--dist loadfile` hands out files in
+# collection order) finish together instead of one waiting on the other.
 SLOWEST_FIRST = (
-    "e2e/test_inductor_nightly.py",      # 1073
-    "e2e/test_demo.py",                  # 877
-    "e2e/test_documented_commands.py",   # 579
-    "e2e/test_injected_regressions.py",  # 516
-    "e2e/test_nightly_edge.py",          # 390 (the cluster night alone)
-    "test_compile_work.py",              # 314
-    "e2e/test_reverted_excursion.py",    # 250
-    "e2e/test_bundles.py",               # 246
-    "e2e/test_asv_continuous.py",        # 152
-    "test_inductor_capture.py",          # 134
+    "e2e/test_inductor_nightly.py",      # 622
+    "e2e/test_demo.py",                  # 477
+    "e2e/test_injected_regressions.py",  # 370 in all
+    "e2e/test_documented_commands.py",   # 223 (the workflow step) + 122 (a report)
+    "test_compile_work.py",              # 212
+    "e2e/test_nightly_edge.py",          # 174 (the cluster night alone)
+    "e2e/test_bundles.py",               # 170 in all
+    "e2e/test_reverted_excursion.py",    # 100
+    "e2e/test_interrupted_nightly.py",   # 70 in all
+    "e2e/test_asv_continuous.py",        # 38
+    "test_inductor_capture.py",          # 34
 )
 
 

@@ -104,6 +104,29 @@ def test_a_failure_in_the_measuring_process_is_raised_with_its_traceback():
         clocks.sample(lambda: None, broken, clocks.time.perf_counter)
 
 
+def test_a_process_forked_after_torch_used_its_thread_pool_still_measures():
+    """The suite's own processes run on one thread, but a pytest worker or a probe may have
+    run torch on its OpenMP pool before it forks: the child must not hang in its first op."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        square = torch.randn(512, 512)
+        torch.mm(square, square)  # the pool's threads exist in this process now
+        value = clocks.in_child(lambda: float(torch.mm(square, square).sum()), timeout=120)
+    finally:
+        torch.set_num_threads(threads)
+    assert value == pytest.approx(float(torch.mm(square, square).sum()), rel=1e-4)
+
+
+def test_a_measuring_process_that_does_not_answer_is_killed_and_named():
+    import time
+
+    with pytest.raises(RuntimeError, match="did not answer within 1 s"):
+        clocks.in_child(lambda: time.sleep(60), timeout=1)
+
+
 def test_a_process_sampled_benchmark_warms_up_once_in_its_own_process():
     class Counting(clocks.ProcessSampled):
         prepared = called = 0
