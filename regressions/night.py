@@ -229,9 +229,10 @@ def _still_regressed_at_head(todo: Sequence[int], alerts: Mapping[int, Alert],
 
 
 def fixed_range(series: Sequence[Series], probe: Regression, head: str) -> tuple[str, str]:
-    """Where the probe's series shows the fix: its last commit after the regression whose
-    level is nearer the bad level than the good one, and the next commit it measured (the
-    regression's bad commit and the head when the series says no more)."""
+    """Where the probe's series shows the fix: the commit before the trailing run of points
+    after the regression whose level is nearer the good level than the bad one
+    (`lifecycle.back_at`, the meaning `detect`'s "recovered" has too), and the run's first
+    commit (the newest commit the series measured and the head when it says no more)."""
     s = next((s for s in series if (s.machine, s.env, s.benchmark, s.params) ==
               (probe.machine, probe.env, probe.benchmark, probe.params)), None)
     if s is None or probe.bad_commit not in s.commits or probe.good_commit not in s.commits:
@@ -241,11 +242,10 @@ def fixed_range(series: Sequence[Series], probe: Regression, head: str) -> tuple
     good, bad = (statistics.median(points[commits.index(c)][1])
                  for c in (probe.good_commit, probe.bad_commit))
     last = commits.index(probe.bad_commit)
-    for k in range(last + 1, len(points)):
-        if abs(statistics.median(points[k][1]) - good) < abs(statistics.median(points[k][1])
-                                                              - bad):
-            return commits[k - 1], commits[k]
-    return commits[-1], head
+    back = lifecycle.back_at([statistics.median(v) for _, v in points[last + 1:]], good, bad)
+    if back is None:
+        return commits[-1], head
+    return commits[last + back], commits[last + 1 + back]
 
 
 def unpublished(records: Sequence[lifecycle.AlertRecord], extras: dict[int, dict],

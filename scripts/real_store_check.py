@@ -9,8 +9,20 @@ environment alerts that took such clusters apart. With `--regressions`, asv publ
 list of open regressions (`regressions.json` of the published site) is set beside: for each,
 whether detection reports the series, explains it by an environment alert, or neither.
 
+With `--agreement SITE` (the published site: its `regressions.json` and `index.json`, whose
+`revision_to_hash` names asv's revisions) detection runs once, as is, and each regression
+asv lists is set against detect's alerts: `agree` when detect has an open regression on the
+same series whose range (good, bad] overlaps asv's newest jump (before, after], else why not
+(recovered, another range, an environment alert, a one-commit excursion, not significant).
+asv's list compares the newest value against the best ever seen after it (asv's
+`step_detect.detect_regressions`, called by `plugins/regressions.py`;
+https://github.com/airspeedvelocity/asv), so a dip of a commit or two to a better level
+makes it list a regression that is none.
+
     python scripts/real_store_check.py --results STORE/results --machine NAME \\
         [--regressions SITE/regressions.json] [--wide 10]
+    python scripts/real_store_check.py --results STORE/results --machine NAME \\
+        --agreement SITE
 """
 
 from __future__ import annotations
@@ -21,10 +33,12 @@ import re
 import statistics
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 from regressions.detection import detect
 from regressions.detection.alerts import Alert, cluster_alerts
-from regressions.records import results
+from regressions.detection.detect import Regression
+from regressions.records import results, standing
 
 
 def run(results_dir: Path, machine: str, mirrored: bool) -> tuple[detect.Detection, list]:
@@ -66,13 +80,89 @@ def verdict(name: str, found: detect.Detection) -> str:
     return "not reported"
 
 
+def site_entries(site: Path, machine: str) -> tuple[list[dict], dict[str, int]]:
+    """asv publish's open regressions of `machine` (name, python, newest jump as hashes and
+    values), and each commit's asv revision."""
+    to_hash = json.loads((site / "index.json").read_text())["revision_to_hash"]
+    revision = {sha: int(rev) for rev, sha in to_hash.items()}
+    out = []
+    for entry in json.loads((site / "regressions.json").read_text())["regressions"]:
+        found = re.search(r"machine-([^/]+)", entry[1])
+        if not found or found.group(1) != machine:
+            continue
+        before, after, old, new = entry[6][-1]
+        out.append({"name": entry[0], "python": (entry[2] or {}).get("python"),
+                    "before": -1 if before is None else before, "after": after,
+                    "ratio": new / old if old else float("inf"),
+                    "after_hash": to_hash.get(str(after), "?")})
+    return out, revision
+
+
+def agreement(entry: dict, found: detect.Detection, known: dict[standing.Key, standing.Standing],
+              revision: dict[str, int]) -> tuple[str, str]:
+    """(verdict, why) for one regression asv lists, against detect's alerts."""
+    def mine(r: Any) -> bool:  # a regression, an environment alert's member, a transient
+        return f"{r.benchmark}{r.params}" == entry["name"] and (
+            entry["python"] is None or f"py{entry['python']}" in r.env)
+
+    def overlaps(r: Regression) -> bool:
+        good, bad = revision.get(r.good_commit, -2), revision.get(r.bad_commit, -2)
+        return min(bad, entry["after"]) - max(good, entry["before"]) > 0
+
+    ours = [r for r in found.regressions if mine(r)]
+    for r in ours:
+        if overlaps(r):
+            mark = known[standing.key_of(r)]
+            if mark.recovered_in is None:
+                return "agree", f"open, x{r.ratio or 0:.2f} at {r.bad_commit[:8]}"
+            return "recovered", (f"detect's regression here came back at "
+                                 f"{mark.recovered_in[1][:8]}")
+    if ours:
+        return "other range", "detect: " + ", ".join(
+            f"{r.bad_commit[:8]} ({known[standing.key_of(r)].status})" for r in ours)
+    if any(mine(m) for e in found.environment for m in e.members):
+        return "environment", "the step is a machine change detect explains"
+    dips = [t for t in found.transients if mine(t)]
+    if dips:
+        return "one-commit dip", (f"a one-commit excursion x{dips[-1].ratio:.2f} at "
+                                  f"{dips[-1].commit[:8]}: no lasting level")
+    return "not reported", "no significant lasting step past the floor"
+
+
+def agreement_table(results_dir: Path, machine: str, site: Path) -> None:
+    """detect once, as is; one line per regression asv lists, then the counts."""
+    frame = results.load_results(results_dir, machine=machine)
+    series = results.series_from_frame(frame)
+    del frame
+    found = detect.run_detection(series)
+    known = standing.standings(found.regressions, series, found.readings)
+    marked = standing.ranked(cluster_alerts(found.regressions), known)
+    still = sum(m.recovered_in is None for _, m in marked)
+    entries, revision = site_entries(site, machine)
+    print(f"{machine}: {len(series)} series; detect: {len(marked)} alert(s), {still} open; "
+          f"asv publish lists {len(entries)}")
+    tally: defaultdict[str, int] = defaultdict(int)
+    for entry in entries:
+        verdict, why = agreement(entry, found, known, revision)
+        tally[verdict] += 1
+        print(f"  x{entry['ratio']:.2f} {entry['name'][:90]} (py{entry['python']}) at "
+              f"{entry['after_hash'][:8]}: {verdict}: {why}")
+    print("  " + ", ".join(f"{k} {n}" for k, n in sorted(tally.items())))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--results", type=Path, required=True)
     parser.add_argument("--machine", action="append", required=True)
     parser.add_argument("--regressions", type=Path, help="asv publish's regressions.json")
     parser.add_argument("--wide", type=int, default=10, help="members that make an alert wide")
+    parser.add_argument("--agreement", type=Path, metavar="SITE", help="asv publish's site "
+                        "(regressions.json, index.json): agreement with its list only")
     args = parser.parse_args()
+    if args.agreement is not None:
+        for machine in args.machine:
+            agreement_table(args.results, machine, args.agreement)
+        return
     for machine in args.machine:
         outcome = {}
         for mirrored in (False, True):

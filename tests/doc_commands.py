@@ -126,7 +126,8 @@ def _groups(words: list[str]) -> Iterator[tuple[bool, list[str]]]:
                 if words[index].endswith("]"):
                     break
                 index += 1
-            group[0], group[-1] = group[0][1:], group[-1][:-1]
+            group[0] = group[0][1:]  # one after the other: `[--flag]` is one word
+            group[-1] = group[-1][:-1]
             yield True, [w for w in group if w]
         else:
             group = [word]

@@ -4,12 +4,13 @@ import json
 
 import pytest
 from conftest import run_cli
-from test_results import DATES, FIXTURE, epoch_ms, make_repo, sha, track, write
+from test_results import DATES, FIXTURE, FIXTURE_COMMITS, epoch_ms, make_repo, sha, track, write
 
 from regressions.detection import alerts as detection
 from regressions.groundtruth import synthetic
 
 EXIT_OK, EXIT_REGRESSED, EXIT_USAGE = 0, 1, 2
+FIXTURE_ORDER = [c["sha"] for c in FIXTURE_COMMITS["commits"]]
 
 
 def detect(*args: str, cwd):
@@ -21,11 +22,17 @@ def test_real_asv_run_gives_exactly_the_injected_alerts(tmp_path, outside):
     done = detect("--results", str(FIXTURE), "--json", str(out), cwd=outside)
     assert done.returncode == EXIT_REGRESSED, done.stderr
     doc = json.loads(out.read_text())
-    assert doc["version"] == detection.ALERTS_VERSION == 3
+    assert doc["version"] == detection.ALERTS_VERSION == 4
     summary = [(a["kind"], a["good_commit"], a["bad_commit"],
                 sorted(m["benchmark"] + m["params"] for m in a["members"]),
                 a["probe"]["benchmark"] + a["probe"]["params"]) for a in doc["alerts"]]
-    assert summary == [
+    # open first, the costliest first (x2.0 exact, x1.94, x0.8); the failure was fixed
+    assert [(a["kind"], a["status"], a["recovered_in"]) for a in doc["alerts"]] == [
+        ("numerics", "open", None), ("time", "open", None), ("track", "open", None),
+        ("failure", "recovered", [sha("toy: break flaky"), sha("toy: fix flaky")])]
+    assert [a["judged_by"] for a in doc["alerts"]] == ["exact values", "samples",
+                                                       "exact values", "samples"]
+    assert sorted(summary, key=lambda a: FIXTURE_ORDER.index(a[2])) == [
         ("time", sha("toy: docs only"), sha("toy: slow down add"),
          ["bench_execute.Work.time_work(16, 'add')", "bench_execute.Work.time_work(64, 'add')"],
          "bench_execute.Work.time_work(16, 'add')"),
@@ -36,19 +43,26 @@ def test_real_asv_run_gives_exactly_the_injected_alerts(tmp_path, outside):
         ("failure", sha("toy: worse rounding"), sha("toy: break flaky"),
          ["bench_execute.time_flaky"], "bench_execute.time_flaky"),
     ]
-    slowdown = doc["alerts"][0]["members"]
+    slowdown = doc["alerts"][1]["members"]
     for member in slowdown:
         assert 1.5 < member["ratio"] < 2.6  # the toy runs 'add' twice
         assert member["ci"][0] < member["ratio"] < member["ci"][1]
         assert member["p"] <= member["q"] <= 0.05
-    exact = doc["alerts"][1]["members"][0]
+    exact = doc["alerts"][0]["members"][0]
     assert (exact["ratio"], exact["ci"], exact["p"], exact["q"]) == (2.0, [2.0, 2.0], None, None)
     assert doc["alerts"][2]["members"][0]["ratio"] == pytest.approx(0.8)
-    assert done.stdout.startswith("7 series over 8 commits on 1 machine(s): 4 alert(s)")
+    assert done.stdout.startswith("7 series over 8 commits on 1 machine(s): 4 alert(s) "
+                                  "(3 open, 1 recovered)")
     assert "probe bench_execute.Work.time_work(16, 'add')" in done.stdout
     # the file reads back into the same alerts
     alerts = detection.alerts_from_json(doc, "alerts.json")
-    assert [a.to_dict() for a in alerts] == doc["alerts"]
+    marks = ("status", "recovered_in", "judged_by")
+
+    def unmarked(alert):
+        return {**{k: v for k, v in alert.items() if k not in marks}, "members": [
+            {k: v for k, v in m.items() if k not in marks} for m in alert["members"]]}
+
+    assert [a.to_dict() for a in alerts] == [unmarked(a) for a in doc["alerts"]]
 
 
 def test_threshold_and_direction_overrides(tmp_path, outside):
@@ -68,7 +82,7 @@ def test_no_regression_exits_zero(tmp_path, outside):
     out = tmp_path / "alerts.json"
     done = detect("--results", str(root), "--json", str(out), cwd=outside)
     assert done.returncode == EXIT_OK
-    assert json.loads(out.read_text()) == {"version": 3, "alerts": [], "environment": []}
+    assert json.loads(out.read_text()) == {"version": 4, "alerts": [], "environment": []}
     assert "0 alert(s)" in done.stdout
 
 
@@ -125,4 +139,5 @@ def test_damaged_file_is_a_warning_not_a_failure(tmp_path, outside):
     (root / "synthetic" / "broken-env.json").write_text("{")
     done = detect("--results", str(root), cwd=outside)
     assert done.returncode == EXIT_OK
-    assert "spyre-regress: warning: skipping" in done.stderr and "broken-env.json" in done.stderr
+    assert "spyre-regress: warning: skipped 1 of 4 result file(s)" in done.stderr
+    assert "broken-env.json" in done.stderr

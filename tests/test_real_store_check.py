@@ -3,6 +3,7 @@ writes (one runner change that speeds 80% of the series up, one +5% step): the c
 environment alert both ways round, better as is and worse mirrored, where its members are
 the regressions it explains."""
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -32,3 +33,36 @@ def test_a_runner_change_is_one_environment_alert_both_ways_round(tmp_path):
     assert "0 regression alert(s)" in lines[mirrored]
     assert "1 environment alert(s) explaining 24 regression(s)" in lines[mirrored]
     assert "shared/worse 1" in lines[mirrored + 1]
+
+
+def test_agreement_with_asvs_published_list(tmp_path):
+    """A site as asv publish writes it for the small format-1 store (`recovery_store`): its
+    list names Stays' step (still open: agree), Recovers' step (listed when it was
+    published, since fixed: recovered) and a step of Flat that detect does not see."""
+    from test_real_stores import COMMITS, store
+
+    results = store(tmp_path)
+    commits = {c: f"{c + 1:08x}" + "ab" * 16 for c in range(COMMITS)}
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "index.json").write_text(json.dumps(
+        {"revision_to_hash": {str(c): sha for c, sha in commits.items()}}))
+    graph = "graphs/branch-main/machine-oldbox/python-3.8/{}.json"
+
+    def entry(name, before, after):
+        return [name, graph.format(name), {"python": "3.8"}, None, 1.3, 1.0,
+                [[before, after, 1.0, 1.3]]]
+
+    (site / "regressions.json").write_text(json.dumps({"regressions": [
+        entry("bench_suite.Stays.time_run", 19, 20),
+        entry("bench_suite.Recovers.time_run", 9, 10),
+        entry("bench_suite.Flat.time_run", 24, 25)]}))
+    lines = run("real_store_check.py", "--results", str(results), "--machine", "oldbox",
+                "--agreement", str(site), cwd=tmp_path).splitlines()
+    assert lines[0].startswith("oldbox: 3 series; detect: 2 alert(s), 1 open; asv publish "
+                               "lists 3")
+    verdicts = {line.split()[1]: line.split(": ")[1] for line in lines[1:4]}
+    assert verdicts == {"bench_suite.Stays.time_run": "agree",
+                        "bench_suite.Recovers.time_run": "recovered",
+                        "bench_suite.Flat.time_run": "not reported"}
+    assert lines[4] == "  agree 1, not reported 1, recovered 1"

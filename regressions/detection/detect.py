@@ -147,15 +147,45 @@ class Candidate:
     environment: bool = False
 
 
+# What a series' test read (`Reading.judged_by`): every sample of each commit, one value per
+# commit (asv keeps the median and its statistics without --record-samples, and format 1
+# often kept no samples), or exact values (a deterministic series: any change is real).
+SAMPLES, SUMMARY, EXACT = "samples", "summary statistics", "exact values"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One change of a series' level, either direction: `before` and `after` are the levels
+    either side (`changepoints.Change`), between `good_commit` and `bad_commit`."""
+
+    good_commit: str
+    bad_commit: str
+    bad_position: int
+    before: float
+    after: float
+
+
+@dataclass(frozen=True)
+class Reading:
+    """How detection read one series: what its test was judged by (`SAMPLES`, `SUMMARY` or
+    `EXACT`: how far to trust a p-value) and every level change it found, in order: what
+    says whether a regression is still there at the series' newest commit."""
+
+    judged_by: str
+    steps: tuple[Step, ...] = ()
+
+
 @dataclass(frozen=True)
 class Detection:
     """One run: `regressions` (confirmed and provisional), every tested `candidates`, the
-    `transients` and the `environment` alerts reported apart."""
+    `transients` and the `environment` alerts reported apart; `readings[i]` is how the
+    run read `series[i]` (empty for a Detection built by hand)."""
 
     regressions: list[Regression]
     candidates: list[Candidate]
     transients: list[Transient]
     environment: list[environment.EnvironmentAlert] = field(default_factory=list)
+    readings: list[Reading] = field(default_factory=list)
 
 
 def _number(x: float | None) -> float | None:
@@ -252,7 +282,19 @@ def run_detection(
     found += kept
     found.sort(key=lambda r: (r.bad_position, r.kind, r.benchmark, r.params))
     return Detection(found, candidates, transients + [t for _, t in returned],
-                     [replace(a, members=tuple(members.get(id(a), ()))) for a in alerts])
+                     [replace(a, members=tuple(members.get(id(a), ()))) for a in alerts],
+                     [_reading(a) for a in runs])
+
+
+def _reading(analysed: _Analysed) -> Reading:
+    """What `Reading` keeps of one analysed series: a few steps, never its points."""
+    s, measured = analysed.series, analysed.measured
+    judged = EXACT if analysed.exact else SAMPLES if any(
+        len(s.samples[i] or ()) > 1 for i in measured) else SUMMARY
+    return Reading(judged, tuple(
+        Step(s.commits[measured[c.good_index]], s.commits[measured[c.index]],
+             s.positions[measured[c.index]], c.before, c.after)
+        for c in analysed.changes.changes))
 
 
 def _explained(tested: Sequence[tuple[_Analysed, changepoints.Change, int | None, bool]],

@@ -152,3 +152,70 @@ def asv_results_documents(
             document["results"][name] = row
         docs[asv_documents.result_path(Path(), machine, sha, env).as_posix()] = document
     return docs
+
+
+def asv_format_1(document: dict) -> dict:
+    """A results document of format version 2 as asv before 0.5 wrote it (format 1, asv's
+    `Results.update_to_2` read backwards): one dict per benchmark holding `result`, `params`,
+    `stats` (a dict per combination with `ci_99`, `q_25`, `q_75`, `number`, `repeat`; None
+    where nothing was measured) and `samples` where recorded, and the benchmark versions
+    and start times in tables of their own. What a reader must migrate as asv does."""
+    columns = document["result_columns"]
+    results, versions, started = {}, {}, {}
+    for name, row in document["results"].items():
+        cells = dict(zip(columns, row, strict=False))
+        values = cells["result"]
+        entry: dict = {"result": values, "params": cells["params"]}
+        stats = [_stats_1(cells, i) for i in range(len(values))]
+        if any(s is not None for s in stats):
+            entry["stats"] = stats
+        if any(s is not None for s in cells.get("samples") or ()):
+            entry["samples"] = cells["samples"]
+        results[name] = entry
+        versions[name] = cells["version"]
+        if cells.get("started_at") is not None:
+            started[name] = cells["started_at"]
+    return {"commit_hash": document["commit_hash"], "env_name": document["env_name"],
+            "date": document["date"], "params": document["params"],
+            "python": document["python"], "requirements": document["requirements"],
+            "results": results, "benchmark_version": versions, "started_at": started,
+            "ended_at": {}, "profiles": {}, "version": 1}
+
+
+def _stats_1(cells: dict, i: int) -> dict | None:
+    low, high = cells["stats_ci_99_a"][i], cells["stats_ci_99_b"][i]
+    if not (isinstance(low, float) and math.isfinite(low)):
+        return None
+    return {"ci_99": [low, high], "q_25": cells["stats_q_25"][i],
+            "q_75": cells["stats_q_75"][i], "number": cells["stats_number"][i],
+            "repeat": cells["stats_repeat"][i]}
+
+
+def recovery_store(commits: int = 40, *, seed: int = 0, format_version: int = 1
+                   ) -> dict[str, dict]:
+    """A small asv store (one machine, one env; one value and its statistics per point, as
+    format-1 stores and runs without --record-samples keep them) of three timing series
+    with 3% noise over `commits` commits: `Stays.time_run` x1.3 from the middle on, still
+    there at the newest commit; `Recovers.time_run` x1.4 from a quarter in, back from three
+    quarters on (a regression since fixed); `Flat.time_run` unchanged. Format 1 by default
+    (`asv_format_1`), as asv before 0.5 wrote; 2 otherwise."""
+    rng = np.random.default_rng(seed)
+    middle, quarter, back = commits // 2, commits // 4, 3 * commits // 4
+
+    def history(level) -> BenchmarkHistory:
+        return BenchmarkHistory(samples=[[[float(x) for x in level(c) * rng.lognormal(0, 0.03, 10)]]
+                                         for c in range(commits)], record_samples=False)
+
+    benchmarks = {
+        "bench_suite.Stays.time_run": history(lambda c: 1.3 if c >= middle else 1.0),
+        "bench_suite.Recovers.time_run": history(
+            lambda c: 1.4 if quarter <= c < back else 1.0),
+        "bench_suite.Flat.time_run": history(lambda c: 1.0),
+    }
+    shas = [(f"{c + 1:08x}" + "ab" * 16, 1_600_000_000_000 + c * 86_400_000)
+            for c in range(commits)]
+    docs = asv_results_documents(shas, benchmarks, machine="oldbox", env="virtualenv-py3.8")
+    if format_version == 1:
+        docs = {path: asv_format_1(doc) if "result_columns" in doc else doc
+                for path, doc in docs.items()}
+    return docs

@@ -400,6 +400,21 @@ def fixed_at_head(record: AlertRecord, check: HeadCheck, fixed_in: tuple[str, st
                  f"{fixed_in[0][:12]}..{fixed_in[1][:12]}")
 
 
+def back_at(levels: Sequence[float], good: float, bad: float) -> int | None:
+    """Where a series is back at its good level to stay: the index of the first of the
+    trailing `levels` nearer `good` than `bad`; None when the newest level is nearer `bad`
+    (still regressed) or there are none.
+
+    The one meaning of a regression that was fixed: the nightly's `fixed_range` finds where
+    the series shows a fix with it, and `detect` marks an alert recovered (rather than open)
+    with it. Trailing, because a series that came back and regressed again is not fixed.
+    """
+    k = len(levels)
+    while k > 0 and abs(levels[k - 1] - good) < abs(levels[k - 1] - bad):
+        k -= 1
+    return k if k < len(levels) else None
+
+
 def describe(evidence: Evidence) -> str:
     if evidence.failed:
         return f"{evidence.bad_commit[:12]} fails where {evidence.good_commit[:12]} runs"

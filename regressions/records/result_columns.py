@@ -8,6 +8,12 @@ its values, samples only where asv recorded them. The table comes out with those
 pandas Categoricals, categories in sorted order. The format is asv's (docs/source/dev.rst):
 a row's cells align with `result_columns`, each a list over the cartesian product of its
 `params`; a null result failed, NaN was skipped.
+
+Format version 1 (asv before 0.5: one dict per benchmark with `result`, `stats`, `samples`)
+is read as asv itself reads it: migrated in memory by asv's own `Results.update_to_2`
+(asv/results.py, the step `asv update` runs), never written back. A file or row that cannot
+be read is recorded in `Columns.skipped` with the reason; the caller says it once
+(`skipped_summary`), not once per file: a store of a thousand older files is one line.
 """
 
 from __future__ import annotations
@@ -52,6 +58,8 @@ class Columns:
         self.better = array.array("b")
         self.samples: dict[int, list] = {}  # point -> samples, where asv recorded them
         self.size = 0
+        self.files = 0  # result documents offered, read or not
+        self.skipped: list[tuple[str, str]] = []  # (file, why): what was left out
 
     def code(self, column: str, value: object) -> int:
         """`value`'s code in `column` (-1 for None: a missing value)."""
@@ -103,12 +111,14 @@ class Columns:
 
 
 def read_file(path: Path, machine: str, meta: dict[str, dict], into: Columns) -> None:
-    """Add one result file's points to `into`; a file that is unreadable, partial or of
-    another format is skipped with a warning naming it, as is a malformed row."""
+    """Add one result file's points to `into`; a file that is unreadable, partial or of a
+    format asv does not read either is left out, as is a malformed row, each recorded in
+    `into.skipped` with the reason."""
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
-        log.warning("skipping %s: not readable JSON (%s)", path, exc)
+        into.files += 1
+        into.skipped.append((str(path), f"not readable JSON ({exc})"))
         return
     read_document(doc, machine, meta, into, str(path))
 
@@ -116,15 +126,16 @@ def read_file(path: Path, machine: str, meta: dict[str, dict], into: Columns) ->
 def read_document(doc: object, machine: str, meta: dict[str, dict], into: Columns,
                   source: str) -> None:
     """Add the points of one asv result document to `into` (`source` names it in
-    warnings): a file's, or one a worker sent back."""
+    `into.skipped`): a file's, or one a worker sent back. Format 1 is migrated in memory
+    as asv migrates it (`as_version_2`)."""
     path = source
-    if not isinstance(doc, dict) or doc.get("version") != ASV_RESULTS_VERSION:
-        version = doc.get("version") if isinstance(doc, dict) else None
-        log.warning("skipping %s: asv results format version %r, expected %d (`asv update` "
-                    "migrates older files)", path, version, ASV_RESULTS_VERSION)
+    into.files += 1
+    document, why = as_version_2(doc)
+    if document is None:
+        into.skipped.append((path, why))
         return
-    header: dict[str, Any] = {key: doc.get(key) for key in ("commit_hash", "env_name", "date",
-                                                            "result_columns", "results")}
+    header: dict[str, Any] = {key: document.get(key) for key in (
+        "commit_hash", "env_name", "date", "result_columns", "results")}
     problem = next((k for k, ok in (
         ("commit_hash", isinstance(header["commit_hash"], str) and header["commit_hash"]),
         ("env_name", isinstance(header["env_name"], str)),
@@ -133,9 +144,10 @@ def read_document(doc: object, machine: str, meta: dict[str, dict], into: Column
         ("results", isinstance(header["results"], dict)),
     ) if not ok), None)
     if problem:
-        log.warning("skipping %s: missing or malformed %r", path, problem)
+        into.skipped.append((path, f"missing or malformed {problem!r}"))
         return
-    params: dict[str, Any] = doc["params"] if isinstance(doc.get("params"), dict) else {}
+    params: dict[str, Any] = document["params"] if isinstance(document.get("params"),
+                                                              dict) else {}
     shared = {"machine": machine, "env": header["env_name"], "commit": header["commit_hash"],
               "date": header["date"], "settings": describe_settings(params)}
     for name, row in header["results"].items():
@@ -143,9 +155,65 @@ def read_document(doc: object, machine: str, meta: dict[str, dict], into: Column
             constants, points = _points(name, dict(zip(header["result_columns"], row,
                                                        strict=False)), meta.get(name, {}))
         except (TypeError, ValueError, IndexError) as exc:
-            log.warning("skipping benchmark %s in %s: malformed row (%s)", name, path, exc)
+            into.skipped.append((path, f"benchmark {name}: malformed row ({exc})"))
             continue
         into.add({**shared, **constants}, points)
+
+
+def as_version_2(doc: object) -> tuple[dict | None, str]:
+    """`doc` as an asv results document of format version 2, or None and why not.
+
+    Version 1 goes through asv's own migration (`asv.results.Results.update_to_2`, which
+    `asv update` and asv's loader apply), on a copy in memory: the user's file is never
+    rewritten, and what asv would read is what is read here. A newer version than asv 0.6
+    writes is refused (asv refuses it too), as is a JSON document that is no asv result.
+    """
+    if not isinstance(doc, dict) or "version" not in doc or "commit_hash" not in doc:
+        return None, "not an asv result document (no `version` and `commit_hash`)"
+    version = doc["version"]
+    if version == ASV_RESULTS_VERSION:
+        return doc, ""
+    if version != 1:
+        return None, (f"asv results format version {version!r}; asv 0.6 and this tool read "
+                      f"versions 1 and {ASV_RESULTS_VERSION}")
+    from asv.results import Results  # asv's own migration; imported only when needed
+    from asv.util import UserError
+
+    results = doc.get("results")
+    mine = {**doc, "results": {k: dict(v) if isinstance(v, dict) else v
+                               for k, v in results.items()}} if isinstance(results, dict) \
+        else doc  # update_to_2 edits the rows it reads: on copies, never the caller's
+    try:
+        migrated = Results.update_to_2(mine)
+    except (UserError, KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+        return None, f"asv results format version 1 that asv cannot migrate ({exc})"
+    return {**migrated, "version": ASV_RESULTS_VERSION}, ""
+
+
+def skipped_summary(columns: Columns) -> str | None:
+    """One line for everything `columns` left out: how many files and rows, and the first
+    with its reason (None when nothing was). The rest go to `log.info`, which the CLI's
+    `--verbose` shows: a store of a thousand unreadable files is one warning, not a
+    thousand."""
+    if not columns.skipped:
+        return None
+    rows = sum(why.startswith("benchmark ") for _, why in columns.skipped)
+    whole = len({p for p, why in columns.skipped if not why.startswith("benchmark ")})
+    parts = ([f"{whole} of {columns.files} result file(s)"] if whole else []) + \
+        ([f"{rows} malformed row(s)"] if rows else [])
+    path, why = columns.skipped[0]
+    return (f"skipped {' and '.join(parts)} (e.g. {path}: {why}); --verbose lists "
+            "each")
+
+
+def log_skipped(columns: Columns) -> None:
+    """What `columns` left out: the one-line summary as a warning, each item as info."""
+    summary = skipped_summary(columns)
+    if summary is None:
+        return
+    log.warning("%s", summary)
+    for path, why in columns.skipped:
+        log.info("skipped %s: %s", path, why)
 
 
 def asv_type_of(name: str) -> str:

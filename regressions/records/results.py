@@ -4,8 +4,10 @@ Reads the raw JSON asv documents in docs/source/dev.rst, not asv's internal clas
 (`result_columns`: the files read into columns): `results/<machine>/<sha[:8]>-<env>.json`
 rows zip with `result_columns`; a row's lists align with the cartesian product of its
 `params`; a `null` result failed, `NaN` was skipped; `samples` exist only with
-`--record-samples`. A file that is unreadable, partial or of another format version is
-skipped with a warning naming it; one bad file never stops the run.
+`--record-samples`. Format version 1 (asv before 0.5) is migrated in memory as asv does
+(`result_columns.as_version_2`). A file that is unreadable, partial or of a format asv does
+not read is skipped; one bad file never stops the run, and all that were skipped are one
+warning line (count and an example; each at log level INFO).
 
 Direction: lower is better unless the benchmark function carries `higher_is_better = True`
 (e.g. `track_throughput.higher_is_better = True`). asv_runner 0.3 copies such user attributes
@@ -29,7 +31,13 @@ from regressions import git
 from regressions.detection.detect import Series
 from regressions.errors import SpyreRegressError
 from regressions.records.asv_documents import ASV_RESULTS_VERSION, has_samples
-from regressions.records.result_columns import COLUMNS, Columns, asv_type_of, read_file
+from regressions.records.result_columns import (
+    COLUMNS,
+    Columns,
+    asv_type_of,
+    log_skipped,
+    read_file,
+)
 
 __all__ = ["COLUMNS", "asv_type_of", "benchmarks_meta", "load_results", "series_from_frame"]
 log = logging.getLogger(__name__)
@@ -62,8 +70,8 @@ def load_results(
         if not machines:
             raise SpyreRegressError(f"no results for machine {machine!r} under {root}; "
                                     f"machines found: {', '.join(found) or 'none'}")
-    no_results = SpyreRegressError(f"no asv results (format version {ASV_RESULTS_VERSION}) under "
-                                   f"{root}; run `asv run --record-samples` or fix --results")
+    no_results = SpyreRegressError(f"no asv results under {root} (none readable); run `asv run "
+                                   "--record-samples` or fix --results")
     files = [(path, d.name) for d in machines for path in sorted(d.glob("*.json"))
              if path.name != "machine.json"]
     if not files:
@@ -72,6 +80,7 @@ def load_results(
     columns = Columns()
     for path, name in files:
         read_file(path, name, meta, columns)
+    log_skipped(columns)
     frame = columns.frame()
     del columns
     if frame.empty:

@@ -25,7 +25,12 @@ from regressions.detection.detect import Series
 from regressions.detection.remeasure import Costs
 from regressions.errors import SpyreRegressError
 from regressions.records import asv_documents, files, results
-from regressions.records.result_columns import Columns, read_document, read_file
+from regressions.records.result_columns import (
+    Columns,
+    log_skipped,
+    read_document,
+    read_file,
+)
 
 Samples = dict[tuple[str, str], tuple[float, ...] | None]  # (benchmark, params) -> samples
 
@@ -111,6 +116,7 @@ class ResultsStore:
         for path in sorted((self.root / str(self.machine)).glob(f"{commit[:8]}-*.json")):
             columns = Columns()
             read_file(path, str(self.machine), meta, columns)
+            log_skipped(columns)
             found.update(point_samples(columns, commit))
         return found
 
@@ -207,6 +213,7 @@ def document_samples(store: asv_documents.Store) -> dict[tuple[str, str, str], t
     for (machine, file), document in store.results.items():
         columns = Columns()
         read_document(document, machine, store.benchmarks, columns, file)
+        log_skipped(columns)
         commit = str(document.get("commit_hash", ""))
         found.update(((commit, benchmark, params), samples)
                      for (benchmark, params), samples in point_samples(columns).items())

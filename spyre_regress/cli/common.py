@@ -148,8 +148,16 @@ class _StderrHandler(logging.Handler):
               file=sys.stderr)
 
 
-def show_warnings() -> None:
+def show_warnings(verbose: bool = False) -> None:
+    """The library's warnings on stderr, one line each; with `verbose` its info lines too
+    (e.g. each result file a store's reading left out)."""
+    level = logging.INFO if verbose else logging.WARNING
     for name in ("regressions", "spyre_regress"):
         logger = logging.getLogger(name)
-        if not any(isinstance(h, _StderrHandler) for h in logger.handlers):
-            logger.addHandler(_StderrHandler(logging.WARNING))
+        handler = next((h for h in logger.handlers if isinstance(h, _StderrHandler)), None)
+        if handler is None:
+            handler = _StderrHandler(level)
+            logger.addHandler(handler)
+        handler.setLevel(level)
+        if verbose:
+            logger.setLevel(logging.INFO)
