@@ -92,6 +92,12 @@ async def _grant_clock(dask_worker) -> None:
     await dask_worker.set_resources(**{CLOCK: 1})
 
 
+def _worker_table(dask_scheduler) -> dict[str, dict]:
+    """The scheduler's own table of workers, host and resources (run on the scheduler)."""
+    return {address: {"host": state.host, "resources": dict(state.resources)}
+            for address, state in dask_scheduler.workers.items()}
+
+
 def check_address(address: str) -> str:
     """`address` if it reads as a Dask scheduler address, else a usage error."""
     if not ADDRESS.match(address):
@@ -157,7 +163,10 @@ class Executor:
         it on its first worker."""
         if not self.client.scheduler_info()["workers"]:
             self.client.wait_for_workers(1, timeout=120)
-        workers = self.client.scheduler_info()["workers"]
+        # the scheduler's table, not the client's copy (`scheduler_info`, refreshed every
+        # few seconds): right after a worker was restarted that copy still showed the dead
+        # one holding the slot, nothing was granted, and a clock unit waited forever
+        workers = self.client.run_on_scheduler(_worker_table)
         hosts: dict[str, list[tuple[str, dict]]] = {}
         for address, info in sorted(workers.items()):
             hosts.setdefault(info.get("host", address), []).append((address, info))
@@ -168,7 +177,7 @@ class Executor:
     def clock_worker(self) -> str:
         """A worker holding a clock slot: where a wall-clock comparison is pinned."""
         self._grant_clock_slots()
-        workers = self.client.scheduler_info()["workers"]
+        workers = self.client.run_on_scheduler(_worker_table)
         return next(a for a, info in sorted(workers.items())
                     if info.get("resources", {}).get(CLOCK))
 
