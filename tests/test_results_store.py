@@ -4,6 +4,7 @@ reads agrees with the table detection loads (`results.load_results`) on the fixt
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from regressions.records import asv_documents, results
@@ -54,3 +55,14 @@ def test_durations_and_their_means_are_per_benchmark(tmp_path):
 
 def test_an_empty_store_holds_no_commits(tmp_path):
     assert ResultsStore(tmp_path / "nowhere", "m").commits() == set()
+
+
+def test_a_workers_unreadable_documents_are_one_warning_line(caplog):
+    store = ResultsStore(FIXTURE, "fixture").snapshot()
+    broken = {("fixture", f"{n:08x}-env.json"): {"version": 99, "commit_hash": f"{n:040x}"}
+              for n in range(3)}
+    with caplog.at_level("WARNING", logger="regressions"):
+        found = document_samples(replace(store, results={**store.results, **broken}))
+    assert found == document_samples(store)
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1 and "skipped 3 of" in warnings[0], warnings

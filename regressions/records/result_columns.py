@@ -23,6 +23,7 @@ import itertools
 import json
 import logging
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -190,29 +191,32 @@ def as_version_2(doc: object) -> tuple[dict | None, str]:
     return {**migrated, "version": ASV_RESULTS_VERSION}, ""
 
 
-def skipped_summary(columns: Columns) -> str | None:
-    """One line for everything `columns` left out: how many files and rows, and the first
-    with its reason (None when nothing was). The rest go to `log.info`, which the CLI's
-    `--verbose` shows: a store of a thousand unreadable files is one warning, not a
-    thousand."""
-    if not columns.skipped:
+def skipped_summary(files: int, skipped: Sequence[tuple[str, str]]) -> str | None:
+    """One line for everything left out of `files` result documents: how many files and
+    rows, and the first with its reason (None when nothing was). The rest go to `log.info`,
+    which the CLI's `--verbose` shows: a store of a thousand unreadable files is one
+    warning, not a thousand."""
+    if not skipped:
         return None
-    rows = sum(why.startswith("benchmark ") for _, why in columns.skipped)
-    whole = len({p for p, why in columns.skipped if not why.startswith("benchmark ")})
-    parts = ([f"{whole} of {columns.files} result file(s)"] if whole else []) + \
+    rows = sum(why.startswith("benchmark ") for _, why in skipped)
+    whole = len({p for p, why in skipped if not why.startswith("benchmark ")})
+    parts = ([f"{whole} of {files} result file(s)"] if whole else []) + \
         ([f"{rows} malformed row(s)"] if rows else [])
-    path, why = columns.skipped[0]
+    path, why = skipped[0]
     return (f"skipped {' and '.join(parts)} (e.g. {path}: {why}); --verbose lists "
             "each")
 
 
-def log_skipped(columns: Columns) -> None:
-    """What `columns` left out: the one-line summary as a warning, each item as info."""
-    summary = skipped_summary(columns)
+def log_skipped(*read: Columns) -> None:
+    """What the `read` columns left out, together: the one-line summary as a warning, each
+    item as info. A reader that fills one `Columns` per file passes them all at once, so
+    its skipped files are still one line."""
+    skipped = [item for columns in read for item in columns.skipped]
+    summary = skipped_summary(sum(columns.files for columns in read), skipped)
     if summary is None:
         return
     log.warning("%s", summary)
-    for path, why in columns.skipped:
+    for path, why in skipped:
         log.info("skipped %s: %s", path, why)
 
 

@@ -113,11 +113,13 @@ class ResultsStore:
         --append-samples` to learn what a re-measurement added."""
         meta = self.benchmarks()
         found: Samples = {}
+        read = []
         for path in sorted((self.root / str(self.machine)).glob(f"{commit[:8]}-*.json")):
             columns = Columns()
             read_file(path, str(self.machine), meta, columns)
-            log_skipped(columns)
+            read.append(columns)
             found.update(point_samples(columns, commit))
+        log_skipped(*read)
         return found
 
     def durations(self) -> dict[str, list[float]]:
@@ -210,13 +212,15 @@ def document_samples(store: asv_documents.Store) -> dict[tuple[str, str, str], t
     """What a store read into memory (a worker's run) holds: (commit, benchmark, params) ->
     samples, as `ResultsStore.samples_at` gives them for a file."""
     found: dict[tuple[str, str, str], tuple[float, ...] | None] = {}
+    read = []
     for (machine, file), document in store.results.items():
         columns = Columns()
         read_document(document, machine, store.benchmarks, columns, file)
-        log_skipped(columns)
+        read.append(columns)
         commit = str(document.get("commit_hash", ""))
         found.update(((commit, benchmark, params), samples)
                      for (benchmark, params), samples in point_samples(columns).items())
+    log_skipped(*read)
     return found
 
 
