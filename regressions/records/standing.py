@@ -133,11 +133,7 @@ def cost(alert: Alert) -> tuple[float, float, int]:
 def ranked(alerts: Sequence[Alert], known: dict[Key, Standing]) -> list[tuple[Alert, Standing]]:
     """The alerts with their standing, open ones first, each group costliest first."""
     marked = [(a, alert_standing(a, known)) for a in alerts]
-    opened = sorted((m for m in marked if m[1].recovered_in is None),
-                    key=lambda m: tuple(-x for x in cost(m[0])))
-    closed = sorted((m for m in marked if m[1].recovered_in is not None),
-                    key=lambda m: tuple(-x for x in cost(m[0])))
-    return opened + closed
+    return sorted(marked, key=lambda m: (m[1].status != OPEN, *(-x for x in cost(m[0]))))
 
 
 def marks(alert: Alert, standing: Standing, known: dict[Key, Standing]) -> dict:
