@@ -177,7 +177,8 @@ def workaround(found: Investigation) -> list[Figure]:
 
     name = knob_quantity(metric, found.target.stage)
     return [Figure(name, w.program.describe(), "the knob probe at the bad build (the good "
-                   "build's: the stage probe)", "one run per knob value", value(w.metric_good),
+                   "build's: its level times the stage probe's good/bad ratio)",
+                   "one run per knob value", value(w.metric_good),
                    value(w.metric_bad), f"with {words.knob_setting(w.knob, w.value)}: "
                    f"{value(w.metric_with_knob)}, recovering {w.recovered:.0%}")]
 

@@ -6,6 +6,14 @@ entries toggle Inductor's config. The best value is a local workaround when it r
 least `RESTORED` of the regression; then a second probe applies it to the first 0, 1, 2, ...
 decisions only (`SCOPE_LIMITS`), which names the application that matters. Pure functions of
 the probes' answers.
+
+The regression is the bad build's excess over the good one as a share of the bad level
+(`Regression`), from the stage probe that measured both builds side by side; each knob probe
+applies that share to the bad level it measures itself. On a wall clock the level moves from
+one probe to the next with the machine's load, the ratio of two builds measured together does
+not: against the good build's absolute time from an earlier probe, a knob that saves 15% of a
+x4 compile-time regression counted as restoring it whenever the earlier probe ran while a
+neighbour loaded the machine.
 """
 
 from __future__ import annotations
@@ -26,24 +34,43 @@ class Restoring:
     recovered: float  # share of (bad - good) it takes back
 
 
-def restoring(answer: KnobsAnswer, good_metric: float) -> Restoring | None:
-    """The best knob value, if it recovers at least `RESTORED` of the bad build's excess
-    over `good_metric` (lower is better)."""
-    spread = answer.baseline - good_metric
-    if spread <= 0 or not answer.trials:
+@dataclass(frozen=True)
+class Regression:
+    """The good and the bad build's metric, measured side by side (lower is better)."""
+
+    good: float
+    bad: float
+
+    @property
+    def good_share(self) -> float:
+        """The good level as a share of the bad one."""
+        return self.good / self.bad
+
+    def recovered(self, bad: float, with_knob: float) -> float:
+        """The share of the regression a knob takes back, `bad` and `with_knob` measured in
+        one probe."""
+        return (bad - with_knob) / (bad * (1 - self.good_share))
+
+
+def restoring(answer: KnobsAnswer, regression: Regression) -> Restoring | None:
+    """The best knob value, if it recovers at least `RESTORED` of the regression."""
+    if regression.bad <= regression.good or answer.baseline <= 0 or not answer.trials:
         return None
-    best = max(answer.trials, key=lambda t: answer.baseline - t.metric)
-    recovered = (answer.baseline - best.metric) / spread
+    best = min(answer.trials, key=lambda t: t.metric)
+    recovered = regression.recovered(answer.baseline, best.metric)
     return Restoring(best, recovered) if recovered >= RESTORED else None
 
 
-def decisive_application(scoped: KnobsAnswer, bad_metric: float, good_metric: float
+def decisive_application(scoped: KnobsAnswer, bad_metric: float, regression: Regression
                          ) -> str | None:
     """The application of the knob after which its value restores the metric: the decision
-    logged at the smallest scope limit that recovers `RESTORED`."""
-    spread = bad_metric - good_metric
+    logged at the smallest scope limit that recovers `RESTORED`. The bad level is the
+    scoped probe's own limit-0 measurement (the knob applied nowhere) where it has one,
+    else `bad_metric`."""
+    unscoped = [entry.metric for entry in scoped.scoped if entry.limit == 0]
+    bad = unscoped[0] if unscoped and unscoped[0] > 0 else bad_metric
     for entry in scoped.scoped:
-        if entry.limit and (bad_metric - entry.metric) / spread >= RESTORED:
+        if entry.limit and regression.recovered(bad, entry.metric) >= RESTORED:
             if len(entry.applications) >= entry.limit:
                 return entry.applications[entry.limit - 1]
             return None

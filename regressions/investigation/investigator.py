@@ -204,8 +204,8 @@ class Investigator:
                                     instructions)
 
     # -- 3. knob bisection ---------------------------------------------------------------
-    def knobs(self, bad: str, target: Target, good_metric: float, width: int | None = None
-              ) -> model.Workaround | None:
+    def knobs(self, bad: str, target: Target, regression: knobs.Regression,
+              width: int | None = None) -> model.Workaround | None:
         """The knob whose other value recovers most of the regression, if it recovers at
         least `knobs.RESTORED`, narrowed to its decisive application."""
         self.progress(f"toggling compiler knobs at {bad[:10]}")
@@ -213,21 +213,22 @@ class Investigator:
         if isinstance(answer, Failed):
             self.progress(f"knob probe failed: {answer.detail}")
             return None
-        found = knobs.restoring(answer, good_metric)
+        found = knobs.restoring(answer, regression)
         if found is None:
             return None
         best = found.trial
         scoped = self.prober.knobs(bad, target, KnobScope(best.knob, best.value,
                                                           knobs.SCOPE_LIMITS))
         decisive = None if isinstance(scoped, Failed) else knobs.decisive_application(
-            scoped, answer.baseline, good_metric)
+            scoped, answer.baseline, regression)
         # the knob probe builds the catalogue's program, as the benchmark does
         program = model.Program(target.workload, target.seq, width, "benchmark")
         trials = tuple(model.KnobTrial(t.knob, t.stage, t.value, t.metric)
                        for t in answer.trials)
         return model.Workaround(best.knob, best.value, best.stage, program, target.metric,
                                 target.measures.probe_unit, answer.baseline, best.metric,
-                                good_metric, found.recovered, decisive, trials)
+                                regression.good_share * answer.baseline, found.recovered,
+                                decisive, trials)
 
     def _all_knobs(self, bad: str, target: Target) -> KnobsAnswer | Failed:
         """Every knob's trials, the knobs shared out over the probes that may run at once
@@ -338,9 +339,9 @@ class Investigator:
         if confirmed is not None and confirmed.program.width is None:  # the default, as built
             confirmed = replace(confirmed, program=replace(confirmed.program, width=report.width))
         workaround = None
-        baseline = good_metric(report, target)
-        if baseline is not None:
-            workaround = self.knobs(culprit, target, baseline, report.width)
+        regression = measured_regression(report, target)
+        if regression is not None:
+            workaround = self.knobs(culprit, target, regression, report.width)
         candidate = self.prober.full_candidate(target)
         minimized = self.minimize(parent, culprit, target, candidate)
         source = minimized.source if minimized else minimize.to_source(
@@ -385,17 +386,27 @@ def expected_step(member: Regression) -> float | None:
     return abs(member.ratio - 1) or None
 
 
-def good_metric(report: stages.StageReport, target: Target) -> float | None:
-    """The good build's metric as the stage probe measured it (the knob probe measures the
-    same way), per the metric's `knob_baseline`; None: no knob search for this metric."""
+def measured_regression(report: stages.StageReport, target: Target
+                        ) -> knobs.Regression | None:
+    """Both builds' metric as the stage probe measured them (the knob probe measures the same
+    way), per the metric's `knob_baseline`; None: no knob search for this metric, or a build
+    the stage probe could not measure."""
+    good, bad = (_build_metric(report, target, build) for build in ("good", "bad"))
+    if good is None or bad is None:
+        return None
+    return knobs.Regression(good, bad)
+
+
+def _build_metric(report: stages.StageReport, target: Target, build: str) -> float | None:
     baseline = target.measures.knob_baseline
     if baseline == "runtime_error":
-        return report.numerics.get("good", {}).get("runtime", {}).get(target.error or "")
+        return report.numerics.get(build, {}).get("runtime", {}).get(target.error or "")
     if baseline == "stage_clock":
-        times = {d.stage: d.compile_s_good for d in report.stages}
+        times = {d.stage: (d.compile_s_good if build == "good" else d.compile_s_bad)
+                 for d in report.stages}
         return times[target.stage] if target.stage else sum(times.values())
     if baseline == "device_clock":
-        return report.device_time_us["good"]
+        return report.device_time_us[build]
     if baseline == "host_clock":
-        return report.host_s.get("good")
+        return report.host_s.get(build)
     return None

@@ -24,19 +24,18 @@ def add(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     good, bad, target = targets.range_and_target(args)
     from backends import interface
-    from regressions.investigation.investigator import good_metric  # after the checks: scipy, torch
+    from regressions.investigation.investigator import measured_regression  # after the checks
     from reports.narrative import metric_value
 
     with common.work_dir(args.work_dir) as work:
         investigator = targets.investigator(args, work)
         report = investigator.stages(good, bad, target)
-        baseline = good_metric(report, target)
-        workaround = None if baseline is None else investigator.knobs(bad, target, baseline,
-                                                                      report.width)
+        regression = measured_regression(report, target)
+        workaround = None if regression is None else investigator.knobs(
+            bad, target, regression, report.width)
         words = interface.wording(investigator.prober.backend)
     if workaround is None:
-        print(f"no knob restores the {target.metric} of the bad build to within "
-              "25% of the good build's")
+        print(f"no knob recovers 75% of the {target.metric} regression at the bad build")
         return common.EXIT_REGRESSED
 
     def value(x: float) -> str:

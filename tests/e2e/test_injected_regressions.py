@@ -17,7 +17,7 @@ from conftest import run_cli
 
 from regressions.groundtruth import scenarios, scratch
 from regressions.investigation import investigator
-from regressions.investigation.investigator import good_metric, target_for
+from regressions.investigation.investigator import measured_regression, target_for
 from regressions.investigation.model import Target
 from spyre_regress.prober import GitHistory, SubprocessProber
 
@@ -78,7 +78,7 @@ def test_knob_bisection_finds_the_work_division_workaround(tmp_path):
     injected = next(r.sha for r in records if r.injection == "workdiv_m127")
     good = investigator.history.parent(injected)
     report = investigator.stages(good, injected, target)
-    workaround = investigator.knobs(injected, target, good_metric(report, target))
+    workaround = investigator.knobs(injected, target, measured_regression(report, target))
     assert workaround.knob == "work_division" and workaround.value == "output_first"
     assert workaround.recovered >= 0.75
     assert workaround.decisive_application.startswith("decision work_division#")
