@@ -67,10 +67,12 @@ class ExecuteHostTime(clocks.ProcessSampled):
     params = (prepare.grid(WORKLOAD_NAMES, ["mlp"]), prepare.grid([1, 128], [128]))
     param_names = ("workload", "seq")
     clock = staticmethod(time.perf_counter)  # wall time, as a user waits for the call
-    repeat = (prepare.CLOCK_PROCESSES, prepare.CLOCK_PROCESSES, 300.0)
+    min_calls = clocks.WARM_CALL_MIN_CALLS
+    discarded_calls = clocks.WARM_CALL_DISCARDED
+    repeat = (prepare.HOST_CLOCK_PROCESSES, prepare.HOST_CLOCK_PROCESSES, 300.0)
     rounds = prepare.CLOCK_ROUNDS
     timeout = 300
-    version = "execute-host-3"
+    version = "execute-host-4"
 
     def setup(self, workload: str, seq: int) -> None:
         if (workload, seq) in UNTIMED_CALLS:

@@ -81,6 +81,22 @@ def test_prepare_runs_before_every_call_and_is_not_timed(machine):
     assert [took for took, _ in timed] == pytest.approx([0.002, 0.002])
 
 
+def test_a_warm_call_sample_discards_the_slow_calls_after_the_fork(machine):
+    costs = iter([0.009, 0.006] + [0.004] * 10)  # the first two calls pay for the fork
+
+    timed = clocks.timed_calls(lambda: None, lambda: machine.work(next(costs)), machine.clock,
+                               clocks.WARM_CALL_MIN_CALLS, discarded=clocks.WARM_CALL_DISCARDED)
+    assert [took for took, _ in timed] == pytest.approx([0.004] * clocks.WARM_CALL_MIN_CALLS)
+
+
+def test_the_host_time_benchmark_takes_the_warm_call_settings():
+    from benchmarks import bench_execute
+
+    host = bench_execute.ExecuteHostTime
+    assert (host.min_calls, host.discarded_calls) == (clocks.WARM_CALL_MIN_CALLS,
+                                                      clocks.WARM_CALL_DISCARDED)
+
+
 def test_each_sample_is_taken_in_a_fresh_process_and_advances_the_clock():
     parent = os.getpid()
     seen = []

@@ -352,8 +352,13 @@ def _warm_calls(compiled: Any, request: Request, inputs: Any, count: int) -> lis
     clocks = _clocks(request)
     if clocks is None:
         return [compiled.run(*inputs).host_s for _ in range(count)]
-    return [clocks.sample(lambda: None, lambda: compiled.run(*inputs), time.perf_counter)
-            for _ in range(count)]
+    # as ExecuteHostTime samples them (a clocks module older than the warm-call settings
+    # samples as that suite did)
+    settings = {"min_calls": clocks.WARM_CALL_MIN_CALLS,
+                "discarded": clocks.WARM_CALL_DISCARDED} if hasattr(
+                    clocks, "WARM_CALL_DISCARDED") else {}
+    return [clocks.sample(lambda: None, lambda: compiled.run(*inputs), time.perf_counter,
+                          **settings) for _ in range(count)]
 
 
 def _output_error(backend, request, program, inputs, values) -> float:
