@@ -10,7 +10,7 @@ commit per pair on top of the base, each on its own branch:
   config (each touches what its name says and nothing a benchmark can see);
 - slowdowns (`--pairs slowdown`): the CPU-fallback throughput halved (the device slowdown of
   tests/e2e/test_asv_continuous.py), the DRAM model derated (device rows), a ~x1.2 host-time
-  slowdown of one workload (layernorm: its kernels checked against a second computation), a
+  slowdown of one workload (layernorm: its kernels checked against two more computations), a
   ~25% CPU slowdown of one compile stage (sdsc: three descriptors in ten canonicalised once
   more), and a ~3% single-stage compile-work step (sdsc: every other descriptor built twice).
 
@@ -83,14 +83,16 @@ PAIRS: dict[str, tuple[str, str, tuple[Edit, ...]]] = {
     "fallback-half": ("slowdown", "CPU-fallback throughput halved (device rows: embedding)", ()),
     "dram": ("slowdown", "DRAM model derated 136.5 -> 100 GB/s (device rows)",
              INJECTIONS["dram_derate"].edits),
-    "host-layernorm": ("slowdown", "layernorm's kernels checked by a second computation "
-                                   "(host time of one workload)", (
+    # Two checks: x1.20 on layernorm's warm call (one check measured x1.09-1.13, three x1.39)
+    "host-layernorm": ("slowdown", "layernorm's kernels checked by two more computations "
+                                   "(host time of one workload, x1.2)", (
         Edit("spyre_sim/executor.py", "    if result is None:\n"
                                       "        result = OPS[node.op].compute(*args, **attrs)\n",
              "    if result is None:\n"
              "        result = OPS[node.op].compute(*args, **attrs)\n"
-             "    if node.op == \"layernorm\":  # check the kernel against a second run\n"
-             "        assert torch.equal(result, OPS[node.op].compute(*args, **attrs))\n"),)),
+             "    if node.op == \"layernorm\":  # check the kernel against two more runs\n"
+             "        for _ in range(2):\n"
+             "            assert torch.equal(result, OPS[node.op].compute(*args, **attrs))\n"),)),
     "sdsc-check": ("slowdown", "sdsc canonicalises three descriptors in ten once more "
                                "(~25% more CPU in one compile stage)", (
         Edit("spyre_sim/stages/sdsc.py", '    log.info("sdsc: %d descriptors", len(sdscs))\n',
