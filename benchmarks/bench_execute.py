@@ -70,7 +70,7 @@ class ExecuteHostTime(clocks.ProcessSampled):
     min_calls = clocks.WARM_CALL_MIN_CALLS
     discarded_calls = clocks.WARM_CALL_DISCARDED
     repeat = (prepare.HOST_CLOCK_PROCESSES, prepare.HOST_CLOCK_PROCESSES, 300.0)
-    rounds = prepare.CLOCK_ROUNDS
+    rounds = prepare.HOST_CLOCK_ROUNDS
     timeout = 300
     version = "execute-host-4"
 

@@ -77,12 +77,15 @@ preload_lazy_modules()
 # CLOCK_ROUNDS rounds, which `asv continuous` interleaves between the two commits (A B B A),
 # so each side has CLOCK_PROCESSES * CLOCK_ROUNDS independent samples in two stretches of
 # time. The simulated device clock draws its noise per run, not per process: one round.
-# A warm call's host time spreads more than a compile's (docs/benchmarks.md): 4 processes per
-# round, 16 samples a side, which Mann-Whitney needs to see a x1.2 step through a 7.5%
-# spread in 99 of 100 comparisons (12 a side: 94).
+# A warm call's host time spreads more than a compile's (docs/benchmarks.md): 16 samples a
+# side, which Mann-Whitney needs to see a x1.2 step through a 7.5% spread in 99 of 100
+# comparisons (12 a side: 94), from 8 processes in each of 2 rounds (A B B A): each round is
+# a benchmark process that compiles its program before it forks, and 4 rounds of 4 spent
+# most of the family's time on those.
 CLOCK_PROCESSES = 2
-HOST_CLOCK_PROCESSES = 4
 CLOCK_ROUNDS = 4
+HOST_CLOCK_PROCESSES = 8
+HOST_CLOCK_ROUNDS = 2
 ROUNDS = 1
 
 # SPYRE_REGRESS_GRID=demo picks the small grid `spyre-regress demo` benchmarks in its nightly

@@ -163,10 +163,11 @@ def test_every_host_clock_sample_is_one_process_relative_to_the_reference():
         assert issubclass(benchmark, clocks.ProcessSampled)
         assert benchmark.timer is clocks.process_clock
         assert benchmark.number == 1 and benchmark.warmup_time == 0
-        processes = prepare.HOST_CLOCK_PROCESSES if benchmark is bench_execute.ExecuteHostTime \
-            else prepare.CLOCK_PROCESSES
+        processes, rounds = (prepare.HOST_CLOCK_PROCESSES, prepare.HOST_CLOCK_ROUNDS) \
+            if benchmark is bench_execute.ExecuteHostTime \
+            else (prepare.CLOCK_PROCESSES, prepare.CLOCK_ROUNDS)
         assert benchmark.repeat[0] == benchmark.repeat[1] == processes
-        assert benchmark.rounds == prepare.CLOCK_ROUNDS
+        assert benchmark.rounds == rounds
     assert bench_execute.ExecuteHostTime.clock is clocks.time.perf_counter  # a user's wait
     assert bench_compile.CompileTotal.clock is clocks.time.process_time
 
