@@ -46,10 +46,14 @@ class Regression:
         """The good level as a share of the bad one."""
         return self.good / self.bad
 
+    def good_at(self, bad: float) -> float:
+        """The good build's level in a probe that measured the bad build at `bad`."""
+        return self.good_share * bad
+
     def recovered(self, bad: float, with_knob: float) -> float:
         """The share of the regression a knob takes back, `bad` and `with_knob` measured in
         one probe."""
-        return (bad - with_knob) / (bad * (1 - self.good_share))
+        return (bad - with_knob) / (bad - self.good_at(bad))
 
 
 def restoring(answer: KnobsAnswer, regression: Regression) -> Restoring | None:

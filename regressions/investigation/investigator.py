@@ -227,7 +227,7 @@ class Investigator:
                        for t in answer.trials)
         return model.Workaround(best.knob, best.value, best.stage, program, target.metric,
                                 target.measures.probe_unit, answer.baseline, best.metric,
-                                regression.good_share * answer.baseline, found.recovered,
+                                regression.good_at(answer.baseline), found.recovered,
                                 decisive, trials)
 
     def _all_knobs(self, bad: str, target: Target) -> KnobsAnswer | Failed:

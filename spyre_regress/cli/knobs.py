@@ -24,7 +24,8 @@ def add(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     good, bad, target = targets.range_and_target(args)
     from backends import interface
-    from regressions.investigation.investigator import measured_regression  # after the checks
+    from regressions.bisection.knobs import RESTORED  # after the checks: scipy, torch
+    from regressions.investigation.investigator import measured_regression
     from reports.narrative import metric_value
 
     with common.work_dir(args.work_dir) as work:
@@ -35,7 +36,8 @@ def run(args: argparse.Namespace) -> int:
             bad, target, regression, report.width)
         words = interface.wording(investigator.prober.backend)
     if workaround is None:
-        print(f"no knob recovers 75% of the {target.metric} regression at the bad build")
+        print(f"no knob recovers {RESTORED:.0%} of the {target.metric} regression at the "
+              "bad build")
         return common.EXIT_REGRESSED
 
     def value(x: float) -> str:
