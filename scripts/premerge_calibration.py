@@ -246,6 +246,46 @@ def sample_figures(repo: Path, run: dict, factor: float) -> dict[str, dict]:
     return figures
 
 
+def round_spread(repo: Path, runs: list[dict]) -> None:
+    """Which unit of a clock sample is independent, from every commit's stored samples: asv
+    stores a row's samples round after round, so a row with `rounds` rounds of `children`
+    samples splits into its rounds. Per family (medians over rows and commits): how the
+    children of one round spread, how the rounds' medians spread, and the rounds' spread over
+    what independent children would give them (1: the round adds nothing; 3: where a round
+    ran triples the spread, and its children are closer to one draw than to `children`).
+    Only the commits of `runs` (one suite, one set of rounds) are read."""
+    store = ResultsStore(repo / ".asv" / "results", MACHINE)
+    meta = store.benchmarks()
+    # The commits of OUT's runs only: an older base may have run with other rounds.
+    commits = sorted({run[side] for run in runs for side in ("base", "head")})
+    samples = {commit: store.samples_at(commit) for commit in commits}
+    per_family: dict[str, list[tuple[float, float, float]]] = {}
+    for name, info in meta.items():
+        rounds = int(info.get("rounds") or 1)
+        if rounds < 2 or family(name) == "other":
+            continue
+        taken = [list(s) for found in samples.values() for (key, _), s in found.items()
+                 if key == name and s and len(s) > 1]
+        children = max((len(s) for s in taken), default=0) // rounds
+        for values in taken:
+            chunks = [values[i:i + children] for i in range(0, len(values), children)]
+            chunks = [c for c in chunks if len(c) == children]
+            if children < 2 or len(chunks) < 2:
+                continue
+            middle = statistics.median(values)
+            within = statistics.median(statistics.stdev(c) for c in chunks) / middle
+            between = statistics.stdev(statistics.median(c) for c in chunks) / middle
+            expected = within / children ** 0.5 * 1.2533  # a median's error, normal samples
+            per_family.setdefault(family(name), []).append(
+                (within, between, between / expected if expected else float("inf")))
+    print(f"  {'family':14s} {'rows':>5s} {'within a round':>15s} {'between rounds':>15s} "
+          f"{'over independent':>17s}")
+    for name, figures in sorted(per_family.items()):
+        within, between, over = (statistics.median(f[i] for f in figures) for i in range(3))
+        print(f"  {name:14s} {len(figures):>5d} {within:>15.1%} {between:>15.1%} "
+              f"{over:>16.1f}x")
+
+
 def report(runs: list[dict]) -> None:
     print(f"{'pair':18s} {'exit':>4s} {'wall':>6s} {'load':>5s}  changed rows")
     for run in runs:
@@ -295,12 +335,18 @@ def main() -> int:
     parser.add_argument("--neighbour", action="store_true",
                         help="a CPU-bound process beside asv for the whole run")
     parser.add_argument("--report", action="store_true", help="print OUT's tables and stop")
+    parser.add_argument("--spread", action="store_true",
+                        help="per family, how a clock row's rounds spread against their "
+                             "children, from the samples OUT's store holds; then stop")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     store = args.out / "calibration.json"
     runs = json.loads(store.read_text())["runs"] if store.exists() else []
     if args.report:
         report(runs)
+        return 0
+    if args.spread:
+        round_spread(args.out / "repo", runs)
         return 0
     kinds = {"nochange", "slowdown"}
     names = [n for n, (kind, _, _) in PAIRS.items()

@@ -110,3 +110,31 @@ def test_an_unchanged_pair_passes_the_gate(scratch):
     assert result.returncode == 0, output
     assert "BENCHMARKS NOT SIGNIFICANTLY CHANGED" in result.stdout, output
     assert comparison_rows(result.stdout) == {}
+
+
+def test_the_premerge_workflow_step_fails_on_the_slower_device_and_writes_its_summary(
+        scratch, tmp_path):
+    """.github/workflows/premerge.yml's `asv continuous` step, its script as written, run as a
+    runner runs it: bash, the pull request's base and head, GITHUB_STEP_SUMMARY set."""
+    import yaml  # a dependency of dask's
+
+    repo, base, slower, _ = scratch
+    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "premerge.yml").read_text())
+    steps = workflow["jobs"]["asv-continuous"]["steps"]
+    script = next(step["run"] for step in steps if step.get("name") == "asv continuous")
+    git(repo, "checkout", "--quiet", slower)
+    summary = tmp_path / "summary.md"
+    env = dict(os.environ, BASE=base, BENCH=re.escape(SLOWER), GITHUB_STEP_SUMMARY=str(summary),
+               PATH=os.pathsep.join([os.path.dirname(sys.executable), os.environ["PATH"]]))
+    try:
+        done = subprocess.run(["bash", "-e", "-c", script], cwd=repo, env=env,
+                              capture_output=True, text=True, timeout=1200)
+    finally:
+        git(repo, "checkout", "--quiet", "main")
+    output = done.stdout + done.stderr
+    assert done.returncode == 1, output  # asv's own verdict: a benchmark got worse
+    text = summary.read_text()
+    assert text.startswith(f"## asv continuous {base[:10]}..{slower[:10]}: exit 1"), text
+    assert "PERFORMANCE DECREASED" in text, text
+    assert SLOWER in text, text  # asv compare --only-changed names the slower row
+    assert (repo / ".asv" / "html" / "index.html").exists()  # the dashboard artifact
