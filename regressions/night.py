@@ -23,9 +23,10 @@ investigated.
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -91,10 +92,12 @@ class Investigations(Protocol[P]):
 
 @dataclass(frozen=True)
 class Settings:
-    """How a night decides: the re-measurement budget (a fraction of tonight's seconds),
-    detection's floors, false discovery rate and window."""
+    """How a night decides: the re-measurement budget (a fraction of tonight's seconds) and
+    its rounds (0: detect once, measure nothing again), detection's floors, false discovery
+    rate and window."""
 
     budget: float = remeasure.BUDGET_FRACTION
+    rounds: int = remeasure.MAX_ROUNDS
     floors: tuple[tuple[str, float], ...] = ()
     fdr: float = FDR
     window: int | None = None
@@ -115,6 +118,10 @@ class NightResult(Generic[P]):
     failures: list[str] = field(default_factory=list)
     environment: list[EnvironmentAlert] = field(default_factory=list)  # tonight's
     environment_events: list[lifecycle.Event] = field(default_factory=list)
+    # seconds of `timer` each step took, in the order they ended: "benchmark",
+    # "re-measure", "detect" (without re-measuring), "investigate alert N (kind)" each,
+    # "check at head", "publish"
+    phases: dict[str, float] = field(default_factory=dict)
 
     @property
     def transients(self) -> list[Transient]:
@@ -131,9 +138,10 @@ def run_night(commits: Sequence[str], history: Sequence[str], bench: Bench,
     (or whose report is missing). `now` names the time in the records' notes; `timer` times
     the benchmarking, whose prices are seconds of it when `Costs.wall_clock`."""
     before = bench.measured()
+    phases = _Phases({}, timer)
     started = timer()
     bench.run(commits)
-    took = timer() - started
+    took = phases.seconds["benchmark"] = timer() - started
     series = bench.series()
     base = sum(len(v) for s in series for c, v in zip(s.commits, s.samples, strict=True)
                if c not in before and v is not None)
@@ -142,19 +150,27 @@ def run_night(commits: Sequence[str], history: Sequence[str], bench: Bench,
     # estimate of what a re-measurement run will (a run of its own pays it again).
     costs = bench.costs().learned(remeasure.points(series, tonight), took)
     records = store.records()
+
+    def measure_again(requests: Sequence[remeasure.Request]
+                      ) -> Sequence[Sequence[float] | None]:
+        with phases.of("re-measure"):
+            return bench.measure_again(requests)
+
     found = remeasure.detect_with_remeasurement(
-        series, history, bench.measure_again,
+        series, history, measure_again,
         budget=remeasure.budget_for(costs.of_points(series, tonight), settings.budget,
                                     costs.per_run + costs.startup),
-        costs=costs, timer=timer, floors=settings.floors, fdr=settings.fdr,
-        window=settings.window,
+        rounds=settings.rounds, costs=costs, timer=timer, floors=settings.floors,
+        fdr=settings.fdr, window=settings.window,
         contradicted={c for r in records if r.status == "not-reproduced"
                       for c in (r.good_commit, r.bad_commit)})
+    phases.seconds["detect"] = timer() - started - took - phases.seconds.get("re-measure", 0.0)
     alerts = cluster_alerts(found.detection.regressions)
     environment_alerts = found.detection.environment
     progress(f"detect: {len(found.series)} series, {len(alerts)} alert(s), "
              f"{len(environment_alerts)} environment alert(s), "
-             f"{len(found.detection.transients)} transient(s); {remeasurement_line(found)}")
+             f"{len(found.detection.transients)} transient(s); "
+             + (remeasurement_line(found) if settings.rounds else "no re-measurement"))
     place = {c: i for i, c in enumerate(history)}
     state = lifecycle.advance(records, alerts, place, now())
     store.save(state.records)
@@ -163,18 +179,37 @@ def run_night(commits: Sequence[str], history: Sequence[str], bench: Bench,
     store.save_environment(kept)
     by_id = {r.id: r for r in state.records}
     todo = [i for i in state.investigate if i in state.alerts]
-    failures = _investigate(todo, state.alerts, by_id, store, investigations, now, progress)
-    fixed = _still_regressed_at_head(todo, state.alerts, by_id,
-                                     commits[-1] if commits else history[-1], found.series,
-                                     store, investigations, now, progress)
-    published, not_published = _publish(list(by_id.values()), set(todo), store,
-                                        investigations, progress)
+    failures = _investigate(todo, state.alerts, by_id, store, investigations, now, progress,
+                            phases)
+    with phases.of("check at head"):
+        fixed = _still_regressed_at_head(todo, state.alerts, by_id,
+                                         commits[-1] if commits else history[-1], found.series,
+                                         store, investigations, now, progress)
+    with phases.of("publish"):
+        published, not_published = _publish(list(by_id.values()), set(todo), store,
+                                            investigations, progress)
     return NightResult(benchmarked=list(commits), base_samples=base, remeasurement=found,
                        alerts=alerts, records=store.records(),
                        events=[*state.events, *fixed], investigated=todo, published=published,
                        failures=[*failures, *not_published],
                        environment=list(environment_alerts),
-                       environment_events=environment_events)
+                       environment_events=environment_events, phases=phases.seconds)
+
+
+@dataclass(frozen=True)
+class _Phases:
+    """Adds the seconds of `timer` a step takes to `seconds` under its name."""
+
+    seconds: dict[str, float]
+    timer: Callable[[], float]
+
+    @contextlib.contextmanager
+    def of(self, name: str) -> Iterator[None]:
+        started = self.timer()
+        try:
+            yield
+        finally:
+            self.seconds[name] = self.seconds.get(name, 0.0) + self.timer() - started
 
 
 def remeasurement_line(found: remeasure.Remeasured) -> str:
@@ -187,16 +222,18 @@ def remeasurement_line(found: remeasure.Remeasured) -> str:
 def _investigate(todo: Sequence[int], alerts: Mapping[int, Alert],
                  records: dict[int, lifecycle.AlertRecord], store: AlertRecords,
                  investigations: Investigations[Any], now: Callable[[], str],
-                 progress: Progress) -> list[str]:
+                 progress: Progress, phases: _Phases) -> list[str]:
     """Investigate tonight's new alerts (`alerts` by record id) in order, saving each record
-    of `records` (by id) as it changes; what failed, one line each."""
+    of `records` (by id) as it changes, each timed into `phases`; what failed, one line
+    each."""
     failures = []
     for number, alert_id in enumerate(todo, 1):
         alert = alerts[alert_id]
         progress(f"alert {alert_id} ({number} of {len(todo)}): investigating {alert.kind} "
                  f"regression {alert.good_commit[:8]}..{alert.bad_commit[:8]}"
                  + (" (provisional)" if alert.provisional else ""))
-        outcome = investigations.investigate(alert_id, alert)
+        with phases.of(f"investigate alert {alert_id} ({alert.kind})"):
+            outcome = investigations.investigate(alert_id, alert)
         records[alert_id] = lifecycle.investigated(records[alert_id], outcome, now())
         store.save([records[alert_id]])
         progress(f"alert {alert_id}: {records[alert_id].status}: {records[alert_id].note}")

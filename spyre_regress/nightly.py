@@ -33,6 +33,7 @@ from regressions import git, night, processes
 from regressions.detection import detect, remeasure
 from regressions.detection.detect import Series
 from regressions.errors import SpyreRegressError
+from regressions.investigation import investigator
 from regressions.records import alert_store, files, lifecycle
 from regressions.records.results_store import ResultsStore
 from spyre_regress import dashboard
@@ -58,6 +59,10 @@ class NightlyOptions:
     asv_env: dict[str, str] = field(default_factory=dict)  # e.g. a smaller benchmark grid
     floors: tuple[tuple[str, float], ...] = ()  # detect's (regex, fraction) magnitude floors
     budget: float = remeasure.BUDGET_FRACTION  # re-measurement seconds, fraction of tonight's
+    remeasure_rounds: int = remeasure.MAX_ROUNDS  # 0: no re-measurement (the demo)
+    # samples per side behind an investigation's confirmation at the culprit, and timed
+    # iterations per build in its report
+    samples: int = investigator.CONFIRM_SAMPLES
     workers: int | None = None  # an embedded cluster of this many worker processes
     scheduler: str | None = None  # or a running Dask cluster, tcp://HOST:PORT
     dashboard: bool = False  # the embedded cluster's dashboard, on localhost
@@ -71,7 +76,8 @@ class NightlyOptions:
         """Where the night's investigations and reports go."""
         return Reporting(repo=self.repo, results_dir=self.results_dir,
                          state_dir=self.state_dir, reports_dir=self.reports_dir,
-                         machine=self.machine, env=self.asv_env, floors=self.floors)
+                         machine=self.machine, env=self.asv_env, floors=self.floors,
+                         samples=self.samples)
 
     @property
     def store(self) -> ResultsStore:
@@ -90,6 +96,9 @@ class NightlyRun:
     dashboard: Path | None  # asv's dashboard, made to work offline
     failures: list[str]
     environment_events: list[lifecycle.Event] = field(default_factory=list)  # new ones
+    # wall seconds per step, in order (`night.NightResult.phases`; with asv, "asv set-up"
+    # apart from "benchmark", and "dashboard")
+    phases: dict[str, float] = field(default_factory=dict)
 
     @property
     def new_reports(self) -> bool:
@@ -106,8 +115,9 @@ def select_commits(history: list[str], stride: int) -> list[str]:
     return chosen
 
 
-def benchmark(options: NightlyOptions, commits: list[str], progress: Progress) -> None:
-    """asv run on `commits`, streaming asv's own progress lines."""
+def benchmark(options: NightlyOptions, commits: list[str], progress: Progress) -> float:
+    """asv run on `commits`, streaming asv's own progress lines; the seconds asv took before
+    it ran the first benchmark (creating environments, installing, discovering)."""
     config = options.repo / "asv.conf.json"
     if not config.exists():
         raise SpyreRegressError(f"{config} does not exist: nightly benchmarks with the "
@@ -122,9 +132,12 @@ def benchmark(options: NightlyOptions, commits: list[str], progress: Progress) -
         arguments += ["--bench", options.bench]
     arguments.append(f"HASHFILE:{hashes}")
     started = time.monotonic()
+    setup = [0.0]
 
     def with_time_left(line: str) -> None:
         """asv's own "[ 25.00%]" progress, plus the time left at the rate so far."""
+        if not setup[0] and re.search(r"Running \d+ total benchmarks", line):
+            setup[0] = time.monotonic() - started
         match = re.search(r"\[\s*([\d.]+)%\]", line)
         fraction = float(match.group(1)) / 100 if match else 0.0
         if fraction > 0.02:
@@ -138,6 +151,7 @@ def benchmark(options: NightlyOptions, commits: list[str], progress: Progress) -
         raise SpyreRegressError(f"asv run failed (exit {done.returncode}): "
                                 f"{(done.stdout or '').strip().splitlines()[-1:]}")
     progress(f"asv run finished in {time.monotonic() - started:.0f} s")
+    return setup[0]
 
 
 def run(options: NightlyOptions, progress: Progress) -> NightlyRun:
@@ -170,19 +184,36 @@ def run(options: NightlyOptions, progress: Progress) -> NightlyRun:
             bench = Bench(options.store, runner, options.state_dir)
             tonight = night.run_night(
                 commits, history, bench, database, reporter, utc_now,
-                night.Settings(budget=options.budget, floors=options.floors), progress)
+                night.Settings(budget=options.budget, rounds=options.remeasure_rounds,
+                               floors=options.floors), progress)
             bench.finished()
         finally:
             if executor is not None:
                 _write_units(options.state_dir / "units.json", executor)
         _write_transients(options.state_dir / "transients.json", tonight.transients)
+        phases = _phases(tonight.phases, runner)
+        started = time.monotonic()
+        published_dashboard = render_dashboard(options, progress)
+        phases["dashboard"] = time.monotonic() - started
         return NightlyRun(
             commits_benchmarked=commits, records=tonight.records, events=tonight.events,
             published=tonight.published, transients=tonight.transients,
             remeasurement_note=f"{night.remeasurement_line(tonight.remeasurement)} (measured "
                                f"in {bench.remeasuring_seconds:.0f} s)",
-            dashboard=render_dashboard(options, progress), failures=tonight.failures,
-            environment_events=tonight.environment_events)
+            dashboard=published_dashboard, failures=tonight.failures,
+            environment_events=tonight.environment_events, phases=phases)
+
+
+def _phases(night_phases: dict[str, float], runner: Runner) -> dict[str, float]:
+    """The night's phases, with asv's set-up (environments, installs, discovery) apart from
+    its benchmarking."""
+    setup = runner.setup_seconds if isinstance(runner, AsvRunner) else 0.0
+    if not setup:
+        return dict(night_phases)
+    phases = {"asv set-up": setup}
+    for name, seconds in night_phases.items():
+        phases[name] = seconds - setup if name == "benchmark" else seconds
+    return phases
 
 
 def utc_now() -> str:
@@ -253,9 +284,10 @@ class AsvRunner:
     def __init__(self, options: NightlyOptions, progress: Progress) -> None:
         self.options, self.progress = options, progress
         self.rounds = 0  # re-measurement rounds tonight, named in the progress
+        self.setup_seconds = 0.0  # asv's before the first benchmark of tonight's run
 
     def run(self, commits: Sequence[str]) -> None:
-        benchmark(self.options, list(commits), self.progress)
+        self.setup_seconds = benchmark(self.options, list(commits), self.progress)
 
     def measure_again(self, requests: Sequence[remeasure.Request]
                       ) -> list[tuple[float, ...] | None]:

@@ -18,7 +18,12 @@ from pathlib import Path
 from regressions.detection.alerts import Alert
 from regressions.errors import SpyreRegressError
 from regressions.investigation import model
-from regressions.investigation.investigator import Investigator, Located, alert_target
+from regressions.investigation.investigator import (
+    CONFIRM_SAMPLES,
+    Investigator,
+    Located,
+    alert_target,
+)
 from regressions.investigation.model import Investigation
 from regressions.probing import suite
 from regressions.records import evidence, files, lifecycle
@@ -62,6 +67,7 @@ class Reporting:
     machine: str
     env: Mapping[str, str] = field(default_factory=dict)
     floors: tuple[tuple[str, float], ...] = ()
+    samples: int = CONFIRM_SAMPLES  # per side at the culprit, and timed iterations per build
 
 
 class Reporter:
@@ -79,7 +85,8 @@ class Reporter:
                                   where.state_dir / "probe-results", where.machine, progress,
                                   dict(where.env), runner)
         self.history = GitHistory(where.repo)
-        self.investigator = Investigator(self.history, prober, progress, probes)
+        self.investigator = Investigator(self.history, prober, progress, probes,
+                                         where.samples)
         self.located: dict[int, tuple[Alert, model.Target, Located]] = {}  # tonight's
 
     def investigate(self, alert_id: int, alert: Alert) -> lifecycle.Outcome:

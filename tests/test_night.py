@@ -233,3 +233,22 @@ def test_a_reported_culprit_whose_report_is_missing_is_published_again_and_says_
     # tonight's investigation publishes its culprit whatever the disk holds
     assert [g.culprit[0] for g in night.unpublished(records, extras, {3}, lambda _: True)] \
         == ["a", "c"]
+
+
+def test_a_night_times_its_phases_and_may_measure_nothing_again():
+    """`NightResult.phases`: the seconds of each step on the night's timer, in the order they
+    ran (what the demo prints); `Settings.rounds=0` detects once and re-measures nothing."""
+    branch = Branch(0, month.suite(), [f"{i:040x}" for i in range(18)], [(0, 17)],
+                    derate(7, 99)[:1], 3)
+    seams = (simulation.SyntheticBench(branch), simulation.MemoryRecords(),
+             simulation.BranchInvestigations(branch))
+    ticks = itertools.count()
+    tonight = night.run_night([branch.commits[c] for c in branch.benchmarked(0)],
+                              branch.commits, *seams, lambda: "night 1",
+                              night.Settings(rounds=0), timer=lambda: float(next(ticks)))
+    assert tonight.remeasurement.requests == [] and tonight.investigated
+    investigations = [f"investigate alert {i} ({tonight.records[0].kind})"
+                      for i in tonight.investigated]
+    assert list(tonight.phases) == ["benchmark", "detect", *investigations, "check at head",
+                                    "publish"]
+    assert all(seconds >= 0 for seconds in tonight.phases.values())

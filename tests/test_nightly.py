@@ -95,3 +95,15 @@ def test_bisection_measurements_read_back_as_asv_results(tmp_path):
     assert sorted(len(s) for s in measured["samples"]) == [10, 10]
     skipped = frame[frame["params"] == "('mlp', 127)"]
     assert set(skipped["status"]) == {"skipped"}
+
+
+def test_asvs_set_up_is_a_phase_of_its_own(tmp_path):
+    """asv's set-up before its first benchmark (environments, installs, discovery) is taken
+    out of the night's "benchmark" phase and named first."""
+    runner = nightly.AsvRunner(nightly.NightlyOptions(tmp_path, tmp_path, tmp_path),
+                               lambda _: None)
+    night_phases = {"benchmark": 100.0, "detect": 1.0, "publish": 2.0}
+    assert nightly._phases(night_phases, runner) == night_phases  # no asv run tonight
+    runner.setup_seconds = 30.0
+    assert list(nightly._phases(night_phases, runner).items()) == [
+        ("asv set-up", 30.0), ("benchmark", 70.0), ("detect", 1.0), ("publish", 2.0)]

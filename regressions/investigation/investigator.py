@@ -33,9 +33,9 @@ from regressions.probing.protocol import (
     TimingAnswer,
 )
 
-TIMING_ITERATIONS = 100
-# Samples per side behind the confirmation at the culprit: as many as the report's timing.
-CONFIRM_SAMPLES = 100
+# Samples per side behind the confirmation at the culprit, and as many timed iterations per
+# build in the report (`Investigator.samples`; the demo takes fewer).
+CONFIRM_SAMPLES = TIMING_ITERATIONS = 100
 
 Progress = Callable[[str], None]
 RatioOf = Callable[[str], float | None]  # program source -> bad/good metric ratio
@@ -147,11 +147,15 @@ class Investigator:
     """Runs the steps of an investigation; `history` and `prober` do every measurement."""
 
     def __init__(self, history: History, prober: Prober,
-                 progress: Progress = lambda _: None, probes: int = 1) -> None:
+                 progress: Progress = lambda _: None, probes: int = 1,
+                 samples: int = CONFIRM_SAMPLES) -> None:
         """`probes`: how many probes may measure at once (workers of an executor); a metric
-        read on a wall clock is always measured one probe at a time."""
+        read on a wall clock is always measured one probe at a time. `samples`: per side
+        behind the confirmation at the culprit, and the report's timed iterations per build
+        (CONFIRM_SAMPLES and TIMING_ITERATIONS; the demo takes fewer)."""
         self.history, self.prober, self.progress = history, prober, progress
         self.probes = probes
+        self.samples = samples
 
     def _in_flight(self, target: Target) -> int:
         if self.probes == 1:  # nothing to decide (and a simulated failure names no metric)
@@ -261,7 +265,7 @@ class Investigator:
 
     # -- 5. timing for the report --------------------------------------------------------
     def timing(self, commit: str, target: Target, source: str) -> model.BuildRun:
-        answer = self.prober.timing(commit, target, source, TIMING_ITERATIONS)
+        answer = self.prober.timing(commit, target, source, self.samples)
         if isinstance(answer, Failed):
             return model.BuildRun(answer.status, answer.detail)
         return model.BuildRun("ok", "", answer.host_s, answer.device_us,
@@ -301,15 +305,15 @@ class Investigator:
 
     def _enough_samples(self, result: BisectResult, commits: Sequence[str], target: Target
                         ) -> BisectResult:
-        """The bisection's samples with each of `commits` topped up to CONFIRM_SAMPLES, so
+        """The bisection's samples with each of `commits` topped up to `samples`, so
         the confirmation does not rest on the few samples a clear bisection verdict needed
         (a noisy compile clock can show a real step at x1.01 on 20 samples)."""
         if result.deterministic or result.kind == metrics.FAILURE:
             return result
         samples = dict(result.samples)
-        short = [c for c in commits if len(samples.get(c, ())) < CONFIRM_SAMPLES]
+        short = [c for c in commits if len(samples.get(c, ())) < self.samples]
         more = self._concurrently(target, lambda c: self.prober.bench(
-            c, target, CONFIRM_SAMPLES - len(samples.get(c, ()))), short)
+            c, target, self.samples - len(samples.get(c, ()))), short)
         for commit, measured in zip(short, more, strict=True):
             if measured.status == "ok":
                 samples[commit] = (*samples.get(commit, ()), *measured.samples)
@@ -349,7 +353,7 @@ class Investigator:
         program = model.Program(target.workload, target.seq, report.width,
                                 "minimized" if minimized else "full",
                                 minimized.ops_after if minimized else candidate.op_count)
-        self.progress(f"timing {TIMING_ITERATIONS} synchronized iterations at the good and the "
+        self.progress(f"timing {self.samples} synchronized iterations at the good and the "
                       "bad build")
         runs = {side: self.timing(commit, target, source)
                 for side, commit in (("good", parent), ("bad", culprit))}

@@ -23,9 +23,14 @@ _STARTED = [time.monotonic()]
 MAX_SEQ, MAX_WIDTH = 8192, 16384
 
 
+def elapsed() -> float:
+    """Seconds since the command started."""
+    return time.monotonic() - _STARTED[0]
+
+
 def progress(message: str) -> None:
     """Progress on stderr, with the time since the command started."""
-    print(f"[{time.monotonic() - _STARTED[0]:7.1f}s] {message}", file=sys.stderr, flush=True)
+    print(f"[{elapsed():7.1f}s] {message}", file=sys.stderr, flush=True)
 
 
 def add_parser(sub: argparse._SubParsersAction, name: str, summary: str, description: str,

@@ -37,6 +37,11 @@ def run(args: argparse.Namespace) -> int:
           else "no regressions found")
     for r in summary["regressions"]:  # whole paths, one a line: they are copied
         print(f"report {r['commit'][:10]}: {Path(r['report']).relative_to(out)}")
+    print(f"time by phase ({summary['seconds']['total']:.0f} s of the "
+          f"{common.elapsed():.0f} s since the command started; "
+          "summary.json \"seconds\"):")
+    for phase in summary["seconds"]["phases"]:
+        print(f"  {phase['seconds']:6.0f} s  {phase['phase']}")
     planted = len(summary["ground_truth"])
     print(f"{'as planted' if summary['as_planted'] else 'NOT as planted'}: "
           f"{len(summary['regressions'])} reported, {planted} planted (ground_truth.json); "
