@@ -10,11 +10,13 @@ import json
 import math
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from conftest import run_cli
 
+from regressions.bisection.stages import StageReport
 from regressions.groundtruth import scenarios, scratch
 from regressions.investigation import investigator
 from regressions.investigation.investigator import measured_regression, target_for
@@ -53,14 +55,44 @@ def _scenario(tmp_path: Path, name: str):
     return records, investigator, target
 
 
+@dataclass(frozen=True)
+class Workdiv:
+    """The workdiv_m127 history, its investigator and its stage report, shared."""
+
+    records: list
+    investigator: investigator.Investigator
+    target: Target
+    injected: str
+    good: str
+    report: StageReport
+
+
+@pytest.fixture(scope="module")
+def workdiv(tmp_path_factory) -> Workdiv:
+    """One workdiv_m127 history and one stage report of its injection, for the three tests
+    that read it (its bisection and stage, its knob search, its minimization): built and
+    measured once instead of once per test. The probes measure afresh on every call (the
+    prober keeps checkouts, not measurements), so the tests do not see each other's
+    samples."""
+    records, investigator, target = _scenario(tmp_path_factory.mktemp("workdiv"),
+                                              "workdiv_m127")
+    injected = next(r.sha for r in records if r.injection == "workdiv_m127")
+    good = investigator.history.parent(injected)
+    return Workdiv(records, investigator, target, injected, good,
+                   investigator.stages(good, injected, target))
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_culprit_and_first_divergent_stage(tmp_path, name):
-    records, investigator, target = _scenario(tmp_path, name)
+def test_culprit_and_first_divergent_stage(tmp_path, request, name):
+    shared = request.getfixturevalue("workdiv") if name == "workdiv_m127" else None
+    records, investigator, target = (shared.records, shared.investigator, shared.target) \
+        if shared else _scenario(tmp_path, name)
     injected = next(r.sha for r in records if r.injection == name)
     result = investigator.bisect(records[0].sha, records[-1].sha, target)
     assert result.culprit == injected, [s.__dict__ for s in result.steps]
     assert result.commits_measured <= result.commits_in_range + 1
-    report = investigator.stages(investigator.history.parent(injected), injected, target)
+    report = shared.report if shared else investigator.stages(
+        investigator.history.parent(injected), injected, target)
     assert report.first_divergent_stage == scenarios.INJECTIONS[name].stage, report
     if target.metric == "numerics":
         assert report.numerics_first_divergent_stage == "kernel"
@@ -73,25 +105,20 @@ def test_culprit_and_first_divergent_stage(tmp_path, name):
         assert 0.02 <= lower.work_growth <= 0.06, lower
 
 
-def test_knob_bisection_finds_the_work_division_workaround(tmp_path):
-    records, investigator, target = _scenario(tmp_path, "workdiv_m127")
-    injected = next(r.sha for r in records if r.injection == "workdiv_m127")
-    good = investigator.history.parent(injected)
-    report = investigator.stages(good, injected, target)
-    workaround = investigator.knobs(injected, target, measured_regression(report, target))
+def test_knob_bisection_finds_the_work_division_workaround(workdiv):
+    workaround = workdiv.investigator.knobs(workdiv.injected, workdiv.target,
+                                            measured_regression(workdiv.report, workdiv.target))
     assert workaround.knob == "work_division" and workaround.value == "output_first"
     assert workaround.recovered >= 0.75
     assert workaround.decisive_application.startswith("decision work_division#")
 
 
-def test_minimize_shrinks_mlp_and_attention_to_three_ops(tmp_path):
-    records, investigator, _ = _scenario(tmp_path, "workdiv_m127")
-    injected = next(r.sha for r in records if r.injection == "workdiv_m127")
-    good = investigator.history.parent(injected)
+def test_minimize_shrinks_mlp_and_attention_to_three_ops(tmp_path, workdiv):
+    investigator = workdiv.investigator
     target = Target("", (), "block", 127, None, "device_time")
     candidate = investigator.prober.full_candidate(target)
     assert candidate.op_count > 20
-    result = investigator.minimize(good, injected, target, candidate)
+    result = investigator.minimize(workdiv.good, workdiv.injected, target, candidate)
     assert result is not None and result.ops_after <= 3, result.steps
     assert result.ratio_after > 1.2
     module = tmp_path / "minimized.py"
