@@ -169,8 +169,8 @@ def install(fault: str, repo: Path, steps: tuple[int, ...]) -> None:
     from spyre_regress import reporting
 
     processes.run_asv = FakeAsv(repo, steps, fault)
-    reporting.Investigator = lambda history, prober, progress, probes=1: StepInvestigator(
-        history, prober, progress, fault)
+    reporting.Investigator = lambda history, prober, progress, probes=1, samples=100: (
+        StepInvestigator(history, prober, progress, fault))
     if fault == "bundle":  # inside reports.bundle._archive, the archive half written
         add = tarfile.TarFile.add
 
