@@ -40,6 +40,24 @@ def test_identical_artifacts_fall_back_to_the_stage_that_added_compile_time():
     assert report.first_divergent_stage == "lower" and report.basis == "compile_clock"
 
 
+def test_a_busier_machine_does_not_name_the_largest_stage():
+    """The bad build's probe ran beside a neighbour: every stage 1.6x slower, and decompose
+    3x slower on top. Dynamo's 100 ms gained more seconds than decompose's 10 ms, but only
+    decompose slowed more than the machine did."""
+    same = _capture(["x\n"] * 5)
+    good_times = [[0.100 + 0.001 * i, 0.010, 0.0002, 0.001, 0.005] for i in range(4)]
+    bad_times = [[0.160 + 0.001 * i, 0.048 + 0.001 * i, 0.00032, 0.0016, 0.008]
+                 for i in range(4)]
+    report = stages.bisect_stages(same, same, _probe(good_times), _probe(bad_times), "g", "b",
+                                  "attention", 128, 1024)
+    assert (report.first_divergent_stage, report.basis) == ("decompose", "compile_clock")
+    # the same drift with no stage slower than the rest names none
+    busy = [[0.160 + 0.001 * i, 0.016, 0.00032, 0.0016, 0.008] for i in range(4)]
+    report = stages.bisect_stages(same, same, _probe(good_times), _probe(busy), "g", "b",
+                                  "attention", 128, 1024)
+    assert (report.first_divergent_stage, report.basis) == (None, None)
+
+
 def test_a_clock_that_moved_without_more_work_names_no_stage():
     """The same slower clock as above, but every stage counted and none executing more: the
     builds do the same work, so the rise is the machine's, and the investigation refutes a

@@ -165,8 +165,8 @@ def counted(deltas: Sequence[StageDelta]) -> bool:
 def slowest_stage(deltas: Sequence[StageDelta]) -> tuple[str | None, Basis | None]:
     """When no artifact differs: the stage that did the most extra work (instruction counts,
     exact), else, only when instructions could not be counted, the one that added the most
-    significant compile time (wall clock): with counts at hand, a stage whose work did not
-    grow is not named for a clock that moved with the machine's load."""
+    significant compile time (wall clock) beyond the machine's drift: with counts at hand, a
+    stage whose work did not grow is not named for a clock that moved with the machine's load."""
     grew = [d for d in deltas if (d.work_growth or 0.0) >= WORK_GROWTH_FLOOR]
     if grew:
         # counted at both builds, or the work would not have grown
@@ -174,13 +174,25 @@ def slowest_stage(deltas: Sequence[StageDelta]) -> tuple[str | None, Basis | Non
                    ).stage, "instructions"
     if counted(deltas):
         return None, None
-    slower = [d for d in deltas if (d.compile_ratio or 0.0) >= COMPILE_RATIO_FLOOR
+    drift = machine_drift(deltas)
+    slower = [d for d in deltas if (d.compile_ratio or 0.0) >= COMPILE_RATIO_FLOOR * drift
               and d.compile_p is not None and d.compile_p < COMPILE_P]
     if slower:
-        # the stage that added the most time: a millisecond stage can double from noise
-        return max(slower, key=lambda d: d.compile_s_bad - d.compile_s_good).stage, \
+        # the stage that added the most time beyond the machine's drift: a millisecond stage
+        # can double from noise, and a 100 ms stage gains more from a busier machine than a
+        # 5 ms stage does from doing its work three times
+        return max(slower, key=lambda d: d.compile_s_bad - d.compile_s_good * drift).stage, \
             "compile_clock"
     return None, None
+
+
+def machine_drift(deltas: Sequence[StageDelta]) -> float:
+    """How much slower the machine ran the bad build's probe than the good build's: the median
+    stage's compile-time ratio. The two probes run one after the other, so a neighbour that
+    starts between them slows every stage alike; one regressed stage does not move the median
+    of eight (a change that slows most stages alike has no single stage to name)."""
+    ratios = [d.compile_ratio for d in deltas if d.compile_ratio is not None]
+    return statistics.median(ratios) if ratios else 1.0
 
 
 def work_unchanged(report: StageReport) -> bool:
