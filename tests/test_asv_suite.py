@@ -46,6 +46,7 @@ def suite():
     return {b.name: b for b in disc_benchmarks(str(ROOT / "benchmarks"))}
 
 
+@pytest.mark.slow  # over 4 s: out of the quick loop, still in CI
 def test_asv_check_passes_in_the_current_interpreter():
     result = subprocess.run(
         [sys.executable, "-m", "asv", "check", "-E", f"existing:{sys.executable}"],
@@ -243,6 +244,7 @@ print(json.dumps({"threads": threads, "late": late, "warmed": list(prepare.WARME
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads in /proc")
 @pytest.mark.parametrize("argv", [[], ["run_server", "benchmarks", "socket"]],
                          ids=["imported", "forkserver"])
+@pytest.mark.slow  # over 4 s: out of the quick loop, still in CI
 def test_the_suite_imports_what_a_first_compile_would_and_still_forks_with_one_thread(argv):
     """asv's forkserver imports the suite once and forks every benchmark from it: a first
     compile in the child then imports no torch module of its own, and the server holds one

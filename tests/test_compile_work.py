@@ -241,6 +241,7 @@ def test_without_valgrind_the_family_skips_and_says_how_to_install_it(monkeypatc
         benchmark.setup(values, "mlp", 128, "dynamo")
 
 
+@pytest.mark.slow  # over 4 s: out of the quick loop, still in CI
 def test_the_child_labels_one_region_per_stage_and_keeps_going_past_a_bad_point(tmp_path):
     """The measuring child itself, run without valgrind (its client requests are then no-ops
     and say so: 0 valgrind layers); it times its imports apart from the grid."""
@@ -258,6 +259,7 @@ def test_the_child_labels_one_region_per_stage_and_keeps_going_past_a_bad_point(
         assert labels["running_on_valgrind"] == 0
 
 
+@pytest.mark.slow  # over 4 s: out of the quick loop, still in CI
 def test_each_share_is_counted_by_a_process_of_its_own():
     """Two shares, two processes side by side; a workload whose discarded compile fails
     fails its points without stopping its share."""
@@ -372,6 +374,7 @@ def _artifacts(root: Path) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow  # over 4 s: out of the quick loop, still in CI
 def test_the_lower_scenario_is_a_compile_regression_that_changes_no_artifact(tmp_path):
     assert (SCENARIO.kind, SCENARIO.stage) == ("compile_time", "lower")
     assert all(edit.path == "spyre_sim/stages/lower.py" for edit in SCENARIO.edits)

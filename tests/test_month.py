@@ -72,6 +72,7 @@ SHORT = planted.MonthConfig("short", {
 }, nights=9, initial_commits=12, commits_per_night=8.0)
 
 
+@pytest.mark.slow  # over 4 s: out of the quick loop, still in CI
 @pytest.mark.parametrize("seed", [0, 1])
 def test_a_short_month_reports_every_planted_regression_the_night_it_lands(seed):
     sim = simulation.simulate(planted.build_branch(SHORT, seed))

@@ -8,6 +8,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from regressions import processes
 
 # asv writes a log line without its newline and ends it when the next record starts.
@@ -187,6 +189,7 @@ def test_a_probe_is_forked_from_a_server_that_imported_torch_and_runs_as_python_
     assert fresh["first_path"] == str(tmp_path / "checkout") and fresh["grid"] == "demo"
 
 
+@pytest.mark.slow  # over 4 s: out of the quick loop, still in CI
 def test_a_forked_probe_that_overruns_is_killed_and_reported_as_timed_out(tmp_path,
                                                                           monkeypatch):
     # The fork server started first, so the short timeout is all the sleeping probe's.

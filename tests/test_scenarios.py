@@ -54,6 +54,7 @@ def test_a_revert_restores_the_tree(tmp_path):
     assert (root / "spyre_sim" / "device.py").read_text() == before
 
 
+@pytest.mark.slow  # over 4 s: out of the quick loop, still in CI
 def test_benign_commits_change_no_artifact_and_no_timing(tmp_path):
     root = _tree(tmp_path)
     before = _measure(root)
@@ -63,6 +64,7 @@ def test_benign_commits_change_no_artifact_and_no_timing(tmp_path):
     assert after == before
 
 
+@pytest.mark.slow  # over 4 s: out of the quick loop, still in CI
 def test_an_injection_does_change_what_it_claims(tmp_path):
     root = _tree(tmp_path)
     before = _measure(root)

@@ -176,6 +176,7 @@ def test_alerts_refuses_an_unknown_id_or_status_and_changes_nothing(files, outsi
                if not line.startswith("    report: ")) <= 100  # the rest fits the terminal
 
 
+@pytest.mark.slow  # over 4 s: out of the quick loop, still in CI
 def test_version_and_an_example_in_every_help(outside):
     done = run_cli("--version", cwd=outside)
     assert done.returncode == 0 and re.fullmatch(r"spyre-regress \d+\.\d+\.\d+\n", done.stdout)
