@@ -66,3 +66,38 @@ def test_agreement_with_asvs_published_list(tmp_path):
                         "bench_suite.Recovers.time_run": "recovered",
                         "bench_suite.Flat.time_run": "not reported"}
     assert lines[4] == "  agree 1, not reported 1, recovered 1"
+    # what detect tested at asv's jump on Flat, and its points either side
+    flat = next(line for line in lines if "bench_suite.Flat.time_run" in line)
+    assert "point(s) before asv's jump" in flat and "from it" in flat
+    # the site's revisions as history: here the same order as the stored dates
+    ordered = run("real_store_check.py", "--results", str(results), "--machine", "oldbox",
+                  "--agreement", str(site), "--history", "site", cwd=tmp_path).splitlines()
+    assert ordered[0].endswith(f"{COMMITS} commits in the order of the site")
+    assert ordered[1:] == lines[1:]
+
+
+def test_a_one_commit_dip_before_asvs_jump():
+    """FlowKit's x4.02 entry: a cost that is 302.45 at every commit but one, 75.25 just
+    before asv's jump; asv judges the newest value against that best one. A step up that
+    lasts is no dip."""
+    sys.path.insert(0, str(SCRIPTS))
+    from real_store_check import dip_before
+
+    from regressions.detection.detect import Series
+
+    shas = [f"{c:040x}" for c in range(1, 17)]
+    revision = {sha: 100 + c for c, sha in enumerate(shas)}
+    entry = {"after": revision[shas[11]], "after_hash": shas[11]}
+
+    def series(values):
+        return Series("m", "py3.7", "suite.track_cost", "()", tuple(shas),
+                      tuple(range(len(shas))), tuple((v,) for v in values))
+
+    def everything(_):
+        return True
+
+    dip = dip_before(entry, [series([302.45] * 10 + [75.25] + [302.45] * 5)], revision,
+                     everything)
+    assert dip is not None and dip[0] == shas[10] and abs(dip[1] - 75.25 / 302.45) < 1e-9
+    assert dip_before(entry, [series([75.25] * 11 + [302.45] * 5)], revision,
+                      everything) is None
