@@ -131,6 +131,34 @@ def test_the_probe_samples_through_the_backend_a_request_names():
     assert {t.knob for t in knobs.trials} == {k.name for k in spyre_knobs[::4]}
 
 
+def test_a_clocks_best_knob_is_measured_again_beside_the_defaults(monkeypatch):
+    """The machine grows quieter while the knob probe runs: the defaults, measured first,
+    read 30, every trial after them 15. Measured again side by side, the best trial is no
+    faster than the defaults; on the device clock nothing is measured twice."""
+    from regressions.bisection import knobs as knob_search
+
+    calls: list[dict] = []
+
+    def quieter(backend, request, program, inputs, values):
+        calls.append(values)
+        return 30.0 if len(calls) == 1 else 15.0 + 0.1 * len(values)
+
+    monkeypatch.setitem(probe.METRIC, "compile_time", probe.Method(quieter, reads_clock=True))
+    answer = probe.COMMANDS["knobs"](_request("spyre_sim", "compile_time", part=(0, 4)))
+    assert answer.baseline == pytest.approx(15.0 + 0.1 * len(calls[0]))
+    best = min(answer.trials, key=lambda t: t.metric)
+    assert best.metric > answer.baseline  # the trial sets one knob more than the defaults
+    assert knob_search.restoring(answer, knob_search.Regression(good=10.0, bad=30.0)) is None
+    confirmations = len(calls) - 1 - len(answer.trials)
+    assert confirmations in [2 * probe.CONFIRMATIONS * n for n in
+                             range(1, probe.CONFIRMED_TRIALS + 1)]
+
+    calls.clear()
+    monkeypatch.setitem(probe.METRIC, "device_time", probe.Method(quieter, reads_clock=False))
+    answer = probe.COMMANDS["knobs"](_request("spyre_sim", "device_time", part=(0, 4)))
+    assert answer.baseline == 30.0 and len(calls) == 1 + len(answer.trials)
+
+
 @pytest.mark.slow
 def test_the_probe_measures_inductor_on_the_host_clock_and_searches_its_knobs():
     answer = probe.COMMANDS["sample"](_request("inductor", "host_time", samples=5))
