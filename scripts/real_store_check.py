@@ -49,7 +49,7 @@ from typing import Any
 from regressions import metrics
 from regressions.detection import changepoints, detect
 from regressions.detection.alerts import Alert, cluster_alerts
-from regressions.detection.detect import Candidate, Regression
+from regressions.detection.detect import Candidate
 from regressions.records import results, standing
 
 
@@ -205,7 +205,7 @@ def agreement(entry: dict, found: detect.Detection, known: dict[standing.Key, st
         return f"{r.benchmark}{r.params}" == entry["name"] and (
             entry["python"] is None or f"py{entry['python']}" in r.env)
 
-    def overlaps(r: Regression) -> bool:
+    def overlaps(r: Any) -> bool:  # a regression of detect's or an environment member
         good, bad = revision.get(r.good_commit, -2), revision.get(r.bad_commit, -2)
         return min(bad, entry["after"]) - max(good, entry["before"]) > 0
 
@@ -218,7 +218,8 @@ def agreement(entry: dict, found: detect.Detection, known: dict[standing.Key, st
             return "recovered", (f"detect's regression here came back at "
                                  f"{mark.recovered_in[1][:8]}")
     for e in found.environment:
-        for m in e.members:
+        members: Sequence[Any] = e.members  # detect's regressions, as the alert explains them
+        for m in members:
             if mine(m) and overlaps(m):
                 return "environment", (f"x{m.ratio or 0:.2f} at {m.bad_commit[:8]}, a machine "
                                        f"change detect explains")
