@@ -23,6 +23,10 @@ TINY_GRID = [("softmax", 128, 1024), ("attention", 128, 1024)]
 FROM_START_POINT = TINY_GRID[1]  # the one point also counted instrumented from the start
 # max/min - 1 per series that detection and bisection treat as "the same count"
 REPEAT_BOUND = metrics.by_name("compile_work").tolerance
+# Instructions a stage may count more or fewer when instrumented from the first instruction
+# (the process's history moves it; observed up to 34,674): far below the millions that counting
+# the imports or a warm-up would add, which is what the comparison is there to catch.
+FROM_START_SLACK = 50_000
 
 DUMP = """# callgrind format
 version: 1
@@ -440,15 +444,16 @@ def test_the_scenario_adds_a_few_percent_to_its_stage_and_nothing_elsewhere(meas
 def test_counts_equal_those_counted_with_instrumentation_from_the_start(measured_trees):
     """Switching instrumentation on after the imports leaves the counted regions as they
     were: the same counts as instrumenting from the first instruction, within the tolerance,
-    or within a fixed 20,000 instructions where that is more: what the measuring process's
-    history outside the counted regions moves the smallest stages by (softmax's decompose,
+    or within a fixed FROM_START_SLACK instructions where that is more: what the measuring
+    process's history outside the counted regions moves a stage by (softmax's decompose,
     0.34 M instructions, once counted 5,455 more from the start; attention's lower, 0.85 M,
-    once 10,027 more; docs/benchmarks.md). Counting
-    the imports or a warm-up would add millions."""
+    once 10,027 more; attention's layout, 3.39 M, once 34,674 more, 1.02%; docs/benchmarks.md).
+    Counting the imports or a warm-up would add millions."""
     first, second, _, earlier = measured_trees
     assert not earlier.errors and list(earlier.counts) == [FROM_START_POINT]
     for point in earlier.counts:
         for stage in prepare.STAGES:
             counts = [m.counts[point][stage] for m in (first, second, earlier)]
-            assert max(counts) - min(counts) <= max(REPEAT_BOUND * min(counts), 20_000), \
+            assert max(counts) - min(counts) <= max(REPEAT_BOUND * min(counts),
+                                                     FROM_START_SLACK), \
                 (point, stage, counts)
