@@ -5,8 +5,15 @@ import random
 import pytest
 import torch
 
+from regressions import metrics
+from regressions.bisection import knobs, stages
 from regressions.bisection.commits import Measurement
-from regressions.investigation.investigator import Investigator, NotReproduced
+from regressions.investigation import model
+from regressions.investigation.investigator import (
+    Investigator,
+    NotReproduced,
+    measured_regression,
+)
 from regressions.investigation.model import Target
 from regressions.records import lifecycle
 from regressions.records.evidence import evidence_of, not_reproduced
@@ -58,3 +65,26 @@ def test_a_compile_time_rise_without_more_work_is_refuted_not_reported(tmp_path)
     outcome = not_reproduced(alert, refused.value, builds[-2].sha)
     assert outcome.culprit == builds[-1].sha and not lifecycle.publishable(outcome.evidence)
     assert "executes more instructions" in outcome.evidence.refuted
+
+
+def test_a_host_clocks_knob_baseline_is_the_confirmations_ratio_not_one_stage_probe():
+    """The stage probe measured the culprit's warm call faster than its parent's (a neighbour
+    started between the two builds): the confirmation's medians, from the bisection's samples,
+    are the levels the knob search works from; on the simulated device clock the stage probe's
+    noise-free values stay."""
+    report = stages.StageReport("g", "b", "mlp", 256, 512, "codegen", "artifact", 0, "", [], [],
+                                {"good": 10.0, "bad": 17.0}, host_s={"good": 7.5e-3,
+                                                                     "bad": 5.6e-3})
+    program = model.Program("mlp", 256, 512, "benchmark")
+    host = Target("bench_execute.ExecuteHostTime.time_call", ("'mlp'", "256"), "mlp", 256, 512,
+                  "host_time")
+    confirmed = model.confirmation(program, metrics.by_name("host_time"),
+                                   [3.4e-3 + 1e-5 * i for i in range(30)],
+                                   [5.6e-3 + 1e-5 * i for i in range(30)], 0.10)
+    assert confirmed.confirmed
+    assert measured_regression(report, host) == knobs.Regression(7.5e-3, 5.6e-3)
+    regression = measured_regression(report, host, confirmed)
+    assert regression.good_share == pytest.approx(confirmed.good_median / confirmed.bad_median)
+    device = Target("bench_execute.ExecuteDeviceTime.time_device", ("'mlp'", "256"), "mlp",
+                    256, 512, "device_time")
+    assert measured_regression(report, device, confirmed) == knobs.Regression(10.0, 17.0)

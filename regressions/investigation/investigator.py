@@ -343,7 +343,7 @@ class Investigator:
         if confirmed is not None and confirmed.program.width is None:  # the default, as built
             confirmed = replace(confirmed, program=replace(confirmed.program, width=report.width))
         workaround = None
-        regression = measured_regression(report, target)
+        regression = measured_regression(report, target, confirmed)
         if regression is not None:
             workaround = self.knobs(culprit, target, regression, report.width)
         candidate = self.prober.full_candidate(target)
@@ -390,11 +390,21 @@ def expected_step(member: Regression) -> float | None:
     return abs(member.ratio - 1) or None
 
 
-def measured_regression(report: stages.StageReport, target: Target
+def measured_regression(report: stages.StageReport, target: Target,
+                        confirmed: model.Confirmation | None = None
                         ) -> knobs.Regression | None:
     """Both builds' metric as the stage probe measured them (the knob probe measures the same
     way), per the metric's `knob_baseline`; None: no knob search for this metric, or a build
-    the stage probe could not measure."""
+    the stage probe could not measure.
+
+    On a clock of the host (a metric that may not share it) the confirmation's medians are
+    the two levels instead, where the regression was confirmed: the stage probe measures the
+    builds one after the other, a few calls each, and a neighbour that starts between them
+    can invert them (a CI night measured the scalar-kernel culprit's warm call faster than
+    its parent's, 5.6 ms against 7.5, and searched no knob), while the confirmation holds the
+    bisection's samples from several probes a side. The knob probe only uses their ratio."""
+    if confirmed is not None and confirmed.confirmed and not target.measures.shares_host:
+        return knobs.Regression(confirmed.good_median, confirmed.bad_median)
     good, bad = (_build_metric(report, target, build) for build in ("good", "bad"))
     if good is None or bad is None:
         return None
