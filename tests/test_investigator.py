@@ -88,3 +88,5 @@ def test_a_host_clocks_knob_baseline_is_the_confirmations_ratio_not_one_stage_pr
     device = Target("bench_execute.ExecuteDeviceTime.time_device", ("'mlp'", "256"), "mlp",
                     256, 512, "device_time")
     assert measured_regression(report, device, confirmed) == knobs.Regression(10.0, 17.0)
+    generic = Target("bench.Suite.time_other", ("1",), "mlp", 256, 512, "time")
+    assert measured_regression(report, generic, confirmed) is None  # no knob search for it

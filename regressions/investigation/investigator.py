@@ -403,7 +403,10 @@ def measured_regression(report: stages.StageReport, target: Target,
     can invert them (a CI night measured the scalar-kernel culprit's warm call faster than
     its parent's, 5.6 ms against 7.5, and searched no knob), while the confirmation holds the
     bisection's samples from several probes a side. The knob probe only uses their ratio."""
-    if confirmed is not None and confirmed.confirmed and not target.measures.shares_host:
+    measures = target.measures
+    if measures.knob_baseline is None:
+        return None
+    if confirmed is not None and confirmed.confirmed and not measures.shares_host:
         return knobs.Regression(confirmed.good_median, confirmed.bad_median)
     good, bad = (_build_metric(report, target, build) for build in ("good", "bad"))
     if good is None or bad is None:
