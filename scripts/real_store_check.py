@@ -121,6 +121,14 @@ def in_site_order(frame: Any, revision: dict[str, int]) -> Any:
     return frame
 
 
+def before_jump(commits: Sequence[str], entry: dict, revision: dict[str, int]) -> list[int]:
+    """Indexes of `commits` before asv's jump: those ahead of its after-commit where the
+    series has it, else those whose revision is older (or that have none)."""
+    if entry["after_hash"] in commits:
+        return list(range(list(commits).index(entry["after_hash"])))
+    return [k for k, c in enumerate(commits) if revision.get(c, -1) < entry["after"]]
+
+
 def untested(entry: dict, found: detect.Detection, revision: dict[str, int], mine: Any,
              series: Sequence[detect.Series]) -> str:
     """Why detect reports nothing for a series asv lists: the worsening it tested nearest
@@ -135,9 +143,7 @@ def untested(entry: dict, found: detect.Detection, revision: dict[str, int], min
     for s in series:
         if mine(s):
             measured = [c for c, v in zip(s.commits, s.samples, strict=True) if v is not None]
-            after = len(measured) - measured.index(entry["after_hash"]) \
-                if entry["after_hash"] in measured \
-                else sum(revision.get(c, -1) >= entry["after"] for c in measured)
+            after = len(measured) - len(before_jump(measured, entry, revision))
             sides.append((0 < after < len(measured), len(measured), len(measured) - after,
                           after))
     counts = ""
@@ -158,7 +164,7 @@ def untested(entry: dict, found: detect.Detection, revision: dict[str, int], min
         reason = f"p above {detect.ALPHA}"
     elif not math.isnan(c.q) and c.q > detect.FDR:
         reason = f"q above {detect.FDR}"
-    elif not (c.ci[0] - 1) * (c.ratio - 1) > 0 or not (c.ci[1] - 1) * (c.ratio - 1) > 0:
+    elif not detect.excludes_no_change(c):
         reason = f"its interval {c.ci[0]:.3f}-{c.ci[1]:.3f} holds no change"
     else:
         reason = "a one-commit excursion of its kind took it"
@@ -177,10 +183,7 @@ def dip_before(entry: dict, series: Sequence[detect.Series], revision: dict[str,
             continue
         kept = [(c, v) for c, v in zip(s.commits, s.samples, strict=True)
                 if v is not None and all(map(math.isfinite, v))]
-        commits = [c for c, _ in kept]
-        before = list(range(commits.index(entry["after_hash"]))) \
-            if entry["after_hash"] in commits \
-            else [k for k, c in enumerate(commits) if revision.get(c, -1) < entry["after"]]
+        before = before_jump([c for c, _ in kept], entry, revision)
         if not before or len(before) == len(kept):
             continue
         metric = metrics.metric_for(s.name)

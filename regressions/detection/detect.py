@@ -324,7 +324,7 @@ def _qvalues(family: Sequence[float], apart: set[int | None]) -> list[float]:
     return out
 
 
-def excludes_no_change(c: changepoints.Change) -> bool:
+def excludes_no_change(c: changepoints.Change | Candidate) -> bool:
     """Whether the change's own interval leaves no change out: both ends on the side of 1
     its estimate lies on (a member whose interval holds 1 is not confirmed on its own)."""
     return all((bound - 1) * (c.ratio - 1) > 0 for bound in c.ci)
