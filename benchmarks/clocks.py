@@ -1,30 +1,31 @@
-"""Host-clock samples that asv may treat as independent draws: one sample, one process.
+"""Host-clock samples that asv may treat as independent draws: one per benchmark process.
 
 asv compares two commits with a Mann-Whitney test on their pooled samples, which is only right
 when the samples are independent. Host clocks (the CPU time of a compile, the wall time of a
-warm call) are not, when a process hands asv several of them. Measured on the 2-core machine
-this suite is sized for (`python scripts/clock_spread.py`, docs/benchmarks.md): the speed of
-one thread moves by up to x1.75 from one moment to the next (the core's other hardware thread
-is busy or not), so the calls of one process agree with each other far better than with the
-calls of the next process, and the processes of one stretch of time agree better than with
-those a minute later. With asv's default of one process per round, two rounds a side gave
-Mann-Whitney two moments of the machine per commit, and an unchanged pair of commits was
-flagged in 8-14 clock rows.
+warm call) are not, when one process hands asv several of them. Measured on the 2-core
+machine this suite is sized for (`python scripts/clock_spread.py`, docs/benchmarks.md): the
+speed of one thread moves by up to x1.75 from one moment to the next (the core's other
+hardware thread is busy or not), so the calls of one process agree with each other far better
+than with the calls of the next process; and processes forked from one benchmark process
+(which built the program they time, in one stretch of time) agree better than processes of
+another benchmark process. Each of those layers, counted as independent draws, made an
+unchanged pair of commits flag clock rows: 8-14 rows with several samples per process, one
+row in six runs with several forked processes per benchmark process.
 
-So a host-clock benchmark hands asv one value per process. The benchmark process warms up
-once (`ProcessSampled.warm_up`: first-use costs paid before any sample), then `sample` forks
-a fresh child per asv sample. The child times its calls each between two runs of a fixed reference
-workload (`reference`: Python bytecode and small torch ops, the two kinds of work the
-compiler and the executor do) and returns the median over its calls of
+So a host-clock benchmark hands asv one value per benchmark process, and asv starts one per
+row, commit and round. The benchmark process warms up once (`ProcessSampled.warm_up`:
+first-use costs paid before any timing), then `sample` forks one fresh process, which times
+its calls each between two runs of a fixed reference workload (`reference`: Python bytecode
+and small torch ops, the two kinds of work the compiler and the executor do) and returns the
+median over its calls of
 
     call time / reference time x REFERENCE_S
 
 that is, the call's time at the machine speed at which the reference takes REFERENCE_S. The
 reference is timed on the same clock, right before and right after the call, so what the
-machine's momentary speed does to both cancels; the median over a child's calls and the fresh
-process per sample make each sample one independent draw. asv reads the values through
-`timer = process_clock`, a clock that `sample` advances by each child's value, as the device
-clock advances by each simulated run (bench_execute).
+machine's momentary speed does to both cancels. asv reads the value through
+`timer = process_clock`, a clock that `sample` advances by it, as the device clock advances
+by each simulated run (bench_execute).
 
 Stdlib and torch only: the probes load this file by path to measure clocks the same way.
 """
@@ -234,7 +235,14 @@ def sample(prepare: Callable[[], object], call: Callable[[], object],
 
 
 class ProcessSampled:
-    """What every host-clock benchmark class shares: asv reads one sample per forked process.
+    """What every host-clock benchmark class shares: one asv sample per benchmark process,
+    taken in one process forked from it.
+
+    The benchmark process is the unit that draws independently: processes forked from one
+    share what it built (the program, its heap) and its stretch of time, and agree with each
+    other better than with those of the next one (docs/benchmarks.md, "Seven rounds, one
+    sample per benchmark process"). asv starts one benchmark process per row, commit and
+    round, so a class sets `repeat = (1, 1, ...)` and its `rounds`.
 
     A class sets `clock` (what a call is timed with), `call` (the timed work) and, when a call
     needs something made fresh before it (untimed), `fresh`; its `setup` calls `warm_up` last

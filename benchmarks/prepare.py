@@ -73,23 +73,17 @@ def preload_lazy_modules() -> None:
 preload_lazy_modules()
 
 # Host-clock benchmarks (compile CPU time, warm-call wall time) hand asv one sample per
-# process (benchmarks/clocks.py): CLOCK_PROCESSES forked processes per round, in
-# CLOCK_ROUNDS rounds, which `asv continuous` interleaves between the two commits,
-# so each side has CLOCK_PROCESSES * CLOCK_ROUNDS independent samples in four stretches of
-# time. The simulated device clock draws its noise per run, not per process: one round.
-# Every clock family runs in the same 4 rounds (A B B A B A A B): the processes of one round
-# and commit share a forkserver and, per row, a benchmark process that built the program
-# before forking, and those are the units a stretch of time and the process lottery act on.
-# Tried: the compile clocks in 4 processes x 2 rounds and the warm call in 8 x 2 (the same
-# samples from half the rounds): two full-suite no-change pairs flagged 3 rows (x0.88-1.14)
-# and took 348-362 s, no faster than 4 rounds.
-# A warm call's host time spreads more than a compile's (docs/benchmarks.md): 16 samples a
-# side, which Mann-Whitney needs to see a x1.2 step through a 7.5% spread in 99 of 100
-# comparisons (12 a side: 97; scripts/gate_power.py).
-CLOCK_PROCESSES = 2
-CLOCK_ROUNDS = 4
-HOST_CLOCK_PROCESSES = 4
-HOST_CLOCK_ROUNDS = CLOCK_ROUNDS
+# benchmark process (benchmarks/clocks.py). asv starts one benchmark process per row, commit
+# and round, and `asv continuous` interleaves the rounds between the two commits (A B, B A,
+# A B, ...), so each side has CLOCK_ROUNDS independent samples from as many stretches of
+# time. Measured (docs/benchmarks.md, "Seven rounds, one sample per benchmark process"):
+# processes forked from one benchmark process agree with each other 1.3-2.0x more closely
+# than independent draws would, because they share what it built and its moment; counting
+# each of them as a sample made asv's Mann-Whitney test read one round's luck as a change.
+# Seven is the fewest samples a side with which that test can reach asv's p < 0.002 at all
+# (7 + 7: p >= 0.00058; 6 + 6: p >= 0.0022). The simulated device clock draws its noise per
+# run, not per process: one round.
+CLOCK_ROUNDS = 7
 ROUNDS = 1
 
 # SPYRE_REGRESS_GRID=demo picks the small grid `spyre-regress demo` benchmarks in its nightly

@@ -337,7 +337,8 @@ def main() -> int:
     parser.add_argument("--report", action="store_true", help="print OUT's tables and stop")
     parser.add_argument("--spread", action="store_true",
                         help="per family, how a clock row's rounds spread against their "
-                             "children, from the samples OUT's store holds; then stop")
+                             "children, from the samples OUT's store holds (runs of a suite "
+                             "that took several samples per round); then stop")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     store = args.out / "calibration.json"
