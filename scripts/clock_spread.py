@@ -20,11 +20,12 @@ absolute deviation / median):
   children would give them (1: the windows are like independent draws; 3: the moment a
   window ran in triples its spread);
 - gate: for each A/B pair of the same code (the rounds of an `asv continuous` with
-  `--rounds` rounds a side), asv's own verdict at factor 1.1 on the samples (+ or - is a
-  false row), and the smallest slowdown of B that asv would flag (`regressions.stats.
-  asv_verdict` on B's samples scaled up), the median over pairs.
+  `--rounds` rounds a side), asv's own verdict at factor 1.1 on one sample per window (its
+  first child's: a benchmark process hands asv one) (+ or - is a false row), and the
+  smallest slowdown of B that asv would flag (`regressions.stats.asv_verdict` on B's samples
+  scaled up), the median over pairs. It needs 2 x `--rounds` windows, the default.
 
-    python scripts/clock_spread.py --windows 8 --processes 6 --json spread.json
+    python scripts/clock_spread.py --processes 6 --json spread.json
     python scripts/clock_spread.py --bench "CompileStage.*sdsc" --windows 12
     python scripts/clock_spread.py --report spread.json        # the table again, no measuring
 """
@@ -170,8 +171,9 @@ def row_figures(windows: list, rounds: int) -> dict:
     verdicts, smallest = [], []
     for start in range(0, len(windows) - 2 * rounds + 1, 2 * rounds):
         block = range(start, start + 2 * rounds)
-        a = [v for i in block if order[i] == "A" for v in sample[i]]
-        b = [v for i in block if order[i] == "B" for v in sample[i]]
+        # one sample per window, as the suite's benchmark process hands asv one
+        a = [sample[i][0] for i in block if order[i] == "A"]
+        b = [sample[i][0] for i in block if order[i] == "B"]
         verdicts.append(asv_verdict(a, b))
         smallest.append(smallest_flagged(a, b))
     return {"median_s": float(np.median(np.concatenate(sample))), "within": within,
@@ -218,7 +220,8 @@ def _median(figures: list, key: str) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bench", default=".", help="regex over the rows' names")
-    parser.add_argument("--windows", type=int, default=8)
+    parser.add_argument("--windows", type=int, default=None,
+                        help="windows per row (default: two per round of the simulated gate)")
     parser.add_argument("--processes", type=int, default=None,
                         help="children per window (default: 2)")
     parser.add_argument("--rounds", type=int, default=None,
@@ -242,7 +245,11 @@ def main() -> int:
     selected = rows(args.bench)
     if not selected:
         parser.error(f"no clock row matches {args.bench!r}")
-    measured = measure(selected, args.windows, args.processes or 2)
+    windows = args.windows or 2 * rounds
+    if windows < 2 * rounds:
+        parser.error(f"--windows {windows} cannot fill one simulated gate of {rounds} rounds "
+                     f"a side: give at least {2 * rounds}, or fewer --rounds")
+    measured = measure(selected, windows, args.processes or 2)
     if args.json:
         args.json.write_text(json.dumps({"version": 1, "rows": measured}))
     report(measured, rounds)
