@@ -162,13 +162,18 @@ def test_a_process_sampled_benchmark_warms_up_once_in_its_own_process():
 
 
 def test_a_slower_call_gives_a_proportionally_larger_sample(one_thread):
+    """The arithmetic is pinned exactly on the fake machine above; this is the real thing (a
+    fork, the process clock, the real reference) and asks only that four times the work reads
+    clearly, and roughly proportionally, larger."""
     def spin(n):
         return lambda: sum(i * i for i in range(n))
 
-    # three of each, interleaved: a neighbour that slows the machine for a while (the other
-    # pytest worker's valgrind, in CI) once made one pair read x2.0
-    pairs = [(clocks.sample(lambda: None, spin(20_000), clocks.time.process_time, min_calls=5),
-              clocks.sample(lambda: None, spin(80_000), clocks.time.process_time, min_calls=5))
-             for _ in range(3)]
-    small, large = (statistics.median(side) for side in zip(*pairs, strict=True))
-    assert 2.5 < large / small < 6  # four times the work
+    # five interleaved pairs, judged by the median of their ratios (the two samples of a pair
+    # share their moment): the reference's matmuls and allocations feel a memory-bound
+    # neighbour more than this pure-bytecode spin does, so one moment's sample can be off by
+    # a factor. Beside the other pytest worker's valgrind in CI, one pair once read x2.0 and
+    # the median of three unpaired samples x2.3.
+    ratios = [clocks.sample(lambda: None, spin(80_000), clocks.time.process_time, min_calls=5)
+              / clocks.sample(lambda: None, spin(20_000), clocks.time.process_time, min_calls=5)
+              for _ in range(5)]
+    assert 2 < statistics.median(ratios) < 8  # four times the work
