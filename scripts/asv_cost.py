@@ -4,13 +4,17 @@ Runs asv (this interpreter's) with the given arguments, stamps every line of its
 the seconds since the start, and then reads the results files of the commits it ran. Prints:
 
 - environment and discovery: from the start to asv's first "For ... commit" line;
-- build and install, per commit and round: from that line to its "Benchmarking" line;
+- per commit and round, the install (when the round's commit is not the one installed) and
+  the suite's import in that round's new forkserver (torch, the lazily imported modules,
+  the warm-up): from its "For ... commit" line to its "Benchmarking" line. asv ends a line
+  when it starts the next one, so a line's stamp is when the step after it began;
 - per family (bench_compile, bench_execute, ...): the `duration` asv records for each of its
-  benchmarks (the last round's; the time benchmarks run once per round, so the per-commit
-  figure multiplies them by the rounds seen) and the family's `setup_cache` seconds
-  (`durations` in the results file, "<setup_cache module:line>");
-- what remains: the gap to the whole run's wall time (forkserver start-ups, each round's
-  torch import, asv's own bookkeeping and printing).
+  benchmarks that this run measured (`started_at` after the run began; the last round's; a
+  time benchmark runs once per round, so the per-commit figure multiplies it by the rounds
+  seen) and the family's `setup_cache` seconds (`durations` in the results file,
+  "<setup_cache module:line>": the last that asv recorded at the commit);
+- what remains: the gap to the whole run's wall time (asv's own bookkeeping and printing,
+  and the error of taking the last round's duration for every round).
 
     python scripts/asv_cost.py continuous main HEAD
     python scripts/asv_cost.py --log asv-continuous.log continuous --bench compile main HEAD
@@ -52,19 +56,24 @@ def run_stamped(args: list[str], log: Path | None) -> tuple[list[tuple[float, st
     return lines, time.monotonic() - started, asv.returncode
 
 
-def phases(lines: list[tuple[float, str]]) -> tuple[float, list[tuple[str, int, float]], int]:
-    """Seconds before the first commit, build+install seconds per (commit, round), rounds."""
+def phases(lines: list[tuple[float, str]]
+           ) -> tuple[float, list[tuple[str, int, float, float]], int]:
+    """Seconds before the first commit; per (commit, round) the seconds of its install (0
+    when none) and of its forkserver's suite import; the rounds."""
     first = next((t for t, line in lines if FOR_COMMIT.search(line)), 0.0)
-    installs, current, rounds = [], None, 1
+    rounds_seen, current, rounds = [], None, 1
     for stamp, line in lines:
         found = FOR_COMMIT.search(line)
         if found:
-            current = (found[1], int(found[2]), stamp)
+            current = (found[1], int(found[2]), stamp, stamp)
             rounds = max(rounds, int(found[3]))
+        elif current and "Building for" in line:
+            current = (*current[:3], stamp)
         elif current and "Benchmarking" in line:
-            installs.append((current[0], current[1], stamp - current[2]))
+            commit, round_number, began, installed = current
+            rounds_seen.append((commit, round_number, installed - began, stamp - installed))
             current = None
-    return first, installs, rounds
+    return first, rounds_seen, rounds
 
 
 def benchmark_rounds(results: Path) -> dict[str, int]:
@@ -76,9 +85,12 @@ def benchmark_rounds(results: Path) -> dict[str, int]:
             json.loads(listed.read_text()).items() if isinstance(entry, dict)}
 
 
-def family_costs(results: Path, commits: set[str], rounds: int) -> dict[str, dict[str, float]]:
+def family_costs(results: Path, commits: set[str], rounds: int,
+                 since_ms: float = 0.0) -> dict[str, dict[str, float]]:
     """Per family: benchmark seconds over all commits (a time benchmark's duration times the
-    rounds it ran in) and setup_cache seconds, from the results files of `commits`."""
+    rounds it ran in) and setup_cache seconds, from the results files of `commits`; only the
+    benchmarks started at or after `since_ms` (ms since the epoch): a results file also holds
+    what earlier runs measured at the commit."""
     costs: dict[str, dict[str, float]] = defaultdict(lambda: {"benchmarks": 0.0,
                                                                "setup_cache": 0.0})
     own_rounds = benchmark_rounds(results)
@@ -89,7 +101,10 @@ def family_costs(results: Path, commits: set[str], rounds: int) -> dict[str, dic
         columns = doc["result_columns"]
         for name, row in doc["results"].items():
             family = name.split(".")[0]
-            duration = dict(zip(columns, row, strict=False)).get("duration") or 0.0
+            cells = dict(zip(columns, row, strict=False))
+            if (cells.get("started_at") or 0) < since_ms:
+                continue
+            duration = cells.get("duration") or 0.0
             timed = name.split(".")[-1].startswith("time_")
             ran = min(rounds, own_rounds.get(name, rounds)) if timed else 1
             costs[family]["benchmarks"] += duration * ran
@@ -106,18 +121,22 @@ def main() -> int:
     parser.add_argument("--results", type=Path, default=Path(".asv/results"))
     parser.add_argument("asv_args", nargs=argparse.REMAINDER)
     args = parser.parse_args()
+    began_ms = time.time() * 1000 - 1000  # asv stores started_at in whole milliseconds
     lines, wall, status = run_stamped(args.asv_args, args.log)
     used = resource.getrusage(resource.RUSAGE_CHILDREN)
-    first, installs, rounds = phases(lines)
-    commits = {commit for commit, _, _ in installs}
-    costs = family_costs(args.results, commits, rounds)
+    first, rounds_seen, rounds = phases(lines)
+    commits = {commit for commit, _, _, _ in rounds_seen}
+    costs = family_costs(args.results, commits, rounds, began_ms)
     print(f"\nwall {wall:.1f} s, exit {status}, {len(commits)} commits x {rounds} rounds; CPU "
           f"{used.ru_utime + used.ru_stime:.1f} s (asv and every process it started); load "
           f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     print(f"  {'environment check + discovery':34} {first:7.1f} s")
-    build = sum(seconds for _, _, seconds in installs)
-    print(f"  {'build + install':34} {build:7.1f} s  ({len(installs)} installs)")
-    accounted = first + build
+    installed = [seconds for _, _, seconds, _ in rounds_seen if seconds > 0]
+    imports = [seconds for _, _, _, seconds in rounds_seen]
+    print(f"  {'build + install':34} {sum(installed):7.1f} s  ({len(installed)} installs)")
+    print(f"  {'suite import, one per round':34} {sum(imports):7.1f} s  ({len(imports)} "
+          "commit-rounds)")
+    accounted = first + sum(installed) + sum(imports)
     for family, cost in sorted(costs.items()):
         print(f"  {family + ' setup_cache':34} {cost['setup_cache']:7.1f} s")
         print(f"  {family + ' benchmarks':34} {cost['benchmarks']:7.1f} s")
