@@ -75,9 +75,9 @@ PROJECT = scratch.Project("inductor-example", SOURCES, FOLDER, INJECTIONS, BENIG
 # The history the end-to-end test runs the nightly on (7 commits, every one benchmarked: at
 # stride 2 the pass regression's edge test had only 3-4 commits before it, across the real
 # step down of the speed-up decoy, and its interval twice failed to leave 1 out): the
-# comment-only decoy, the precision loss,
-# the compile-time speed-up decoy (before the pass regression it shares a line with), the
-# scalar kernels, the docs decoy, and the pass that repeats work last. Last, its culprit is
+# comment-only decoy, the precision loss, the compile-time speed-up decoy (before the pass
+# regression it shares a line with), the scalar kernels, the docs decoy, and the pass that
+# repeats work last. Last, its culprit is
 # the head: its alert is provisional and has no head check, which on the compile clock is a
 # hundred more cold compiles of the slow build (about a minute); the speed-up decoy is a
 # step down in the compile series, which is not reported.
