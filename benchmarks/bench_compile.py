@@ -50,7 +50,6 @@ class CompileTotal(clocks.ProcessSampled):
     params = (prepare.grid(list(workloads.SUITE), ["mlp"]), [128])
     param_names = ("workload", "seq")
     clock = staticmethod(time.process_time)
-    repeat = (1, 1, 300.0)  # one sample per benchmark process (clocks.ProcessSampled)
     rounds = prepare.CLOCK_ROUNDS
     timeout = 300
     version = "compile-total-3"  # 3: one sample per benchmark process
@@ -82,7 +81,6 @@ class CompileStage(clocks.ProcessSampled):
               prepare.grid(["mlp", "attention"], ["attention"]), [128])
     param_names = ("stage", "workload", "seq")
     clock = staticmethod(time.process_time)
-    repeat = (1, 1, 300.0)  # one sample per benchmark process (clocks.ProcessSampled)
     rounds = prepare.CLOCK_ROUNDS
     timeout = 300
     version = "compile-stage-3"  # 3: one sample per benchmark process

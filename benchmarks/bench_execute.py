@@ -69,7 +69,6 @@ class ExecuteHostTime(clocks.ProcessSampled):
     clock = staticmethod(time.perf_counter)  # wall time, as a user waits for the call
     min_calls = clocks.WARM_CALL_MIN_CALLS
     discarded_calls = clocks.WARM_CALL_DISCARDED
-    repeat = (1, 1, 300.0)  # one sample per benchmark process (clocks.ProcessSampled)
     rounds = prepare.CLOCK_ROUNDS
     timeout = 300
     version = "execute-host-5"  # 5: one sample per benchmark process

@@ -242,7 +242,7 @@ class ProcessSampled:
     share what it built (the program, its heap) and its stretch of time, and agree with each
     other better than with those of the next one (docs/benchmarks.md, "Seven rounds, one
     sample per benchmark process"). asv starts one benchmark process per row, commit and
-    round, so a class sets `repeat = (1, 1, ...)` and its `rounds`.
+    round, so a class sets only its `rounds`.
 
     A class sets `clock` (what a call is timed with), `call` (the timed work) and, when a call
     needs something made fresh before it (untimed), `fresh`; its `setup` calls `warm_up` last
@@ -250,6 +250,7 @@ class ProcessSampled:
 
     timer = staticmethod(process_clock)
     number = 1  # one forked process per asv sample
+    repeat = (1, 1, 300.0)  # one asv sample per benchmark process
     warmup_time = 0.0  # the benchmark process warms up itself (`warm_up`)
     clock: Callable[[], float] = staticmethod(time.process_time)
     min_calls = 1
