@@ -59,7 +59,7 @@ def cache_key(points: list) -> str | None:
     return kept.digest({"format": compile_work.COMPILE_WORK_VERSION,
                         "shares": grid_shares(points), "preload": prepare.LAZY_TORCH_MODULES,
                         "valgrind": valgrind, "instrument": compile_work.default_instrument()},
-                       [here, here.with_name("workloads.py")])
+                       [here, compile_work.CHILD, here.with_name("workloads.py")])
 
 
 def measure_grid(points: list, shares: int = SHARES, **options) -> compile_work.Measurement:

@@ -1,6 +1,7 @@
 """Compile work: callgrind dump parsing, grid bookkeeping, skipping without valgrind, the CI
 installer, the one-stage compile scenario, and (slow) real counts that repeat."""
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -129,7 +130,7 @@ def test_valgrind_runs_callgrind_uninstrumented_and_uncollected_until_the_child_
     assert "--instr-atstart=yes" not in command
     assert f"--callgrind-out-file={tmp_path / 'cg'}.%p" in command  # one file per process
     script = command.index("-P") + 1
-    assert command[script - 2] == "/py" and command[script].endswith("compile_work.py")
+    assert command[script - 2] == "/py" and command[script] == str(compile_work.CHILD)
     earlier = compile_work.valgrind_command("/py", *paths, instrument="from_start")
     assert "--instr-atstart=yes" in earlier and "--instr-atstart=no" not in earlier
     assert {"--tool=callgrind", "--collect-atstart=no"} <= set(earlier)
@@ -151,8 +152,12 @@ def test_the_compiler_under_test_is_byte_compiled_before_a_count(tmp_path):
 
 
 def test_a_client_request_outside_valgrind_returns_its_default_and_does_nothing():
-    assert compile_work.client_request(compile_work.CALLGRIND_START_INSTRUMENTATION) == 0
-    assert compile_work.client_request(0x1001) == 0  # RUNNING_ON_VALGRIND: 0 layers
+    spec = importlib.util.spec_from_file_location("compile_work_child", compile_work.CHILD)
+    assert spec is not None and spec.loader is not None
+    child = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(child)
+    assert child.client_request(child.CALLGRIND_START_INSTRUMENTATION) == 0
+    assert child.client_request(0x1001) == 0  # RUNNING_ON_VALGRIND: 0 layers
 
 
 def test_the_family_grid_is_every_suite_workload_at_127_and_128_and_every_stage():
@@ -293,7 +298,7 @@ def _run_child(tmp_path: Path, points: list, pythonpath: Path,
         "stages": None, "instrument": instrument,
         "workloads": str(ROOT / "benchmarks" / "workloads.py")}))
     env = compile_work.child_env({"PATH": os.environ["PATH"], "PYTHONPATH": str(pythonpath)})
-    subprocess.run([sys.executable, "-P", str(ROOT / "benchmarks" / "compile_work.py"),
+    subprocess.run([sys.executable, "-P", str(compile_work.CHILD),
                     str(request), str(manifest)], env=env, check=True, timeout=300)
     return json.loads(manifest.read_text())
 
