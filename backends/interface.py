@@ -33,7 +33,12 @@ the names are; `tests/test_backends.py` holds both implementations to them on on
   checkout ran; never recorded in a report);
 - `WORK_REGIONS` and `compile_in_regions(program, inputs, values, region)`: one compile with
   each region inside the caller's `region(name)` context, so a reproducer under callgrind
-  counts instructions per region (spyre_sim: per stage; Inductor: the whole compile).
+  counts instructions per region (spyre_sim: per stage; Inductor: the whole compile;
+  torch-spyre: per stage and pass, a stage entered once per slice of it);
+- `EXECUTES` (optional, True when absent): whether a compiled program can run here at all
+  (torch-spyre's needs a card: its compile is measured, its outputs and host time are not);
+- `COMPANIONS` (optional): modules of this folder the backend loads beside it by name (the
+  reproducer embeds them with it).
 
 A reproducer embeds the backend module's source and loads it as a module, so the module is
 also what a maintainer runs: it imports nothing of this project at module level.
@@ -130,7 +135,7 @@ class Backend(Protocol):
 
 
 # The backends this tree ships, by the name a request gives, as file names in this package.
-MODULES = {"spyre_sim": "spyre.py", "inductor": "inductor.py"}
+MODULES = {"spyre_sim": "spyre.py", "inductor": "inductor.py", "torch_spyre": "torch_spyre.py"}
 
 
 def load(name: str) -> Backend:
@@ -162,6 +167,10 @@ WORDING: dict[str, Wording] = {
     "inductor": Wording("eager PyTorch", "the program run eagerly by PyTorch in its own "
                         "dtypes", "torch._inductor.config",
                         "torch._inductor.config.{name} = {value!r}"),
+    # torch-spyre's programs do not run here (no card): no eager baseline is ever quoted
+    "torch_spyre": Wording("eager PyTorch", "the program run eagerly by PyTorch in its own "
+                           "dtypes", "torch_spyre._inductor.config",
+                           "torch_spyre._inductor.config.{name} = {value!r}"),
 }
 
 
@@ -169,6 +178,19 @@ def wording(name: str) -> Wording:
     """How reports name backend `name`'s baselines and settings."""
     module_path(name)  # an unknown name fails here, with the known ones
     return WORDING[name]
+
+
+def companion_paths(name: str) -> dict[str, Path]:
+    """The modules backend `name` loads beside it (`COMPANIONS`), by module name: read from
+    its source, so nothing is imported."""
+    import ast
+
+    for node in ast.parse(module_path(name).read_text()).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "COMPANIONS"
+                                                for t in node.targets):
+            names = ast.literal_eval(node.value)
+            return {n: module_path(name).with_name(f"{n}.py") for n in names}
+    return {}
 
 
 def module_path(name: str) -> Path:
