@@ -34,6 +34,7 @@ from regressions.detection import detect, remeasure
 from regressions.detection.detect import Series
 from regressions.errors import SpyreRegressError
 from regressions.investigation import investigator
+from regressions.probing import suite
 from regressions.records import alert_store, files, lifecycle
 from regressions.records.results_store import ResultsStore
 from spyre_regress import dashboard
@@ -72,6 +73,11 @@ class NightlyOptions:
         return self.repo / ".asv" / "results"
 
     @property
+    def history(self) -> Path:
+        """The git repository whose commits the suite measures (`suite.history_repo`)."""
+        return suite.history_repo(self.repo)
+
+    @property
     def reporting(self) -> Reporting:
         """Where the night's investigations and reports go."""
         return Reporting(repo=self.repo, results_dir=self.results_dir,
@@ -82,7 +88,7 @@ class NightlyOptions:
     @property
     def store(self) -> ResultsStore:
         """The nightly's results store: asv's, of its machine, in the branch's order."""
-        return ResultsStore(self.results_dir, self.machine, self.repo)
+        return ResultsStore(self.results_dir, self.machine, self.history)
 
 
 @dataclass(kw_only=True)
@@ -166,7 +172,7 @@ def run(options: NightlyOptions, progress: Progress) -> NightlyRun:
         stack.callback(database.close)
         executor = None
         try:
-            history = git.first_parent_history(options.repo, options.branch)
+            history = git.first_parent_history(options.history, options.branch)
             commits = select_commits(history, options.stride)
             if options.workers is not None or options.scheduler is not None:
                 executor = stack.enter_context(Executor.start(

@@ -89,7 +89,7 @@ class GitHistory:
     """First-parent history and commit metadata of a repository."""
 
     def __init__(self, repo: Path) -> None:
-        self.repo = Path(repo).resolve()
+        self.repo = suite.history_repo(Path(repo).resolve())
 
     def resolve(self, ref: str) -> str:
         return git.resolve(self.repo, ref)
@@ -117,7 +117,8 @@ class SubprocessProber:
         self.results_dir, self.machine, self.progress = results_dir, machine, progress
         self.env = dict(env or {})  # for every probe, e.g. the benchmark grid
         self.runner = runner or local_probe
-        self.checkouts = processes.Checkouts(self.repo, self.work_dir / "checkouts")
+        self.history = suite.history_repo(self.repo)  # where the commits are
+        self.checkouts = processes.Checkouts(self.history, self.work_dir / "checkouts")
         self.suite = suite.copy_suite(self.repo, self.work_dir)
         self.workloads = self.suite / suite.CATALOGUE
         self.backend = suite.backend_name(self.suite.parent)  # the compiler under test
@@ -186,7 +187,7 @@ class SubprocessProber:
         if isinstance(answer, Failed):
             return Measurement(commit, answer.status, detail=answer.detail)
         if self.results_dir is not None:
-            info = git.commit_info(self.repo, commit)
+            info = git.commit_info(self.history, commit)
             asv_documents.record_measurement(
                 self.results_dir, machine=self.machine, env_name=PROBE_ENV, commit=commit,
                 commit_date_ms=int(info.date.timestamp() * 1000), benchmark=target.benchmark,

@@ -84,7 +84,7 @@ def worker_config(repo: Path, scratch: Path, results_dir: Path) -> Path:
     from asv.util import load_json  # asv's reader, which allows the file's comments
 
     conf = load_json(str(repo / "asv.conf.json"), js_comments=True)
-    conf.update(repo=str(repo.resolve()),
+    conf.update(repo=str(suite.history_repo(repo)),
                 benchmark_dir=str((repo / conf.get("benchmark_dir", "benchmarks")).resolve()),
                 env_dir=str(scratch / "env"), results_dir=str(results_dir),
                 html_dir=str(scratch / "html"))

@@ -46,12 +46,12 @@ def run(args: argparse.Namespace) -> int:
     from regressions.records.results_store import ResultsStore
     from spyre_regress import nightly, scaleout
 
-    git.check_repository(args.repo)
+    git.check_repository(suite.history_repo(args.repo))
     repo = args.repo.resolve()
     state = (args.state or repo / ".spyre-regress").resolve()
     options = nightly.NightlyOptions(repo, state, state / "reports", args.branch, args.stride,
                                      None, args.machine)
-    history = git.first_parent_history(repo, args.branch)
+    history = git.first_parent_history(suite.history_repo(repo), args.branch)
     commits = nightly.select_commits(history, args.stride)
     listed = suite.discover(repo, state / "work")
     names = [b.name for b in listed.values() if scaleout.selected(b, args.bench)]

@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"{result.commits_in_range} commits in range; {result.commits_measured} measured "
           f"(the ends included); {len(result.steps)} verdicts")
     if result.culprit:
-        info = git.commit_info(args.repo, result.culprit)
+        info = git.commit_info(suite.history_repo(args.repo), result.culprit)
         print(f"culprit {info.sha[:12]} {info.subject}")
     elif not result.reproduced:
         print("the regression did not reproduce between --good and --bad")

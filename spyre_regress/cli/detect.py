@@ -60,12 +60,14 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from regressions.detection import detect
+    from regressions.probing import suite
     from regressions.records import results, standing
 
     checks.writable_file(args.json, "--json")
     common.say_large_floors(args.threshold)
     common.show_warnings(verbose=args.verbose)
-    frame = results.load_results(args.results, repo=args.repo, machine=args.machine)
+    history = None if args.repo is None else suite.history_repo(args.repo)
+    frame = results.load_results(args.results, repo=history, machine=args.machine)
     series = results.series_from_frame(frame, higher_is_better=args.higher_is_better)
     commits, machines = frame["commit"].nunique(), frame["machine"].nunique()
     del frame  # the series hold what detection reads: a large store's table goes now
@@ -83,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"\nenvironment alert {number} ({change.cause}), good "
               f"{change.good_commit[:8]} -> bad {change.bad_commit[:8]}: {change.describe()}")
     for number, (alert, mark) in enumerate(marked, 1):
-        print_alert(number, alert, mark, known, args.repo)
+        print_alert(number, alert, mark, known, history)
     if args.json is not None:
         document = alerts_to_json([a for a, _ in marked], found.environment,
                                   [standing.marks(a, m, known) for a, m in marked])

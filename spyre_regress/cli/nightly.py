@@ -50,11 +50,12 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from regressions.probing import suite
     from spyre_regress import nightly
 
     common.show_warnings()
     common.say_large_floors(args.threshold)
-    git.check_repository(args.repo)
+    git.check_repository(suite.history_repo(args.repo))
     state = args.state or args.repo / ".spyre-regress"
     checks.writable_dir(state, "--state")
     checks.writable_dir(args.reports or state / "reports", "--reports")

@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         if args.repo is None or args.alerts is None or args.results is None:
             raise SpyreRegressError("pass --repo, --alerts and --results (or --investigation)")
-        git.check_repository(args.repo)
+        git.check_repository(suite.history_repo(args.repo))
         alerts = alerts_from_json(
             files.read_json(args.alerts, "alerts file",
                             "pass the file `spyre-regress detect --json` wrote"),
