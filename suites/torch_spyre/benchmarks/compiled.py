@@ -1,0 +1,102 @@
+"""What the benchmarks of this suite share: torch-spyre through spyre-regress's backend module
+(`torch_spyre.py` beside this file), and one compile of a grid point per round, timed in a
+fresh process, that every row of the point reads.
+
+A compile's stages are timed together (`Timeline` in the backend module charges each moment
+to the innermost running stage): with a process per row, a point would be compiled once per
+stage, 27 times a round. So the first row of a point in a round compiles it, in a process
+forked for that (after one discarded compile there: a forked process's first writes copy the
+pages it shares with its parent), between two runs of the reference workload (`clocks.py`:
+the machine's momentary speed cancels), and writes every stage's CPU seconds, in the
+reference's units, to a file in asv's `setup_cache` directory, which asv keeps for every
+class of the suite across the rounds of a run; the point's other rows read it. A row's k-th
+sample is the point's k-th compile: one independent process per sample, as with the other
+host clocks of spyre-regress (its docs/benchmarks.md, "Clocks and noise").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from benchmarks import clocks, workloads
+from benchmarks import torch_spyre as backend
+
+MEASUREMENT_VERSION = 1  # the per-point files in asv's setup_cache directory
+ROUNDS = 3  # samples per row and commit: three compiles of each point
+# Every pass of torch-spyre's CustomPreSchedulingPasses from torch 2.13's upgrade (#3374) to
+# 2026-08-20, in pipeline order; a pass of the installed checkout that is not listed here is
+# added after them, so a newer checkout's passes have rows too.
+KNOWN_PASSES = (
+    "deadcode_elimination", "propagate_named_dims", "validate_named_dims", "assign_dim_hints",
+    "_maybe_reorder_unhinted_interlopers", "_maybe_coarse_tile_hints", "split_multi_ops",
+    "propagate_spyre_tensor_layouts", "validate_ops", "optimize_restickify_locations",
+    "finalize_layouts", "insert_restickify", "enforce_indirect_access_layout",
+    "insert_post_mutation_restickify", "insert_bmm_padding", "dedup_and_promote_constants",
+    "_maybe_coarse_tile_span_overflow", "span_reduction", "_distribute_work",
+    "_maybe_scratchpad_planning")
+PASSES = KNOWN_PASSES + tuple(p for p in backend.checkout_passes() if p not in KNOWN_PASSES)
+STAGES = (*backend.HEAD, *PASSES, *backend.TAIL)
+
+
+def load() -> None:
+    """torch-spyre loaded (where the entry point did not already) and quiet, then one compile
+    discarded: the forkserver pays the lazy imports of a first compile once per round, not
+    every benchmark process (a first compile took 6.6 s here, the next ones 0.3-3 s)."""
+    backend.load_compiler()
+    logging.getLogger("spyre").setLevel(logging.ERROR)
+    with contextlib.suppress(Exception):  # a commit that cannot compile fails in its rows
+        backend.compile(*workloads.build("softmax", 128))
+
+
+def compile_seconds(name: str, seq: int) -> dict[str, Any]:
+    """In a process forked for it: one discarded compile, then one timed between reference
+    runs; CPU seconds per stage and in all, in the reference's units, or the failure."""
+    program, inputs = workloads.build(name, seq)
+
+    def measure() -> dict[str, Any]:
+        try:
+            backend.compile(program, inputs)
+            compiled, _, reference = clocks.between_references(
+                lambda: backend.compile(program, inputs), time.process_time)
+        except backend.CompileFailure as failure:
+            return {"failure": str(failure)}
+        scale = clocks.REFERENCE_S / max(reference, 1e-9)
+        return {"seconds": {stage: value * scale for stage, value in
+                            compiled.compile_s.items()}}
+    return clocks.in_child(measure)
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    with open(path.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def sample(name: str, seq: int, row: str) -> float | None:
+    """Row `row`'s next sample of point (name, seq): the seconds of the point's compile this
+    row has not read yet, compiled now if no row of the point compiled it yet; None when the
+    stage does not exist at this commit. Raises RuntimeError when the compile failed."""
+    path = Path(os.getcwd(), re.sub(r"\W", "_", f"compile-{name}-{seq}") + ".json")
+    with _locked(path):
+        state = json.loads(path.read_text()) if path.exists() else {
+            "version": MEASUREMENT_VERSION, "compiles": [], "read": {}}
+        read = state["read"].get(row, 0)
+        if read == len(state["compiles"]):
+            state["compiles"].append(compile_seconds(name, seq))
+        state["read"][row] = read + 1
+        path.write_text(json.dumps(state))
+    measured = state["compiles"][read]
+    if "failure" in measured:
+        raise RuntimeError(measured["failure"])
+    stage = row.rpartition(":")[2]
+    return measured["seconds"].get(stage) if stage in STAGES or stage == "total" else None
