@@ -299,15 +299,14 @@ class CompiledOnly(Exception):
     """Raised in place of running the compiled program: there is no device to run it on."""
 
 
-@dataclass(frozen=True)
 class CompileFailure(Exception):
     """A compile that failed, with its class: `stand-in` (the `_C` stand-in lacks a name or a
     device call), `pass` (torch-spyre failed in stage `stage`) or `install` (torch-spyre is
     not importable)."""
 
-    kind: str
-    stage: str | None
-    detail: str
+    def __init__(self, kind: str, stage: str | None, detail: str) -> None:
+        super().__init__(kind, stage, detail)
+        self.kind, self.stage, self.detail = kind, stage, detail
 
     def __str__(self) -> str:
         where = f" in {self.stage}" if self.stage else ""
