@@ -113,8 +113,10 @@ def test_a_compile_that_fails_in_a_pass_is_classed_with_the_pass(torch_spyre_che
                       + "    raise RuntimeError('planted: span reduction refuses')\n"
                       + rest[body_start:])
     found = in_checkout(broken, BROKEN)
-    assert found["kind"] == "pass" and found["stage"] == "span_reduction"
+    assert found["kind"] == "torch-spyre" and found["stage"] == "span_reduction"
+    assert found["text"].startswith("torch-spyre failed in span_reduction: ")
     assert "planted: span reduction refuses" in found["text"]
+    assert "TORCHDYNAMO_VERBOSE" not in found["text"]  # Inductor's advice is not the error
 
 
 def test_the_oldest_commit_of_the_range_compiles_with_its_seventeen_passes(
