@@ -7,7 +7,8 @@ may use spyre_sim's stage-capture writer). A module may import its own package a
 packages below it; `reports` renders and takes from `regressions` only the types it renders
 (and the errors); only `spyre_regress`, the orchestration, calls both. Inside `regressions`,
 the ground truth (synthetic data, planted scenarios, scratch histories, the month simulation)
-is imported by tests, scripts and the demo only; the night imports no command; nothing below
+is imported by tests, scripts and the demo only; the night imports no command; the records
+stand below the investigation (it turns what it measured into their evidence); nothing below
 the orchestration imports the executor or Dask; and its rooms (sub-packages and top-level
 modules) import one another in one direction only, with the probe protocol, stdlib-only, on
 the floor of `probing`. Each rule is checked on the real tree and shown to catch a violation
@@ -81,6 +82,8 @@ def violations(package: str, source: str, module: str = "") -> list[str]:
             problems.append(f"imports {name} (ground truth is for tests, scripts, the demo)")
         if _within(module, "regressions.night") and _within(name, "spyre_regress.cli"):
             problems.append(f"imports {name} (the night knows no command)")
+        if _within(module, "regressions.records") and _within(name, "regressions.investigation"):
+            problems.append(f"imports {name} (records stand below the investigation)")
         if package != "spyre_regress" and any(_within(name, e) for e in EXECUTOR):
             problems.append(f"imports {name} (only the orchestration uses the executor)")
     return problems
@@ -128,6 +131,10 @@ def test_imports_point_down_the_layers_and_roles_keep_to_their_rooms():
     ("regressions", "regressions.night", "from regressions.groundtruth import month\n"),
     ("spyre_regress", "spyre_regress.nightly", "from regressions.groundtruth import planted\n"),
     ("regressions", "regressions.night", "from spyre_regress.cli import common\n"),
+    ("regressions", "regressions.records.evidence",
+     "from regressions.investigation.investigator import Located\n"),
+    ("regressions", "regressions.records.lifecycle",
+     "def f():\n    from regressions.investigation import model\n"),
     ("regressions", "regressions.detection.remeasure", "import distributed\n"),
     ("reports", "reports.bundle", "from dask import delayed\n"),
 ])
@@ -144,6 +151,8 @@ def test_the_layer_check_lets_allowed_imports_through():
                       "spyre_regress.demo") == []
     assert violations("regressions", "from regressions.groundtruth import month\n",
                       "regressions.groundtruth.planted") == []
+    assert violations("regressions", "from regressions.records import lifecycle\n",
+                      "regressions.investigation.evidence") == []
     assert violations("spyre_regress", "import distributed\n", "spyre_regress.executor") == []
 
 

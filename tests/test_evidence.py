@@ -1,9 +1,9 @@
-"""The investigation's measurement as the lifecycle reads it (regressions/records/
+"""The investigation's measurement as the lifecycle reads it (regressions/investigation/
 evidence.py): here, whether the branch's head still shows a located regression."""
 
 import numpy as np
 
-from regressions.records import evidence
+from regressions.investigation import evidence
 
 
 def samples(level, seed, n=100, noise=0.015):

@@ -9,6 +9,7 @@ from regressions import metrics
 from regressions.bisection import knobs, stages
 from regressions.bisection.commits import Measurement
 from regressions.investigation import model
+from regressions.investigation.evidence import evidence_of, not_reproduced
 from regressions.investigation.investigator import (
     Investigator,
     NotReproduced,
@@ -16,7 +17,6 @@ from regressions.investigation.investigator import (
 )
 from regressions.investigation.model import Target
 from regressions.records import lifecycle
-from regressions.records.evidence import evidence_of, not_reproduced
 from spyre_regress import example
 from spyre_regress.emulated import EmulatedBuild, InProcessProber, ListHistory
 

@@ -21,10 +21,10 @@ from regressions.bisection.commits import Measurement
 from regressions.detection import detect, remeasure
 from regressions.detection.alerts import Alert
 from regressions.groundtruth.month import NOISE, Branch
-from regressions.investigation import model
+from regressions.investigation import evidence, model
 from regressions.investigation.investigator import Investigator, Located, Prober, parse_params
 from regressions.investigation.model import Target
-from regressions.records import asv_documents, environment_records, evidence, lifecycle
+from regressions.records import asv_documents, environment_records, lifecycle
 from regressions.records.results import asv_type_of
 
 MACHINE, ENV = "month", "virtualenv-py3.11"
