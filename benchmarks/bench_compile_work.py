@@ -48,8 +48,9 @@ def grid_shares(points: list) -> list[list]:
 
 def cache_key(points: list) -> str | None:
     """A digest of what the grid's counts depend on (`kept.digest`): the compiler's sources,
-    the measuring code (compile_work.py, workloads.py), valgrind's version, the way the grid
-    is dealt into processes and what they import first. None when spyre_sim is absent."""
+    the measuring code (compile_work.py, its child and manifest, workloads.py), valgrind's
+    version, the way the grid is dealt into processes and what they import first. None when
+    spyre_sim is absent."""
     try:
         valgrind = subprocess.run(["valgrind", "--version"], capture_output=True, text=True,
                                   timeout=30).stdout.strip()
@@ -59,7 +60,8 @@ def cache_key(points: list) -> str | None:
     return kept.digest({"format": compile_work.COMPILE_WORK_VERSION,
                         "shares": grid_shares(points), "preload": prepare.LAZY_TORCH_MODULES,
                         "valgrind": valgrind, "instrument": compile_work.default_instrument()},
-                       [here, compile_work.CHILD, here.with_name("workloads.py")])
+                       [here, compile_work.CHILD, compile_work.EXCHANGE,
+                        here.with_name("workloads.py")])
 
 
 def measure_grid(points: list, shares: int = SHARES, **options) -> compile_work.Measurement:

@@ -17,41 +17,30 @@ instructions, so the discarded compiles need not be instrumented: they pay torch
 first-use costs, which are program instructions. (Forking one process per share after a
 single import was tried: counts then moved between runs by up to 0.85%, in the parent's share
 too, against 0.13% for the same shares measured in one process.) `instrument="from_start"`
-instruments from the first instruction instead. The parent side
-(this module imported anywhere) uses the standard library only; the child (this file run as a
-script under valgrind) imports torch, the `spyre_sim` found on its path and the workload
-catalogue `workloads.py` beside this file, loaded by path. So a probe can copy the current
-`benchmarks/` directory and measure a historical commit's compiler by putting that commit's
-checkout on PYTHONPATH, as asv does.
+instruments from the first instruction instead.
 
-Public API (parent side):
+Three files, by role, all loaded by path where no package holds them: this one, the parent,
+deals the grid and launches the processes (standard library only); the child,
+`compile_work_child.py`, runs as a script under valgrind and imports torch, the `spyre_sim`
+found on its path and the workload catalogue `workloads.py` beside this file; and
+`compile_work_manifest.py` is what the two hand each other (requests, manifests, dumps). So a
+probe can copy the current `benchmarks/` directory and measure a historical commit's compiler
+by putting that commit's checkout on PYTHONPATH, as asv does.
 
-    measure(points, *, config=None, python=None, env=None, timeout=..., stages=None)
-        -> Measurement
-        `points`: (workload, seq, width) tuples, width None for the workload's default.
-        Counts instructions per stage for every point, `shares` valgrind processes
-        side by side (one by default).
-        Raises ValgrindUnavailable (a NotImplementedError, so asv records "skipped") when
-        valgrind is not installed, and CompileWorkError when the child fails as a whole.
-    Measurement.counts[(workload, seq, width)][stage] -> int instructions
-    Measurement.errors[(workload, seq, width)] -> "Type: message" of a point that failed
-    Measurement.missing -> why nothing was measured at this commit (spyre_sim lacks the API)
-    Measurement.to_json() / Measurement.from_json(doc): a JSON document with a version field
-    valgrind_missing() -> str | None: the install hint, or None when valgrind is on PATH
-    parse_dump(text) -> int: the instruction total of one callgrind dump
+Public API: `measure(points, ...) -> Measurement`, `points` being (workload, seq, width)
+tuples (width None for the workload's default); it raises ValgrindUnavailable (a
+NotImplementedError, so asv records "skipped") without valgrind, and CompileWorkError when a
+child fails as a whole. `Measurement.counts[point][stage]` is the instructions,
+`.errors[point]` a failed point's "Type: message", `.missing` why nothing was measured at
+this commit; `to_json`/`from_json` give it a versioned JSON form. `valgrind_missing()` is the
+install hint or None, `parse_dump(text)` one callgrind dump's total.
 
-What is pinned, because it made counts vary or would:
+What the parent pins, because it made counts vary or would (the child's pins: its docstring):
 - address-space randomisation (off: `setarch -R`, see `no_aslr_prefix`);
 - PYTHONHASHSEED (string hashes order sets and dicts of names);
 - the interpreter's path: the child runs with `-P`, so no directory whose listing changes
   between runs (a scratch directory) is scanned by imports; such a directory moved the small
-  stages by up to 1%;
-- one intra-op thread (OpenMP threads spinning inside a measured region are counted too), and
-  glibc's malloc thresholds, as `prepare.steady_process` sets them;
-- the cyclic garbage collector: off inside each measured stage, since a collection costs in
-  proportion to the whole heap and would charge a stage for objects it does not own;
-- Dynamo's caches (reset before each capture) and the process's one-time costs (a discarded
-  capture + pipeline of every workload of the share before its first counted point).
+  stages by up to 1%.
 What remains is measured in docs/benchmarks.md. Counts depend on what ran before in the same
 process (warm caches, specialised bytecode): compare counts of the same grid dealt the same
 way, e.g. one probe point against the same probe point at another commit.
@@ -60,6 +49,7 @@ way, e.g. one probe point against the same probe point at another commit.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import json
 import os
 import platform
@@ -72,11 +62,31 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, TypeVar
 
-COMPILE_WORK_VERSION = 2  # 2: the grid dealt into shares, one valgrind process each
-# The valgrind-side child, a script beside this module.
+# The valgrind-side child, a script beside this module, and what the two hand each other.
 CHILD = Path(__file__).resolve().with_name("compile_work_child.py")
+EXCHANGE = Path(__file__).resolve().with_name("compile_work_manifest.py")
+
+
+def _beside(path: Path) -> ModuleType:
+    """A module of this folder, loaded by path: this file also runs as a copy in a suite's
+    folder or a probe's, where no package holds it (the child loads the exchange so too)."""
+    spec = importlib.util.spec_from_file_location(f"compile_work_{path.stem}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+if TYPE_CHECKING:  # the same file, as the type checker finds it
+    from benchmarks import compile_work_manifest as exchange
+else:
+    exchange = _beside(EXCHANGE)
+COMPILE_WORK_VERSION = exchange.COMPILE_WORK_VERSION
+CompileWorkError = exchange.CompileWorkError
+parse_dump, dump_totals, merged = exchange.parse_dump, exchange.dump_totals, exchange.merged
 # Literal copy of spyre_sim.STAGES: the grid must not depend on the commit under test.
 STAGES = ("dynamo", "decompose", "lower", "layout", "kernel", "sdsc", "backend", "runtime")
 # Nothing is counted until the first CALLGRIND_TOGGLE_COLLECT client request, as in
@@ -99,19 +109,14 @@ PINNED_ENV = {"PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": 
               "OPENBLAS_NUM_THREADS": "1", "TORCH_COMPILE_DEBUG": "0"}
 # Variables that would make torch log, trace or change what it compiles.
 DROPPED_ENV_PREFIXES = ("TORCH_LOGS", "TORCH_TRACE", "TORCHDYNAMO_", "TORCHINDUCTOR_")
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt() parameters, glibc's malloc.h
 
-Point = tuple[str, int, "int | None"]
+Point = exchange.Point
 Item = TypeVar("Item")
 
 
 class ValgrindUnavailable(NotImplementedError):
     """valgrind is not installed: asv records the family as skipped, and the message says how
     to install it."""
-
-
-class CompileWorkError(RuntimeError):
-    """The measuring process failed as a whole (valgrind, torch or the interpreter)."""
 
 
 @dataclass(frozen=True)
@@ -158,19 +163,6 @@ class Measurement:
 def valgrind_missing() -> str | None:
     """The install hint when `valgrind` is not on PATH, else None."""
     return None if shutil.which("valgrind") else INSTALL_HINT
-
-
-def parse_dump(text: str) -> int:
-    """The instruction total of one callgrind dump (its `summary:`, else `totals:` line)."""
-    totals = None
-    for line in text.splitlines():
-        if line.startswith("summary:"):
-            return int(line.split()[1])
-        if line.startswith("totals:"):
-            totals = int(line.split()[1])
-    if totals is None:
-        raise CompileWorkError("callgrind dump has neither a summary: nor a totals: line")
-    return totals
 
 
 def deal(weights: Mapping[Item, float], shares: int) -> list[list[Item]]:
@@ -244,51 +236,11 @@ def valgrind_command(python: str, request: Path, manifest: Path, dumps: Path,
             str(manifest)]
 
 
-def dump_totals(dumps: Path, manifest: Mapping[str, Any]) -> dict[int, list[int]]:
-    """Each share's dump totals in dump order: `<dumps>.<pid>.1`, `.2`, ... (callgrind's
-    numbering of explicit dumps; `<dumps>.<pid>` alone is the empty dump at exit)."""
-    totals = {}
-    for share in manifest.get("shares", []):
-        pid, found = share["pid"], []
-        while (path := Path(f"{dumps}.{pid}.{len(found) + 1}")).exists():
-            found.append(parse_dump(path.read_text()))
-        totals[pid] = found
-    return totals
-
-
-def merged(manifests: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The manifests of a grid's processes as one: their shares in order; the first
-    process's stages and check; what any of them found missing."""
-    first = manifests[0]
-    return {**first, "shares": [share for m in manifests for share in m.get("shares", [])],
-            "missing": next((m["missing"] for m in manifests if m.get("missing")), None),
-            "running_on_valgrind": min((m.get("running_on_valgrind", 1) for m in manifests),
-                                       default=1)}
-
-
 def assemble(manifest: Mapping[str, Any], totals: Mapping[int, Sequence[int]],
              seconds: float = 0.0, cpu_seconds: float = 0.0) -> Measurement:
-    """Pair each share's labels (one per dump, in dump order) with its dumps' totals."""
-    counts: dict[Point, dict[str, int]] = {}
-    errors: dict[Point, str] = {}
-    for share in manifest.get("shares", []):
-        labels, dumped = share["labels"], totals.get(share["pid"], ())
-        if len(labels) != len(dumped):
-            raise CompileWorkError(f"{len(labels)} measured stages but {len(dumped)} callgrind "
-                                   "dumps: was the child really running under callgrind?")
-        for (workload, seq, width, stage, error), total in zip(labels, dumped, strict=True):
-            point = (workload, seq, width)
-            if error is None:  # a stage run in several slices is dumped once per slice
-                stage_counts = counts.setdefault(point, {})
-                stage_counts[stage] = stage_counts.get(stage, 0) + total
-            else:
-                errors[point] = f"{stage}: {error}"
-        for workload, seq, width, error in share.get("failed_points", []):
-            errors[workload, seq, width] = error
-    for point in errors:  # a point that failed somewhere reports no partial pipeline
-        counts.pop(point, None)
-    phases = {"shares": [{k: round(v, 1) for k, v in share.get("seconds", {}).items()}
-                         for share in manifest.get("shares", [])]}
+    """The processes' `manifest` and their dumps' `totals` as one Measurement
+    (`compile_work_manifest.paired`)."""
+    counts, errors, phases = exchange.paired(manifest, totals)
     return Measurement(counts, errors, tuple(manifest.get("stages", ())),
                        manifest.get("missing"), seconds, cpu_seconds, phases)
 
@@ -325,15 +277,6 @@ def default_instrument() -> str:
 
 
 CATALOGUE = Path(__file__).resolve().with_name("workloads.py")  # the suite's, beside this
-
-
-def _write_request(path: Path, share: Sequence[Point], config, stages, instrument,
-                   preload: Sequence[str] = (), backend: str | None = None,
-                   workloads: Path = CATALOGUE) -> None:
-    path.write_text(json.dumps({
-        "version": COMPILE_WORK_VERSION, "points": share, "config": dict(config or {}),
-        "stages": list(stages) if stages else None, "instrument": instrument,
-        "preload": list(preload), "backend": backend, "workloads": str(workloads)}))
 
 
 def _points(points: Iterable[Point]) -> list[Point]:
@@ -375,7 +318,9 @@ def _requests(work: Path, shares: Sequence[Sequence[Point]], config, stages, ins
     pairs = []
     for index, share in enumerate(shares or [[]]):
         request, manifest = work / f"request-{index}.json", work / f"manifest-{index}.json"
-        _write_request(request, share, config, stages, instrument, preload, backend, workloads)
+        exchange.write_request(request, share, config=config, stages=stages,
+                               instrument=instrument, preload=preload, backend=backend,
+                               workloads=workloads)
         pairs.append((request, manifest))
     return pairs
 

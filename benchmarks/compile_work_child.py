@@ -9,6 +9,14 @@ region, labelled in the manifest it writes) and switches it off. The compile is 
 eight stages, or, when the request names a backend module (`backends.interface`), that
 backend's `compile_in_regions`: a stage that runs in several slices (torch-spyre's codegen,
 interrupted by the passes it calls) is dumped once per slice and summed by the parent.
+
+What the child pins, because it made counts vary or would (the parent's pins: its docstring):
+- one intra-op thread (OpenMP threads spinning inside a measured region are counted too), and
+  glibc's malloc thresholds, as `prepare.steady_process` sets them;
+- the cyclic garbage collector: off inside each measured stage, since a collection costs in
+  proportion to the whole heap and would charge a stage for objects it does not own;
+- Dynamo's caches (reset before each capture) and the process's one-time costs (a discarded
+  capture + pipeline of every workload of the share before its first counted point).
 """
 
 from __future__ import annotations
@@ -24,17 +32,16 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-# the parent's constants (the manifest's version, malloc parameters), by path: this file
-# runs as a script, with `-P`, so the folder it is in is not on the path
+# what the parent and the child hand each other (the manifest's version, the error), by path:
+# this file runs as a script, with `-P`, so the folder it is in is not on the path
 _spec = importlib.util.spec_from_file_location(
-    "compile_work_parent", Path(__file__).with_name("compile_work.py"))
+    "compile_work_compile_work_manifest", Path(__file__).with_name("compile_work_manifest.py"))
 assert _spec is not None and _spec.loader is not None
-parent = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = parent
-_spec.loader.exec_module(parent)
-COMPILE_WORK_VERSION = parent.COMPILE_WORK_VERSION
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = parent._M_TRIM_THRESHOLD, parent._M_MMAP_THRESHOLD
-CompileWorkError = parent.CompileWorkError
+exchange = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(exchange)
+COMPILE_WORK_VERSION = exchange.COMPILE_WORK_VERSION
+CompileWorkError = exchange.CompileWorkError
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt() parameters, glibc's malloc.h
 
 
 def _steady_child() -> None:

@@ -293,3 +293,15 @@ def test_the_size_check_catches_a_long_function_and_a_long_module(tmp_path):
     assert done.returncode == 1
     assert "spyre_sim/long.py: f() has 62 code lines (budget 60)" in done.stderr
     assert "spyre_sim/big.py: 401 code lines (budget 400)" in done.stderr
+
+
+def test_compile_work_keeps_its_roles_in_files_of_at_most_400_lines():
+    """The parent that deals and launches, the valgrind-side child and what they hand each
+    other: separate files, each at most 400 lines as `wc -l` counts them, and the child loads
+    the exchange, never the parent."""
+    files = {role: ROOT / "benchmarks" / f"{role}.py"
+             for role in ("compile_work", "compile_work_child", "compile_work_manifest")}
+    lines = {role: len(path.read_text().splitlines()) for role, path in files.items()}
+    assert max(lines.values()) <= 400, lines
+    child = files["compile_work_child"].read_text()
+    assert '"compile_work_manifest.py"' in child and '"compile_work.py"' not in child

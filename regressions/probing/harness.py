@@ -194,7 +194,7 @@ def describe(outcome, settings):
 
 # valgrind.h's client request on amd64 as machine code (preamble of four rotates, then
 # `xchgq %rbx,%rbx`; arguments at %rax, result in %rdx), the same bytes as
-# benchmarks/compile_work.py: a reproducer runs with torch alone, so it carries its own copy.
+# benchmarks/compile_work_child.py: a reproducer runs with torch alone, so it carries its own copy.
 CLIENT_REQUEST = bytes.fromhex(
     "4889f8" "31d2" "48c1c703" "48c1c70d" "48c1c73d" "48c1c733" "4887db" "4889d0" "c3")
 CALLGRIND_START_INSTRUMENTATION = (ord("C") << 24 | ord("T") << 16) + 4  # callgrind.h
