@@ -51,10 +51,11 @@ from regressions.detection import changepoints, detect
 from regressions.detection.alerts import Alert, cluster_alerts
 from regressions.detection.detect import Candidate
 from regressions.records import results, standing
+from regressions.records.results_store import ResultsStore
 
 
 def run(results_dir: Path, machine: str, mirrored: bool) -> tuple[detect.Detection, list]:
-    frame = results.load_results(results_dir, machine=machine)
+    frame = ResultsStore(results_dir, machine).frame()
     series = results.series_from_frame(frame, higher_is_better=(".",) if mirrored else ())
     found = detect.run_detection(series)
     return found, cluster_alerts(found.regressions)
@@ -241,7 +242,7 @@ def agreement_table(results_dir: Path, machine: str, site: Path, history: str = 
                     repo: Path | None = None) -> None:
     """detect once, as is; one line per regression asv lists, then the counts."""
     entries, revision = site_entries(site, machine)
-    frame = results.load_results(results_dir, machine=machine, repo=repo)
+    frame = ResultsStore(results_dir, machine, repo).frame()
     if history == "site":
         frame = in_site_order(frame, revision)
     series = results.series_from_frame(frame)

@@ -18,7 +18,6 @@ patterns for suites that cannot be edited.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import Sequence
@@ -30,7 +29,12 @@ import pandas as pd
 from regressions import git
 from regressions.detection.detect import Series
 from regressions.errors import SpyreRegressError
-from regressions.records.asv_documents import ASV_RESULTS_VERSION, has_samples
+from regressions.records.asv_documents import (
+    ASV_RESULTS_VERSION,
+    UnreadableDocument,
+    has_samples,
+    open_document,
+)
 from regressions.records.result_columns import (
     COLUMNS,
     Columns,
@@ -236,11 +240,11 @@ def benchmarks_meta(path: Path) -> dict[str, dict]:
         log.warning("no %s: benchmark types come from names, units are unknown", path)
         return {}
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        log.warning("ignoring %s: not readable JSON (%s)", path, exc)
+        doc = open_document(path)
+    except UnreadableDocument as error:
+        log.warning("ignoring %s", error)
         return {}
-    if not isinstance(doc, dict) or doc.get("version") != ASV_RESULTS_VERSION:
+    if doc.get("version") != ASV_RESULTS_VERSION:
         log.warning("ignoring %s: not an asv benchmarks.json of format version %d", path,
                     ASV_RESULTS_VERSION)
         return {}

@@ -62,12 +62,13 @@ def run(args: argparse.Namespace) -> int:
     from regressions.detection import detect
     from regressions.probing import suite
     from regressions.records import results, standing
+    from regressions.records.results_store import ResultsStore
 
     checks.writable_file(args.json, "--json")
     common.say_large_floors(args.threshold)
     common.show_warnings(verbose=args.verbose)
     history = None if args.repo is None else suite.history_repo(args.repo)
-    frame = results.load_results(args.results, repo=history, machine=args.machine)
+    frame = ResultsStore(args.results, args.machine, history).frame()
     series = results.series_from_frame(frame, higher_is_better=args.higher_is_better)
     commits, machines = frame["commit"].nunique(), frame["machine"].nunique()
     del frame  # the series hold what detection reads: a large store's table goes now
