@@ -275,8 +275,33 @@ def test_summary_quartiles_match_numpy_and_the_reproducer_harness():
     ours, theirs = model.summarize(samples), harness.summarize(samples)
     q1, median, q3 = np.percentile(samples, [25, 50, 75])
     assert (ours.q1, ours.median, ours.q3) == pytest.approx((q1, median, q3), rel=1e-12)
-    assert (theirs["q1"], theirs["median"], theirs["q3"]) == pytest.approx((q1, median, q3))
-    assert theirs["geomean"] == pytest.approx(ours.geomean)
+    assert (theirs.q1, theirs.median, theirs.q3) == pytest.approx((q1, median, q3))
+    assert theirs.geomean == pytest.approx(ours.geomean)
+
+
+def test_the_reproducers_outcome_prints_the_keys_of_its_json_version():
+    """The outcome is a dataclass (`harness.Outcome`); its JSON stays version 2's document
+    (docs/formats.md), `compile_instructions` and its note only with --instructions."""
+    errors = {"max_abs": 0.5, "max_rel": 0.1, "rmse": 1e-4, "rmse_ratio": 3.0}
+    outcome = harness.Outcome(
+        build=harness.Build("spyre_sim", {"torch": "2.13.0"}, "/b", "3.11.9"), config="bad",
+        overrides={"fusion": False}, dropped=["x"], compile_s={"lower": 0.1, "total": 0.3},
+        device_us=harness.summarize([2.0, 4.0]), host_s=None,
+        correctness=harness.Correctness(errors, harness.failures(
+            errors, {"rmse_ratio": 2.0, "max_abs": 0.05})), kernels=[])
+    document = json.loads(json.dumps(outcome.to_json()))
+    assert document["version"] == harness.REPRODUCER_OUTPUT_VERSION == 2
+    assert list(document) == ["version", "build", "config", "overrides", "dropped",
+                              "compile_s", "device_us", "host_s", "correctness", "kernels"]
+    assert document["build"] == {"backend": "spyre_sim", "versions": {"torch": "2.13.0"},
+                                 "path": "/b", "python": "3.11.9"}
+    assert document["device_us"]["n"] == 2 and document["device_us"]["median"] == 3.0
+    assert document["correctness"]["pass"] is False
+    assert document["correctness"]["reasons"] == ["RMSE ratio 3 > 2", "max abs 0.5 > 0.05"]
+    outcome.instructions = harness.Instructions(None, "valgrind is not installed")
+    assert outcome.to_json()["compile_instructions"] is None
+    assert "-> FAIL (RMSE ratio 3 > 2; max abs 0.5 > 0.05)" in harness.describe(
+        outcome, {"tolerance_text": "t"})
 
 
 @pytest.mark.parametrize(("rmse_ratio", "max_abs", "passed"), [
@@ -457,7 +482,8 @@ def test_reproducer_text_survives_hostile_names(tmp_path):
                 if isinstance(node, (ast.Import, ast.ImportFrom)) for alias in node.names}
     # the compiler is reached through the embedded backend module (BACKEND_SOURCE), never
     # imported by the reproducer's own code
-    assert imported == {"argparse", "contextlib", "ctypes", "gc", "importlib.util", "json",
+    assert imported == {"argparse", "contextlib", "ctypes", "dataclasses", "gc",
+                        "importlib.util", "json",
                         "math", "mmap", "os", "platform", "shutil", "statistics", "subprocess",
                         "sys", "tempfile", "time", "warnings", "torch"}
     assert "BACKEND_SOURCE = r" + "'''" in source and "import spyre_sim" in source

@@ -481,31 +481,24 @@ def _scoped(backend: Any, request: Request, scope: protocol.KnobScope, program: 
 
 
 def cmd_timing(request: Request) -> protocol.TimingAnswer:
-    """Synchronized iterations for a report, through the backend, as the reproducers run
-    them (harness.measure): one cold compile, one warm-up call (its output is the one
-    checked against float64), then `iterations` calls, each timed on the host clock and, where
-    the backend has one, on the device clock."""
+    """Synchronized iterations for a report, measured by the reproducers' own loop
+    (`harness.measure`): one cold compile, one warm-up call (its output is the one checked
+    against float64), then `iterations` calls, each timed on the host clock and, where the
+    backend has one, on the device clock; where the program cannot run here, the device's
+    model alone."""
     backend = _backend(request)
     program, inputs = _program(request)
     values = _values(request)
-    compiled = backend.compile(program, inputs, values)
-    settings = {"environment": {**backend.environment(), "python": sys.version.split()[0]},
-                "config": backend.settings(values),
-                "width": None if request.source else _width(request)}
-    if not executes(backend):  # no outputs, no host time: the device's model at most
-        modelled = compiled.run(*inputs) if backend.DEVICE_CLOCK else None
-        return protocol.TimingAnswer(
-            "ok", (), () if modelled is None else (modelled.device_us,), None,
-            () if modelled is None else _kernels(modelled),
-            {k: v for k, v in compiled.compile_s.items() if k != "total"}, **settings)
-    first = compiled.run(*inputs)  # uploads the weights, as the reproducer's warm-up does
-    runs = [compiled.run(*inputs) for _ in range(_or(request.iterations, 100))]
-    errors = _harness(request).output_errors(first.outputs[0], *compiled.baselines(*inputs))
+    measured = _harness(request).measure(backend, program, inputs, values,
+                                         iterations=_or(request.iterations, 100),
+                                         compile_repeats=1)
     return protocol.TimingAnswer(
-        "ok", tuple(run.host_s for run in runs),
-        tuple(run.device_us for run in runs) if backend.DEVICE_CLOCK else (),
-        errors, _kernels(first), {k: v for k, v in compiled.compile_s.items() if k != "total"},
-        nonfinite=first.nonfinite, **settings)
+        "ok", tuple(measured.host_s), tuple(measured.device_us), measured.errors,
+        tuple(protocol.KernelTime.of(kernel) for kernel in measured.kernels),
+        {k: v for k, v in measured.compile_s.items() if k != "total"},
+        environment={**backend.environment(), "python": sys.version.split()[0]},
+        config=backend.settings(values), nonfinite=measured.nonfinite,
+        width=None if request.source else _width(request))
 
 
 def cmd_worker(request: Request) -> protocol.Done:
