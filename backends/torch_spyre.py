@@ -556,4 +556,4 @@ def capture(program: Any, inputs: Sequence[Any], values: Mapping[str, Any] | Non
     """One compile with every stage's canonical text written under `out_dir` in the
     stage-capture protocol (`torch_spyre_texts`); the `compile-NNN` directory written."""
     return companion("torch_spyre_texts").capture(sys.modules[__name__], program, inputs,
-                                                  values, Path(out_dir))
+                                                  values, out_dir=Path(out_dir))

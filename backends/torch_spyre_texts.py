@@ -169,7 +169,8 @@ def capture(backend: Any, program: Any, inputs: Sequence[Any],
                "torch_spyre": backend.environment(), "graphs": len(recorder.graphs),
                "settings": dict(sorted((values or {}).items()))}
     return debug_capture.write(out_dir, backend.STAGES, texts,
-                               {s: seconds.get(s, 0.0) for s in backend.STAGES}, [], [],
-                               summary)
+                               {s: seconds.get(s, 0.0) for s in backend.STAGES}, binaries=[],
+                               log_lines=[],
+                               summary=summary)
 
 

@@ -77,7 +77,7 @@ def measure_cached(points: list) -> compile_work.Measurement:
     unchanged compiler (main in every `asv continuous main HEAD`, both sides of a docs-only
     change) would otherwise spend a valgrind run per commit on the same numbers."""
     return kept.kept("compile-work", cache_key(points), lambda: measure_grid(points),
-                     compile_work.Measurement.to_json, compile_work.Measurement.from_json)
+                     compile_work.Measurement.to_json, decode=compile_work.Measurement.from_json)
 
 
 def lookup_table(measurement: compile_work.Measurement) -> dict:

@@ -136,7 +136,7 @@ def kept_grid(workload_names, seq_lengths, stages) -> dict:
                       [Path(__file__), Path(workloads.__file__)])
     return kept.kept("numerics", key,
                      lambda: numerics_grid(workload_names, seq_lengths, stages),
-                     grid_document, grid_values)
+                     grid_document, decode=grid_values)
 
 
 class _NumericsGrid:

@@ -280,4 +280,4 @@ class ProcessSampled:
         self._warm = True
 
     def sample(self) -> None:
-        sample(self.fresh, self.call, self.clock, self.min_calls, self.discarded_calls)
+        sample(self.fresh, self.call, self.clock, self.min_calls, discarded=self.discarded_calls)

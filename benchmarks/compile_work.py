@@ -119,7 +119,7 @@ class ValgrindUnavailable(NotImplementedError):
     to install it."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Measurement:
     """Instructions per stage for each point of one valgrind run."""
 
@@ -154,8 +154,9 @@ class Measurement:
                 counts[point] = dict(entry["instructions"])
             if entry.get("error") is not None:
                 errors[point] = entry["error"]
-        return cls(counts, errors, tuple(doc["stages"]), doc.get("missing"), doc["seconds"],
-                   doc.get("cpu_seconds", 0.0), dict(doc.get("phases", {})))
+        return cls(counts=counts, errors=errors, stages=tuple(doc["stages"]),
+                   missing=doc.get("missing"), seconds=doc["seconds"],
+                   cpu_seconds=doc.get("cpu_seconds", 0.0), phases=dict(doc.get("phases", {})))
 
 
 # --- parent side: pure helpers ----------------------------------------------------------------
@@ -241,8 +242,9 @@ def assemble(manifest: Mapping[str, Any], totals: Mapping[int, Sequence[int]],
     """The processes' `manifest` and their dumps' `totals` as one Measurement
     (`compile_work_manifest.paired`)."""
     counts, errors, phases = exchange.paired(manifest, totals)
-    return Measurement(counts, errors, tuple(manifest.get("stages", ())),
-                       manifest.get("missing"), seconds, cpu_seconds, phases)
+    return Measurement(counts=counts, errors=errors, stages=tuple(manifest.get("stages", ())),
+                       missing=manifest.get("missing"), seconds=seconds, cpu_seconds=cpu_seconds,
+                       phases=phases)
 
 
 # --- parent side: the valgrind run ------------------------------------------------------------
@@ -352,11 +354,12 @@ def measure(points: Iterable[Point], *, config: Mapping[str, Any] | None = None,
     with tempfile.TemporaryDirectory(prefix="compile-work-") as scratch:
         work, dumps = Path(scratch), Path(scratch) / "cg"
         pairs = _requests(work, shares_of(_points(points), shares, weights), config, stages,
-                          instrument, preload, backend, workloads)
+                          instrument=instrument, preload=preload, backend=backend,
+                          workloads=workloads)
         commands = [valgrind_command(python or sys.executable, request, manifest, dumps,
-                                     instrument) for request, manifest in pairs]
+                                     instrument=instrument) for request, manifest in pairs]
         compile_sources(python or sys.executable, child_env(os.environ if env is None else env))
-        found, seconds, cpu = _run(commands, [m for _, m in pairs], env, timeout, work)
+        found, seconds, cpu = _run(commands, [m for _, m in pairs], env, timeout, work=work)
         labels = merged(found)
         if instrument == "after_imports" and labels.get("running_on_valgrind") == 0:
             raise CompileWorkError("the child's client requests did not reach valgrind, so "
@@ -377,10 +380,10 @@ def run_natively(points: Iterable[Point], *, config: Mapping[str, Any] | None = 
     with tempfile.TemporaryDirectory(prefix="compile-work-") as scratch:
         work = Path(scratch)
         pairs = _requests(work, shares_of(_points(points), shares, weights), config, None,
-                          "from_start", preload, backend)
+                          instrument="from_start", preload=preload, backend=backend)
         commands = [[python or sys.executable, "-P", str(CHILD), str(request), str(manifest)]
                     for request, manifest in pairs]
-        found, seconds, cpu = _run(commands, [m for _, m in pairs], env, timeout, work)
+        found, seconds, cpu = _run(commands, [m for _, m in pairs], env, timeout, work=work)
     shares = merged(found)["shares"]
     return {"seconds": seconds, "cpu_seconds": cpu,
             "phases": {"shares": [share["seconds"] for share in shares]},

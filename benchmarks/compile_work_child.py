@@ -262,7 +262,7 @@ def child_main(request_path: str, manifest_path: str) -> int:
             manifest["running_on_valgrind"] = client_request(_RUNNING_ON_VALGRIND)
         imports = time.monotonic() - started
         share = _count_share(compile_regions, workloads, [tuple(p) for p in request["points"]],
-                             wanted, late)
+                             wanted, late=late)
         share["seconds"] = {"imports": imports, **share["seconds"]}
         manifest["shares"] = [share]
     Path(manifest_path).write_text(json.dumps(manifest))

@@ -179,15 +179,18 @@ def run_night(commits: Sequence[str], history: Sequence[str], bench: Bench,
     store.save_environment(kept)
     by_id = {r.id: r for r in state.records}
     todo = [i for i in state.investigate if i in state.alerts]
-    failures = _investigate(todo, state.alerts, by_id, store, investigations, now, progress,
-                            phases)
+    failures = _investigate(todo, state.alerts, by_id, store, investigations=investigations,
+                            now=now, progress=progress,
+                            phases=phases)
     with phases.of("check at head"):
         fixed = _still_regressed_at_head(todo, state.alerts, by_id,
-                                         commits[-1] if commits else history[-1], found.series,
-                                         store, investigations, now, progress)
+                                         commits[-1] if commits else history[-1],
+                                         series=found.series,
+                                         store=store, investigations=investigations, now=now,
+                                         progress=progress)
     with phases.of("publish"):
         published, not_published = _publish(list(by_id.values()), set(todo), store,
-                                            investigations, progress)
+                                            investigations, progress=progress)
     return NightResult(benchmarked=list(commits), base_samples=base, remeasurement=found,
                        alerts=alerts, records=store.records(),
                        events=[*state.events, *fixed], investigated=todo, published=published,

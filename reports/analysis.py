@@ -35,7 +35,7 @@ def kernel_changes(kernels: Sequence[KernelDelta], relative: float = 0.005) -> K
         if k.good_us is not None and k.bad_us is not None
         and abs(k.bad_us - k.good_us) > relative * max(abs(k.good_us), 1e-12))
     return KernelChanges(removed, added, changed, sum(k.good_us or 0.0 for k in kernels),
-                         sum(k.bad_us or 0.0 for k in kernels))
+                         bad_total_us=sum(k.bad_us or 0.0 for k in kernels))
 
 
 def config_differences(good: Mapping[str, Any], bad: Mapping[str, Any]) -> dict[str, list]:

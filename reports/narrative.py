@@ -26,7 +26,7 @@ WELCH_ONE_SIDED = "one-sided Welch t-test on log samples"
 MAX_INLINE_MEMBERS = 8
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Report:
     investigation: Investigation
     repo_name: str
@@ -153,10 +153,10 @@ def confirmation_sentence(found: Investigation) -> str:
                f"{clock + ', ' if clock else ''}medians of {c.good_n} and {c.bad_n} samples, "
                f"p = {pvalue(c.pvalue)}, {WELCH_ONE_SIDED}")
     words = wording(found)
-    return (f"the benchmark {target.label}, on {c.program.describe()}, measured "
-            f"{metric_value(c.good_median, c.unit, metric, target.error, words)} at the "
-            f"parent and {metric_value(c.bad_median, c.unit, metric, target.error, words)} at "
-            "the culprit "
+    good = metric_value(c.good_median, c.unit, metric, target.error, words=words)
+    bad = metric_value(c.bad_median, c.unit, metric, target.error, words=words)
+    return (f"the benchmark {target.label}, on {c.program.describe()}, measured {good} at the "
+            f"parent and {bad} at the culprit "
             f"({samples}): {confirmation_figure(c)}")
 
 
@@ -334,7 +334,7 @@ def workaround_statement(workaround: Workaround | None, words: interface.Wording
     metric = metrics.by_name(workaround.metric)
 
     def value(x: float) -> str:
-        return metric_value(x, workaround.unit, metric, error, words)
+        return metric_value(x, workaround.unit, metric, error, words=words)
 
     text = (f"Workaround (local, not a fix): set "
             f"{words.knob_setting(workaround.knob, workaround.value)}, a decision of the "
@@ -445,8 +445,10 @@ def build_report(found: Investigation, repo_name: str) -> Report:
     figure = f" {confirmation_figure(found.confirmation)}" if found.confirmation else ""
     title = (f"[{repo_name}] {metrics.by_name(found.target.metric).label} regression{figure}"
              f"{f' in {first}' if first else ''}: {found.target.label} ({sha})")
-    return Report(found, repo_name, title, headline(found),
-                  causal_statement(found, kernels, changes, rows),
-                  workaround_statement(found.workaround, wording(found), found.target.error,
-                                       found.target.stage), kernels, changes,
-                  rows, notes(found))
+    return Report(investigation=found, repo_name=repo_name, title=title, headline=headline(found),
+                  causal_statement=causal_statement(found, kernels, changes, rows),
+                  workaround_statement=workaround_statement(found.workaround, wording(found),
+                                                            found.target.error,
+                                                            found.target.stage), kernels=kernels,
+                  config_changes=changes,
+                  numerics_rows=rows, notes=notes(found))

@@ -134,7 +134,7 @@ def bisect_steps(report: Report) -> Table:
     metric = found.target.measures
     unit = metric.unit
     rows = tuple((short(s.commit), str(s.n),
-                  metric_value(s.median, unit, metric, found.target.error, report.wording),
+                  metric_value(s.median, unit, metric, found.target.error, words=report.wording),
                   s.reference, number(s.pvalue, ".2g"), s.verdict, s.note) for s in steps)
     culprit = found.commits.culprit.sha if found.commits.culprit else None
     return Table(("commit", "samples", "median", "compared with", "p (Mann-Whitney)",

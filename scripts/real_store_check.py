@@ -234,8 +234,8 @@ def agreement(entry: dict, found: detect.Detection, known: dict[standing.Key, st
     if ours:
         return "other range", "detect: " + ", ".join(
             f"{r.bad_commit[:8]} ({known[standing.key_of(r)].status})" for r in ours) + \
-            "; at asv's jump: " + untested(entry, found, revision, mine, series)
-    return "not reported", untested(entry, found, revision, mine, series)
+            "; at asv's jump: " + untested(entry, found, revision, mine, series=series)
+    return "not reported", untested(entry, found, revision, mine, series=series)
 
 
 def agreement_table(results_dir: Path, machine: str, site: Path, history: str = "dates",
@@ -257,7 +257,7 @@ def agreement_table(results_dir: Path, machine: str, site: Path, history: str = 
           f"{'the site' if history == 'site' else '--repo' if repo else 'the stored dates'}")
     tally: defaultdict[str, int] = defaultdict(int)
     for entry in entries:
-        verdict, why = agreement(entry, found, known, revision, series)
+        verdict, why = agreement(entry, found, known, revision, series=series)
         tally[verdict] += 1
         print(f"  x{entry['ratio']:.2f} {entry['name'][:90]} (py{entry['python']}) at "
               f"{entry['after_hash'][:8]}: {verdict}: {why}")
@@ -280,7 +280,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.agreement is not None:
         for machine in args.machine:
-            agreement_table(args.results, machine, args.agreement, args.history, args.repo)
+            agreement_table(args.results, machine, args.agreement, args.history, repo=args.repo)
         return
     for machine in args.machine:
         outcome = {}

@@ -210,7 +210,7 @@ def main() -> int:
         root.mkdir()
         subprocess.run(["git", "clone", "--quiet", str(origin), str(root / "repo")], check=True)
         print(f"{name}: nightly {' '.join(flags) or '(serial)'} ...", flush=True)
-        runs[name] = night(root, root / "repo", extra + flags, env, args.stride)
+        runs[name] = night(root, root / "repo", extra + flags, env, stride=args.stride)
         print(f"  {runs[name]['seconds']:.0f} s, exit {runs[name]['exit']}", flush=True)
     units = json.loads((out / "workers" / "state" / "units.json").read_text())
     shared_phase = units["phases"][0]

@@ -142,7 +142,8 @@ class InProcessProber:
         request = dataclasses.replace(self.request(target),
                                       samples=max(samples or 0, self.samples))
         answer = self._run(commit, "sample", request, BenchAnswer)
-        return Measurement(commit, "ok", answer.samples, answer.deterministic)
+        return Measurement(commit=commit, status="ok", samples=answer.samples,
+                           deterministic=answer.deterministic)
 
     def stages(self, commits: Sequence[str], target: Target,
                traces: Sequence[Path | None] | None = None
@@ -176,7 +177,7 @@ class InProcessProber:
             with self.history.active(commit):
                 program, inputs = probe._program(request)
                 return probe._metric(backend, request, program, inputs,
-                                     probe._values(request, **backend.QUIET))
+                                     values=probe._values(request, **backend.QUIET))
 
         def ratio_of(source: str) -> float | None:
             try:

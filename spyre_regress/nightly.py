@@ -48,7 +48,7 @@ UNITS_VERSION = 3  # 2: the phases of each executor run; 3: `alone` (was `clock`
 UNFINISHED_NIGHT_VERSION = 1  # STATE/unfinished-night.json: what a night found measured
 
 
-@dataclass
+@dataclass(kw_only=True)
 class NightlyOptions:
     repo: Path
     state_dir: Path
@@ -186,12 +186,13 @@ def run(options: NightlyOptions, progress: Progress) -> NightlyRun:
                                 1 if executor is None else executor.workers)
             runner = AsvRunner(options, progress) if executor is None else \
                 DistributedRunner(options.store, options.repo, options.asv_env, options.bench,
-                                  executor, options.state_dir / "work", progress)
+                                  executor=executor, work_dir=options.state_dir / "work",
+                                  progress=progress)
             bench = Bench(options.store, runner, options.state_dir)
             tonight = night.run_night(
-                commits, history, bench, database, reporter, utc_now,
-                night.Settings(budget=options.budget, rounds=options.remeasure_rounds,
-                               floors=options.floors), progress)
+                commits, history, bench, database, investigations=reporter, now=utc_now,
+                settings=night.Settings(budget=options.budget, rounds=options.remeasure_rounds,
+                                        floors=options.floors), progress=progress)
             bench.finished()
         finally:
             if executor is not None:

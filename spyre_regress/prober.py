@@ -135,8 +135,8 @@ class SubprocessProber:
 
     def _run(self, commit: str, command: str, request: ProbeRequest, timeout: float = 600.0,
              alone: bool = False) -> dict[str, Any]:
-        return self.runner(self.checkouts.path(commit), command, request, timeout, self.env,
-                           alone)
+        return self.runner(self.checkouts.path(commit), command, request, timeout=timeout,
+                           env=self.env, alone=alone)
 
     def _work(self, commit: str, target: Target) -> WorkAnswer | Failed:
         """The suite's compile_work measurement of the target's program at one commit."""
@@ -172,9 +172,10 @@ class SubprocessProber:
         if target.measures.bisect_by_count:  # one exact count per build, no asv grid
             counted = self._work(commit, target)
             if isinstance(counted, Failed):
-                return Measurement(commit, counted.status, detail=counted.detail)
-            return Measurement(commit, "ok", (float(counted.instructions[target.stage or ""]),),
-                               True, tolerance=target.measures.tolerance)
+                return Measurement(commit=commit, status=counted.status, detail=counted.detail)
+            return Measurement(commit=commit, status="ok",
+                               samples=(float(counted.instructions[target.stage or ""]),),
+                               deterministic=True, tolerance=target.measures.tolerance)
         started = time.monotonic()
         answer = answers.read(BenchAnswer, self._run(
             commit, "bench", ProbeRequest(suite=str(self.suite), benchmark=target.benchmark,
@@ -185,14 +186,15 @@ class SubprocessProber:
         self.progress(f"measured {commit[:10]}: {answer.status} ({len(measured)} samples, "
                       f"{time.monotonic() - started:.1f} s)")
         if isinstance(answer, Failed):
-            return Measurement(commit, answer.status, detail=answer.detail)
+            return Measurement(commit=commit, status=answer.status, detail=answer.detail)
         if self.results_dir is not None:
             info = git.commit_info(self.history, commit)
             asv_documents.record_measurement(
                 self.results_dir, machine=self.machine, env_name=PROBE_ENV, commit=commit,
                 commit_date_ms=int(info.date.timestamp() * 1000), benchmark=target.benchmark,
                 measured=answer)
-        return Measurement(commit, "ok", answer.samples, answer.deterministic)
+        return Measurement(commit=commit, status="ok", samples=answer.samples,
+                           deterministic=answer.deterministic)
 
     def stages(self, commits: Sequence[str], target: Target,
                traces: Sequence[Path | None] | None = None

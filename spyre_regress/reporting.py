@@ -82,11 +82,12 @@ class Reporter:
         self.floors, self.progress = where.floors, progress
         self.saved = where.state_dir / "investigations"
         prober = SubprocessProber(where.repo, where.state_dir / "work",
-                                  where.state_dir / "probe-results", where.machine, progress,
-                                  dict(where.env), runner)
+                                  where.state_dir / "probe-results", where.machine,
+                                  progress=progress,
+                                  env=dict(where.env), runner=runner)
         self.history = GitHistory(where.repo)
         self.investigator = Investigator(self.history, prober, progress, probes,
-                                         where.samples)
+                                         samples=where.samples)
         self.located: dict[int, tuple[Alert, model.Target, Located]] = {}  # tonight's
 
     def investigate(self, alert_id: int, alert: Alert) -> lifecycle.Outcome:
@@ -116,7 +117,7 @@ class Reporter:
         alert, target, located = self.located[alert_id]
         self.progress(f"alert {alert_id}: measuring the probe at the head {head[:12]}")
         return evidence.at_head(alert, located, lambda commit, n: self.investigator.prober.bench(
-            commit, target, n), head, self.floors)
+            commit, target, n), head, floors=self.floors)
 
     def publish(self, group: lifecycle.CulpritReport) -> Published:
         """The culprit's bundle: its first investigated alert, the others as related."""

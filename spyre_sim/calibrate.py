@@ -42,17 +42,17 @@ class Target:
 
 
 TARGETS: tuple[Target, ...] = (
-    Target("QO prefill", (512, 4096), (4096, 4096), 324.0, "m8 n4"),
-    Target("MLP prefill", (512, 4096), (4096, 12800), 1149.0, "m8 n4"),
-    Target("QO decode", (1, 4096), (4096, 4096), 247.0, "n32"),
-    Target("KV decode", (1, 4096), (4096, 1024), 62.0, "n16 k2"),
-    Target("Qwen KV decode", (1, 3584), (3584, 512), 28.0, "n8 k4"),
+    Target("QO prefill", (512, 4096), (4096, 4096), 324.0, measured_split="m8 n4"),
+    Target("MLP prefill", (512, 4096), (4096, 12800), 1149.0, measured_split="m8 n4"),
+    Target("QO decode", (1, 4096), (4096, 4096), 247.0, measured_split="n32"),
+    Target("KV decode", (1, 4096), (4096, 1024), 62.0, measured_split="n16 k2"),
+    Target("Qwen KV decode", (1, 3584), (3584, 512), 28.0, measured_split="n8 k4"),
 )
 HELD_OUT: tuple[Target, ...] = (
-    Target("KV prefill", (512, 4096), (4096, 1024), 115.0, "m8 n4"),
-    Target("QO bs4 decode", (4, 4096), (4096, 4096), 240.0, "m4 n8"),
-    Target("KV bs4 decode", (4, 4096), (4096, 1024), 62.0, "m4 n8"),
-    Target("MLP bs4 decode", (4, 4096), (4096, 12800), 761.0, "m4 n8"),
+    Target("KV prefill", (512, 4096), (4096, 1024), 115.0, measured_split="m8 n4"),
+    Target("QO bs4 decode", (4, 4096), (4096, 4096), 240.0, measured_split="m4 n8"),
+    Target("KV bs4 decode", (4, 4096), (4096, 1024), 62.0, measured_split="m4 n8"),
+    Target("MLP bs4 decode", (4, 4096), (4096, 12800), 761.0, measured_split="m4 n8"),
 )
 
 

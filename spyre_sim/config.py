@@ -64,7 +64,7 @@ def _cores_from_env() -> int:
         ) from None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Config:
     """Compiler decisions (see KNOBS) and run settings. Frozen: use `replace(**changes)`."""
 

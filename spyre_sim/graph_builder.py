@@ -112,7 +112,7 @@ class GraphBuilder:
         self.constants.append((name, tensor))
         self.values[name] = (tuple(tensor.shape), "f16")
         self.inputs.append(Value(name, tuple(tensor.shape), "f16",
-                                 str(tensor.dtype).replace("torch.", ""), "constant"))
+                                 str(tensor.dtype).replace("torch.", ""), kind="constant"))
         return name
 
     def dtype(self, name: str) -> str:
@@ -130,7 +130,8 @@ class GraphBuilder:
         dtype = out_dtype if out_dtype is not None else \
             self._infer_dtype(op, inputs, dict(attrs_t))
         name = self.fresh(base)
-        self.nodes.append(Node(name, op, tuple(inputs), attrs_t, tuple(shape), dtype, placement))
+        self.nodes.append(Node(name=name, op=op, inputs=tuple(inputs), attrs=attrs_t,
+                               shape=tuple(shape), dtype=dtype, placement=placement))
         self.values[name] = (tuple(shape), dtype)
         return name
 
@@ -261,7 +262,7 @@ def convert_node(b: GraphBuilder, fx_node: torch.fx.Node) -> Any:
         raise SpyreCompileError(STAGE, str(fx_node.target), shapes_of(b, args),
                                 "only ATen ops are supported after AOTAutograd")
     if name in FALLBACK_OPS:
-        return fallback(b, fx_node, name, args, kwargs, fx_node.name)
+        return fallback(b, fx_node, name, args, kwargs=kwargs, base=fx_node.name)
     handler = HANDLERS.get(name)
     if handler is None:
         raise SpyreCompileError(

@@ -63,7 +63,7 @@ class Value:
                f"(host {self.host_dtype})"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Node:
     """One op: `name = op(inputs; attrs)` producing a tensor of `shape` and `dtype`."""
 
@@ -167,7 +167,7 @@ class DynamoArtifact:
         return "\n".join(head) + "\n" + "".join(g.to_text() for g in self.graphs)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Graph:
     """Stage 2 (decompose): Spyre ops only; ops without a device kernel placed on the CPU."""
 
@@ -196,7 +196,7 @@ class Graph:
             else:
                 steps.append(KernelStep(node.name, (node,), "fp32"))
         return _plan(self.inputs, self.constants, steps, self.outputs,
-                     self.output_host_dtypes, {})
+                     output_host_dtypes=self.output_host_dtypes, layouts={})
 
 
 @dataclass(frozen=True)
@@ -229,7 +229,7 @@ class FusionGroup:
         return f"group {self.name} {self.kind}: " + " ".join(f"%{n}" for n in self.nodes)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class LoopGraph:
     """Stage 3 (lower): loop-level IR with fusion groups."""
 
@@ -272,7 +272,7 @@ class LoopGraph:
 
     def to_plan(self) -> ExecPlan:
         return _plan(self.inputs, self.constants, self.plan_steps(), self.outputs,
-                     self.output_host_dtypes, {})
+                     output_host_dtypes=self.output_host_dtypes, layouts={})
 
 
 @dataclass(frozen=True)
@@ -300,8 +300,9 @@ class LayoutGraph:
                                 layouts[node.name])
             steps.append(step)
         loop = self.loop
-        return _plan(loop.inputs, loop.constants, steps, loop.outputs, loop.output_host_dtypes,
-                     layouts)
+        return _plan(loop.inputs, loop.constants, steps, loop.outputs,
+                     output_host_dtypes=loop.output_host_dtypes,
+                     layouts=layouts)
 
 
 @dataclass(frozen=True)
@@ -316,7 +317,7 @@ class TensorArg:
         return f"arg %{self.name} {self.role} {self.memory} {self.nbytes}B {self.layout.to_text()}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class KernelSpec:
     """Stage 5 (kernel): one device kernel, like torch-spyre's OpSpec."""
 
@@ -348,7 +349,7 @@ class KernelSpec:
         return "\n".join(lines)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class KernelProgram:
     """Stage 5 (kernel) for one graph: kernels, host fallbacks and views in program order."""
 
@@ -384,25 +385,26 @@ class KernelProgram:
             KernelStep(s.name, s.ops, s.accumulation) if isinstance(s, KernelSpec) else s
             for s in self.steps
         ]
-        return _plan(self.inputs, self.constants, steps, self.outputs, self.output_host_dtypes,
-                     dict(self.layouts))
+        return _plan(self.inputs, self.constants, steps, self.outputs,
+                     output_host_dtypes=self.output_host_dtypes,
+                     layouts=dict(self.layouts))
 
 
 def _plan(inputs, constants, steps, outputs, output_host_dtypes, layouts) -> ExecPlan:
     constant_names = {name for name, _ in constants}
     return ExecPlan(
         inputs=tuple(
-            Binding(v.name, layouts.get(v.name), v.host_dtype, v.dtype, v.kind)
+            Binding(v.name, layouts.get(v.name), v.host_dtype, v.dtype, kind=v.kind)
             for v in inputs if v.name not in constant_names
         ),
         constants=tuple(
-            (Binding(v.name, layouts.get(v.name), v.host_dtype, v.dtype, v.kind),
+            (Binding(v.name, layouts.get(v.name), v.host_dtype, v.dtype, kind=v.kind),
              dict(constants)[v.name])
             for v in inputs if v.name in constant_names
         ),
         steps=tuple(steps),
         outputs=tuple(
-            None if name is None else Binding(name, layouts.get(name), dtype, "", "output")
+            None if name is None else Binding(name, layouts.get(name), dtype, "", kind="output")
             for name, dtype in zip(outputs, output_host_dtypes, strict=True)
         ),
     )
@@ -419,8 +421,9 @@ def node_to_dict(node: Node) -> dict[str, Any]:
 
 def node_from_dict(data: dict[str, Any]) -> Node:
     inputs = tuple(a["ref"] if isinstance(a, dict) else a for a in data["inputs"])
-    return Node(data["name"], data["op"], inputs, tuple(sorted(data["attrs"].items())),
-                tuple(data["shape"]), data["dtype"], data["placement"])
+    return Node(name=data["name"], op=data["op"], inputs=inputs,
+                attrs=tuple(sorted(data["attrs"].items())),
+                shape=tuple(data["shape"]), dtype=data["dtype"], placement=data["placement"])
 
 
 @dataclass(frozen=True)

@@ -70,7 +70,7 @@ def _softmax(x, *, dim, **_):
 
 
 def _layernorm(x, weight=None, bias=None, *, ndims, eps, **_):
-    return F.layer_norm(x, x.shape[-ndims:], weight, bias, eps)
+    return F.layer_norm(x, x.shape[-ndims:], weight, bias, eps=eps)
 
 
 def _matmul(a, b, **_):
@@ -127,21 +127,22 @@ _POINTWISE: dict[str, tuple[str, str, Callable]] = {
 }
 
 OPS: dict[str, OpDef] = {
-    name: OpDef(name, "pointwise", opfunc, vclass, fn)
+    name: OpDef(name, "pointwise", opfunc, vclass, compute=fn)
     for name, (opfunc, vclass, fn) in _POINTWISE.items()
 }
 OPS.update({
-    "sum": OpDef("sum", "reduction", "sum", "simple", _reduce(torch.sum)),
-    "mean": OpDef("mean", "reduction", "mean", "simple", _reduce(torch.mean)),
-    "amax": OpDef("amax", "reduction", "max", "simple", _reduce(torch.amax)),
-    "amin": OpDef("amin", "reduction", "min", "simple", _reduce(torch.amin)),
-    "softmax": OpDef("softmax", "reduction", "softmax", "transcendental", _softmax),
-    "layernorm": OpDef("layernorm", "reduction", "layernormnorm", "transcendental", _layernorm),
-    "mm": OpDef("mm", "matmul", "batchmatmul", "simple", _matmul),
-    "bmm": OpDef("bmm", "matmul", "batchmatmul", "simple", _matmul),
-    "full": OpDef("full", "constant", "identity", "simple", _full),
+    "sum": OpDef("sum", "reduction", "sum", "simple", compute=_reduce(torch.sum)),
+    "mean": OpDef("mean", "reduction", "mean", "simple", compute=_reduce(torch.mean)),
+    "amax": OpDef("amax", "reduction", "max", "simple", compute=_reduce(torch.amax)),
+    "amin": OpDef("amin", "reduction", "min", "simple", compute=_reduce(torch.amin)),
+    "softmax": OpDef("softmax", "reduction", "softmax", "transcendental", compute=_softmax),
+    "layernorm": OpDef("layernorm", "reduction", "layernormnorm", "transcendental",
+                       compute=_layernorm),
+    "mm": OpDef("mm", "matmul", "batchmatmul", "simple", compute=_matmul),
+    "bmm": OpDef("bmm", "matmul", "batchmatmul", "simple", compute=_matmul),
+    "full": OpDef("full", "constant", "identity", "simple", compute=_full),
     "cat": OpDef("cat", "pointwise", "identity", "simple",
-                 lambda *xs, dim, **_: torch.cat(list(xs), dim=dim)),
+                 compute=lambda *xs, dim, **_: torch.cat(list(xs), dim=dim)),
 })
 
 VIEW_OPS = ("view", "permute", "expand", "slice")

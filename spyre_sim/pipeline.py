@@ -253,7 +253,7 @@ def _merge(records: list[RunRecord], outputs: tuple,
     trace = {"traceEvents": events, "displayTimeUnit": "ms",
              "otherData": {"generator": "spyre_sim", "version": 1}}
     kernels = tuple(k for r in records for k in r.kernels)
-    return RunResult(outputs, offset, kernels, trace, nonfinite)
+    return RunResult(outputs, offset, kernels, trace, nonfinite=nonfinite)
 
 
 class Program:
@@ -348,11 +348,12 @@ def compile(fn: Callable, example_inputs: Sequence[Any], config: Config | None =
                                                              compile_one)
     finally:
         _EXECUTION.reset(token)
-    program = Program(config, artifact, optimized, graphs, dynamo_seconds)
+    program = Program(config, artifact, optimized, graphs, dynamo_seconds=dynamo_seconds)
     if root is not None:
         debug_capture.write(root, STAGES, program.artifacts, program.compile_times,
-                      [g.artifacts["backend"].payload for g in graphs], log_lines,
-                      _capture_summary(artifact, len(graphs)))
+                      binaries=[g.artifacts["backend"].payload for g in graphs],
+                            log_lines=log_lines,
+                      summary=_capture_summary(artifact, len(graphs)))
     return program
 
 
@@ -371,9 +372,10 @@ def _compile_for_torch(captured: CapturedGraph) -> Callable[[list], list]:
         texts = {"dynamo": captured.to_text()}
         texts.update({s: compiled.artifacts[s].to_text() for s in STAGES[1:]})
         times = {"dynamo": 0.0, **compiled.compile_times}
-        debug_capture.write(root, STAGES, texts, times, [compiled.artifacts["backend"].payload],
-                      log_lines, {"graphs": 1, "graph_breaks": 0,
-                                  "wall_s": time.perf_counter() - start})
+        debug_capture.write(root, STAGES, texts, times,
+                            binaries=[compiled.artifacts["backend"].payload],
+                      log_lines=log_lines, summary={"graphs": 1, "graph_breaks": 0,
+                                          "wall_s": time.perf_counter() - start})
     return graph_runner(compiled)
 
 

@@ -1,5 +1,5 @@
 """The shape of the code: imports point down the layers, roles keep to their rooms, the metric
-table decides, and modules stay small.
+table decides, modules stay small, and constructors and long calls take keywords.
 
 Layers, bottom to top: spyre_sim <- backends <- benchmarks <- regressions <- reports <-
 spyre_regress. The compilers under test sit at the bottom (`backends`, the other compilers,
@@ -11,8 +11,9 @@ is imported by tests, scripts and the demo only; the night imports no command; t
 stand below the investigation (it turns what it measured into their evidence); nothing below
 the orchestration imports the executor or Dask; and its rooms (sub-packages and top-level
 modules) import one another in one direction only, with the probe protocol, stdlib-only, on
-the floor of `probing`. Each rule is checked on the real tree and shown to catch a violation
-written for the purpose.
+the floor of `probing`. A dataclass of more than five fields is keyword-only and no call
+passes more than four arguments by position (what counts: `positional_calls`). Each rule is
+checked on the real tree and shown to catch a violation written for the purpose.
 """
 
 from __future__ import annotations
@@ -305,3 +306,167 @@ def test_compile_work_keeps_its_roles_in_files_of_at_most_400_lines():
     assert max(lines.values()) <= 400, lines
     child = files["compile_work_child"].read_text()
     assert '"compile_work_manifest.py"' in child and '"compile_work.py"' not in child
+
+
+# --- constructors and calls by keyword ----------------------------------------------------
+# What the keyword rules read: the project's packages, the suites it ships, its scripts and
+# its tests. Not examples/ (it stands for a user's project, and the ground truth plants
+# regressions by editing its text) nor tests/fixtures/ (data).
+KEYWORD_ROOTS = (*LAYERS, "suites", "scripts", "tests")
+MAX_FIELDS, MAX_POSITIONAL = 5, 4
+# Callables of other libraries whose positional arguments are items of one kind, not
+# distinct parameters: the iterables zip pairs up, the values print or max take, the path
+# parts join joins, a log call's %-arguments.
+LIBRARY_VARIADIC = {"zip", "print", "max", "min", "join", "debug", "info", "warning", "error",
+                    "exception", "critical"}
+
+
+def _is_dataclass_decorator(node: ast.expr) -> bool:
+    target = node.func if isinstance(node, ast.Call) else node
+    return (target.attr if isinstance(target, ast.Attribute)
+            else getattr(target, "id", None)) == "dataclass"
+
+
+def _init_fields(cls: ast.ClassDef) -> list[str]:
+    """The fields a dataclass's __init__ takes: annotated names, less ClassVars, the
+    KW_ONLY marker and `field(init=False)`."""
+    names = []
+    for item in cls.body:
+        if not (isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)):
+            continue
+        annotation = ast.unparse(item.annotation)
+        if "ClassVar" in annotation or "KW_ONLY" in annotation:
+            continue
+        if isinstance(item.value, ast.Call) and any(
+                k.arg == "init" and isinstance(k.value, ast.Constant) and k.value.value is False
+                for k in item.value.keywords):
+            continue
+        names.append(item.target.id)
+    return names
+
+
+def positional_dataclasses(source: str) -> list[str]:
+    """The dataclasses of more than MAX_FIELDS fields that take positional arguments: their
+    decorator does not say `kw_only=True` (fields of base classes are not counted)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.ClassDef):
+            continue
+        for decorator in filter(_is_dataclass_decorator, node.decorator_list):
+            fields = len(_init_fields(node))
+            keyword_only = isinstance(decorator, ast.Call) and any(
+                k.arg == "kw_only" and isinstance(k.value, ast.Constant) and k.value.value is True
+                for k in decorator.keywords)
+            if fields > MAX_FIELDS and not keyword_only:
+                found.append(f"line {node.lineno}: {node.name} ({fields} fields)")
+    return found
+
+
+def keyword_modules() -> dict[str, str]:
+    """Dotted module name -> source, for every file the keyword rules read; a script, and a
+    module at the top of tests/ (conftest), also by its bare name, as they are imported."""
+    modules = {}
+    for path in keyword_files():
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        modules[".".join(p for p in parts if p != "__init__")] = path.read_text()
+        if parts[0] in ("scripts", "tests") and len(parts) == 2:
+            modules[parts[-1]] = modules[".".join(parts)]
+    return modules
+
+
+def keyword_files() -> list[Path]:
+    return [path for root in KEYWORD_ROOTS for path in sorted((ROOT / root).rglob("*.py"))
+            if "fixtures" not in path.relative_to(ROOT).parts]
+
+
+def _named_parameters(tree: ast.Module) -> dict[str, int | None]:
+    """Per top-level function: how many named positional parameters precede its `*args`
+    (None for a function without one)."""
+    return {node.name: len(node.args.posonlyargs + node.args.args) if node.args.vararg else None
+            for node in tree.body if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)}
+
+
+def positional_calls(source: str, modules: dict[str, str] | None = None) -> list[str]:
+    """Calls that pass more than MAX_POSITIONAL arguments by position (a `*iterable` counts as
+    one). Arguments that land in a `*args` parameter are items of one kind and do not count:
+    where the callee is a function of this module, one imported by name from a module of
+    `modules`, or `module.function` of such a module, its named positional parameters are
+    what counts; a callee of another library counts in full unless LIBRARY_VARIADIC names
+    it."""
+    modules = modules or {}
+    tree = ast.parse(source)
+    local = _named_parameters(tree)
+    imported: dict[str, int | str | None] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                submodule = f"{node.module}.{alias.name}"
+                if submodule in modules:
+                    imported[alias.asname or alias.name] = submodule
+                elif node.module in modules:
+                    imported[alias.asname or alias.name] = _named_parameters(
+                        ast.parse(modules[node.module])).get(alias.name)
+        elif isinstance(node, ast.Import):
+            imported.update({(a.asname or a.name): a.name for a in node.names
+                             if a.name in modules})
+    found = []
+    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
+        function, positional = call.func, len(call.args)
+        named = _variadic_parameters(function, local, imported, modules)
+        name = function.attr if isinstance(function, ast.Attribute) else getattr(
+            function, "id", None)
+        if named is None and name in LIBRARY_VARIADIC and name not in local:
+            continue
+        if min(positional, named if named is not None else positional) > MAX_POSITIONAL:
+            found.append(f"line {call.lineno}: {ast.unparse(function)}() with {positional}")
+    return found
+
+
+def _variadic_parameters(function: ast.expr, local: dict[str, int | None],
+                         imported: dict[str, int | str | None],
+                         modules: dict[str, str]) -> int | None:
+    """How many named positional parameters precede the `*args` of a callee found in this
+    module or in one of `modules`; None where it has no `*args` or is not found."""
+    if isinstance(function, ast.Name):
+        found = local[function.id] if function.id in local else imported.get(function.id)
+        return found if isinstance(found, int) else None
+    if isinstance(function, ast.Attribute) and isinstance(function.value, ast.Name):
+        module = imported.get(function.value.id)
+        if isinstance(module, str):
+            return _named_parameters(ast.parse(modules[module])).get(function.attr)
+    return None
+
+
+def test_dataclasses_of_more_than_five_fields_are_keyword_only():
+    problems = [f"{path.relative_to(ROOT)}: {found}" for path in keyword_files()
+                for found in positional_dataclasses(path.read_text())]
+    assert problems == []
+
+
+def test_no_call_passes_more_than_four_positional_arguments():
+    modules = keyword_modules()
+    problems = [f"{path.relative_to(ROOT)}: {found}" for path in keyword_files()
+                for found in positional_calls(path.read_text(), modules)]
+    assert problems == []
+
+
+def test_the_keyword_checks_catch_a_positional_dataclass_and_a_long_call():
+    six = "\n".join(f"    f{i}: int" for i in range(6))
+    assert positional_dataclasses(f"@dataclass(frozen=True)\nclass A:\n{six}\n") == [
+        "line 2: A (6 fields)"]
+    assert positional_dataclasses(f"@dataclasses.dataclass\nclass A:\n{six}\n")
+    assert positional_dataclasses(f"@dataclass(kw_only=True)\nclass A:\n{six}\n") == []
+    assert positional_dataclasses(  # five fields, one not in __init__, one a ClassVar
+        "@dataclass\nclass A:\n" + "\n".join(f"    f{i}: int" for i in range(5))
+        + "\n    g: int = field(init=False)\n    h: ClassVar[int] = 0\n") == []
+    assert positional_calls("f(1, 2, 3, 4, 5)\n") == ["line 1: f() with 5"]
+    assert positional_calls("x = obj.method(a, b, c, d, e, f)\n") == [
+        "line 1: obj.method() with 6"]
+    assert positional_calls("f(1, 2, 3, 4, e=5)\nf(*many)\n") == []
+    # arguments that land in *args are items of one kind
+    assert positional_calls("def g(a, *rest):\n    pass\ng(1, 2, 3, 4, 5, 6)\n") == []
+    assert positional_calls("def g(a, b, c, d, e, *rest):\n    pass\ng(1, 2, 3, 4, 5)\n")
+    modules = {"helpers": "def run(script, *args):\n    pass\n"}
+    assert positional_calls("from helpers import run\nrun('s', 1, 2, 3, 4)\n", modules) == []
+    assert positional_calls("import helpers\nhelpers.run('s', 1, 2, 3, 4)\n", modules) == []
+    assert positional_calls("print(1, 2, 3, 4, 5)\nzip(a, b, c, d, e)\n") == []

@@ -138,7 +138,7 @@ def test_an_unreadable_asv_file_is_left_out_by_readers_and_never_written_over(tm
         "-virtualenv-py3.11.json: not an asv JSON document (not a JSON object)); --verbose "
         "lists each"]
 
-    answer = BenchAnswer("ok", (1.0,), deterministic=False)
+    answer = BenchAnswer(status="ok", samples=(1.0,), deterministic=False)
     with pytest.raises(UnreadableDocument, match="deadbeef"):
         asv_documents.record_measurement(store, machine=machine.name,
                                          env_name="virtualenv-py3.11", commit="deadbeef" * 5,

@@ -69,12 +69,13 @@ GOOD, BAD = "a" * 40, "b" * 40
 
 def _run(rng, device_median: float, config: dict) -> model.BuildRun:
     return model.BuildRun(
-        "ok", "", tuple(rng.lognormal(np.log(0.02), 0.1, 100).tolist()),
-        tuple(rng.lognormal(np.log(device_median), 0.015, 100).tolist()),
-        model.Errors(7e-4, 4.2, 1.2e-4, 1.17),
-        (model.KernelTime("k0_mm_gelu", 10.0, "memory", 8),),
-        {stage: 0.001 for stage in spyre_sim.STAGES},
-        {"torch": "2.13.0+cpu", "spyre_sim": "0.1.0", "python": "3.11.7", "cores": 32}, config)
+        status="ok", detail="", host_s=tuple(rng.lognormal(np.log(0.02), 0.1, 100).tolist()),
+        device_us=tuple(rng.lognormal(np.log(device_median), 0.015, 100).tolist()),
+        errors=model.Errors(7e-4, 4.2, 1.2e-4, 1.17),
+        kernels=(model.KernelTime("k0_mm_gelu", 10.0, "memory", 8),),
+        compile_s={stage: 0.001 for stage in spyre_sim.STAGES},
+        environment={"torch": "2.13.0+cpu", "spyre_sim": "0.1.0", "python": "3.11.7", "cores": 32},
+        config=config)
 
 
 def synthetic_investigation(tmp_path: Path, *, benchmark: str = "bench.Device.time_device",
@@ -92,36 +93,53 @@ def synthetic_investigation(tmp_path: Path, *, benchmark: str = "bench.Device.ti
                    "cat": "kernel", "args": {"note": log}} for i, name in enumerate(kernels)]
         traces[side] = tmp_path / f"trace_{side}.json"
         traces[side].write_text(json.dumps({"traceEvents": events, "displayTimeUnit": "ms"}))
-    member = Regression("box", "venv", benchmark, params, "device_time", GOOD, BAD, 0, 1, 1.6,
-                        (1.59, 1.61), 1e-30, 1e-29, 120e-6)
+    member = Regression(machine="box", env="venv", benchmark=benchmark, params=params,
+                        kind="device_time", good_commit=GOOD, bad_commit=BAD, good_position=0,
+                        bad_position=1, ratio=1.6,
+                        ci=(1.59, 1.61), p=1e-30, q=1e-29, baseline=120e-6)
     other = dataclasses.replace(member, params="('mlp', 128)", ratio=1.5)
-    target = model.Target(benchmark, ("'mlp'", "127"), "mlp", 127, 256, "device_time")
+    target = model.Target(benchmark=benchmark, params=("'mlp'", "127"), workload="mlp", seq=127,
+                          width=256, metric="device_time")
     commits = model.Commits(model.CommitInfo(GOOD, "good commit", "2025-01-01"),
                             model.CommitInfo(BAD, subject, "2025-01-02"),
                             model.CommitInfo(BAD, subject, "2025-01-02"))
     samples = {GOOD: tuple(rng.lognormal(np.log(120e-6), 0.015, 20).tolist()),
                BAD: tuple(rng.lognormal(np.log(194e-6), 0.015, 20).tolist())}
-    bisect = BisectResult(BAD, GOOD, BAD, 1, 2, [Step(BAD, 20, 194e-6, "good", 1e-4, "bad",
-                                                      log)], samples=samples)
+    bisect = BisectResult(culprit=BAD, good=GOOD, bad=BAD, commits_in_range=1,
+                          commits_measured=2,
+                          steps=[Step(commit=BAD, n=20, median=194e-6, reference="good",
+                                      pvalue=1e-4, verdict="bad", note=log)], samples=samples)
     program = model.Program("mlp", 127, 256, "benchmark")
     confirmation = model.confirmation(program, model.metrics.by_name("device_time"),
-                                      samples[GOOD], samples[BAD], 0.01)
-    stage_rows = [StageDelta(s, s in ("lower", "layout"), 3, 0.001, 0.0011, 1.1, 0.4)
+                                      samples[GOOD], samples[BAD], floor=0.01)
+    stage_rows = [StageDelta(stage=s, changed=s in ("lower", "layout"), diff_lines=3,
+                             compile_s_good=0.001, compile_s_bad=0.0011, compile_ratio=1.1,
+                             compile_p=0.4)
                   for s in spyre_sim.STAGES]
-    stages = StageReport(GOOD, BAD, "mlp", 127, 256, "lower", "artifact", 3, diff, stage_rows,
-                         [KernelDelta("k0_mm_gelu", 10.0, None), KernelDelta("k0_mm", None, 9.0),
-                          KernelDelta("k1_gelu", None, 4.0)], {"good": 120.0, "bad": 194.0},
-                         None, {}, log)
-    workaround = model.Workaround("fusion", True, "lower", model.Program("mlp", 127, 256, "full"),
-                                  "device_time", "us", 194.0, 120.5, 120.0, 0.99, None)
-    minimized = MinimizeResult(source, 5, 2, 12, 1.6, 1.62, [])
-    timing = model.timing(model.Program("mlp", 127, 256, "minimized", 2),
+    stages = StageReport(good=GOOD, bad=BAD, workload="mlp", seq=127, width=256,
+                         first_divergent_stage="lower", basis="artifact", stage_diff_lines=3,
+                         diff=diff, stages=stage_rows,
+                         kernels=[KernelDelta("k0_mm_gelu", 10.0, None), KernelDelta("k0_mm", None,
+                                                                                     9.0),
+                                  KernelDelta("k1_gelu", None, 4.0)],
+                         device_time_us={"good": 120.0, "bad": 194.0},
+                         numerics_first_divergent_stage=None, numerics={}, log_excerpt=log)
+    workaround = model.Workaround(knob="fusion", value=True, stage="lower",
+                                  program=model.Program("mlp", 127, 256, "full"),
+                                  metric="device_time", unit="us", metric_bad=194.0,
+                                  metric_with_knob=120.5, metric_good=120.0, recovered=0.99,
+                                  decisive_application=None)
+    minimized = MinimizeResult(source=source, ops_before=5, ops_after=2, queries=12,
+                               ratio_before=1.6, ratio_after=1.62, steps=[])
+    timing = model.timing(model.Program("mlp", 127, 256, "minimized", ops=2),
                           _run(rng, 120.0, good_config), _run(rng, 194.0, bad_config),
                           tolerance or model.Tolerance())
-    alert = Alert("device_time", GOOD, BAD, (member, other), member)
-    return Investigation(model.INVESTIGATION_VERSION, alert, target, commits, bisect,
-                         confirmation, stages, workaround, minimized, source, timing,
-                         {side: str(path) for side, path in traces.items()})
+    alert = Alert("device_time", GOOD, BAD, (member, other), probe=member)
+    return Investigation(version=model.INVESTIGATION_VERSION, alert=alert, target=target,
+                         commits=commits, bisect=bisect,
+                         confirmation=confirmation, stages=stages, workaround=workaround,
+                         minimized=minimized, source=source, timing=timing,
+                         traces={side: str(path) for side, path in traces.items()})
 
 
 def bundle_texts(folder: Path) -> dict[str, bytes]:
@@ -309,7 +327,7 @@ def test_the_reproducers_outcome_prints_the_keys_of_its_json_version():
     (float("nan"), 0.001, False), (float("inf"), 0.001, False)])
 def test_correctness_verdict_at_the_tolerance(rmse_ratio, max_abs, passed):
     errors = {"max_abs": max_abs, "max_rel": 0.1, "rmse": 1e-4, "rmse_ratio": rmse_ratio}
-    run = model.BuildRun("ok", errors=model.errors_from(errors))
+    run = model.BuildRun(status="ok", errors=model.errors_from(errors))
     assert model.judge("bad", run, model.Tolerance()).passed is passed
     assert (not harness.failures(errors, {"rmse_ratio": 2.0, "max_abs": 0.05})) is passed
 
@@ -460,7 +478,7 @@ def test_paths_the_tool_wrote_survive_variables_that_are_their_prefix(tmp_path):
 
 def test_a_failed_build_is_reported_not_crashed(tmp_path):
     found = synthetic_investigation(tmp_path)
-    failed = model.BuildRun("failed", "SpyreRuntimeError: layout mismatch")
+    failed = model.BuildRun(status="failed", detail="SpyreRuntimeError: layout mismatch")
     timing = model.timing(found.timing.program, found.timing.good, failed)
     found = dataclasses.replace(found, timing=timing,
                                 traces={**found.traces, "bad": None})

@@ -15,9 +15,10 @@ from regressions.groundtruth import synthetic
 def series(samples, name="bench_execute.ExecuteDeviceTime.time_device", params="",
            higher_is_better=False, deterministic=None):
     commits = tuple(f"{i:040x}" for i in range(len(samples)))
-    return detect.Series("m", "env", name, params, commits, tuple(range(len(samples))),
-                         tuple(None if s is None else tuple(s) for s in samples),
-                         higher_is_better, deterministic)
+    return detect.Series(machine="m", env="env", benchmark=name, params=params, commits=commits,
+                         positions=tuple(range(len(samples))),
+                         samples=tuple(None if s is None else tuple(s) for s in samples),
+                         higher_is_better=higher_is_better, deterministic=deterministic)
 
 
 def lognormal(levels, n, sd, seed):

@@ -60,7 +60,7 @@ def test_dumps_pair_with_labels_in_order_and_a_failed_point_reports_no_partial_c
         {"pid": 7, "labels": [_label("mlp", 128, 64, "dynamo"), _label("mlp", 128, 64, "lower")],
          "failed_points": [["linear", 1, 64, "KeyError: 'x'"]], "seconds": {"counted": 2.0}},
         {"pid": 9, "labels": [_label("softmax", 127, 64, "dynamo"),
-                              _label("softmax", 127, 64, "lower", "ValueError: bad")],
+                              _label("softmax", 127, 64, "lower", error="ValueError: bad")],
          "failed_points": [], "seconds": {"counted": 1.0}}],
         "stages": ["dynamo", "lower"], "missing": None}
     measured = compile_work.assemble(manifest, {7: [100, 7], 9: [50, 3]}, 12.5, 11.0)
@@ -98,9 +98,10 @@ def test_the_grid_is_dealt_by_workload_heaviest_first_and_always_the_same_way():
 
 
 def test_a_measurement_round_trips_through_its_versioned_json():
-    measured = compile_work.Measurement({("mlp", 128, None): {"dynamo": 5, "lower": 2}},
-                                        {("softmax", 1, 64): "lower: boom"},
-                                        ("dynamo", "lower"), None, 3.0, 2.5)
+    measured = compile_work.Measurement(counts={("mlp", 128, None): {"dynamo": 5, "lower": 2}},
+                                        errors={("softmax", 1, 64): "lower: boom"},
+                                        stages=("dynamo", "lower"), missing=None, seconds=3.0,
+                                        cpu_seconds=2.5)
     document = json.loads(json.dumps(measured.to_json()))
     assert document["version"] == compile_work.COMPILE_WORK_VERSION
     assert document["unit"] == "instructions"
@@ -172,9 +173,9 @@ def test_the_family_grid_is_every_suite_workload_at_127_and_128_and_every_stage(
 
 def test_benchmarks_look_their_value_up_and_skip_or_fail_as_asv_expects():
     measured = compile_work.Measurement(
-        {("mlp", 128, 1024): {stage: 10 + i for i, stage in enumerate(prepare.STAGES[:-1])}},
-        {("softmax", 127, 1024): "kernel: SpyreCompileError: no split"},
-        prepare.STAGES[:-1])
+        counts={("mlp", 128, 1024): {stage: 10 + i for i, stage in enumerate(prepare.STAGES[:-1])}},
+        errors={("softmax", 127, 1024): "kernel: SpyreCompileError: no split"},
+        stages=prepare.STAGES[:-1])
     values = bench_compile_work.lookup_table(measured)
     benchmark = bench_compile_work.CompileWork()
     benchmark.setup(values, "mlp", 128, "lower")
@@ -223,7 +224,7 @@ def test_an_unchanged_compiler_is_measured_once_and_a_changed_one_again(monkeypa
 
     def fake_measure(points, **_):
         calls.append(points)
-        return compile_work.Measurement({tuple(points[0]): {"dynamo": 100 + len(calls)}},
+        return compile_work.Measurement(counts={tuple(points[0]): {"dynamo": 100 + len(calls)}},
                                         stages=("dynamo",), seconds=120.0)
 
     monkeypatch.setattr(compile_work, "measure", fake_measure)

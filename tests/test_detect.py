@@ -29,9 +29,10 @@ def noisy(levels, spread=0.01):
 def series(samples, name="execute.Work.time_run", params="", higher_is_better=False,
            deterministic=None):
     commits = tuple(f"{i:040x}" for i in range(len(samples)))
-    return detect.Series("m", "env", name, params, commits, tuple(range(len(samples))),
-                         tuple(None if s is None else tuple(s) for s in samples),
-                         higher_is_better, deterministic)
+    return detect.Series(machine="m", env="env", benchmark=name, params=params, commits=commits,
+                         positions=tuple(range(len(samples))),
+                         samples=tuple(None if s is None else tuple(s) for s in samples),
+                         higher_is_better=higher_is_better, deterministic=deterministic)
 
 
 # --- change points of one series ---------------------------------------------------------
@@ -139,10 +140,12 @@ def test_between_commit_noise_is_not_a_change():
 # --- a run: floors, direction, FDR, failures ----------------------------------------------
 
 def test_worsening_reads_alike_in_both_directions():
-    slower = changepoints.Change(1, 1.25, (1.25, 1.25), None, 1.0, 1.25)
+    slower = changepoints.Change(index=1, ratio=1.25, ci=(1.25, 1.25), pvalue=None, before=1.0,
+                                 after=1.25)
     assert detect.worsening(slower, higher_is_better=False) == pytest.approx(0.25)
     assert detect.worsening(slower, higher_is_better=True) < 0
-    less = changepoints.Change(1, 0.8, (0.8, 0.8), None, 1.0, 0.8)
+    less = changepoints.Change(index=1, ratio=0.8, ci=(0.8, 0.8), pvalue=None, before=1.0,
+                               after=0.8)
     assert detect.worsening(less, higher_is_better=True) == pytest.approx(0.25)
     assert detect.worsening(less, higher_is_better=False) < 0
 
@@ -230,8 +233,10 @@ def test_declared_deterministic_flag_is_used():
 # --- alerts ------------------------------------------------------------------------------
 
 def regression(benchmark, params, good, bad, kind="time", baseline=1.0):
-    return detect.Regression("m", "env", benchmark, params, kind, f"c{good}", f"c{bad}",
-                             good, bad, 1.1, (1.05, 1.15), 1e-4, 1e-3, baseline)
+    return detect.Regression(machine="m", env="env", benchmark=benchmark, params=params, kind=kind,
+                             good_commit=f"c{good}", bad_commit=f"c{bad}",
+                             good_position=good, bad_position=bad, ratio=1.1, ci=(1.05, 1.15),
+                             p=1e-4, q=1e-3, baseline=baseline)
 
 
 def test_cluster_alerts_by_kind_and_overlapping_range():
@@ -299,8 +304,11 @@ def test_alerts_to_json_and_back():
         "benchmark": "a.time_x", "params": "(2)", "machine": "m", "env": "env", "ratio": 1.1,
         "ci": [1.05, 1.15], "p": 1e-4, "q": 1e-3}
     assert alerts_from_json(json.loads(json.dumps(doc)), "a.json") == [alert]
-    infinite = detect.Regression("m", "e", "n.track_e", "", "numerics", "a", "b", 0, 1,
-                                 math.inf, (math.inf, math.inf), None, None, 0.0)
+    infinite = detect.Regression(machine="m", env="e", benchmark="n.track_e", params="",
+                                 kind="numerics", good_commit="a", bad_commit="b", good_position=0,
+                                 bad_position=1,
+                                 ratio=math.inf, ci=(math.inf, math.inf), p=None, q=None,
+                                 baseline=0.0)
     member = alerts_to_json(cluster_alerts([infinite]))["alerts"][0]["members"][0]
     assert member["ratio"] is None and member["ci"] == [None, None] and member["p"] is None
 
@@ -345,9 +353,10 @@ def test_precision_recall():
 def excursion_series(name, params, factors, seed, noise):
     rng = np.random.default_rng(seed)
     commits = tuple(f"{i:040x}" for i in range(len(factors)))
-    return detect.Series("m", "env", name, params, commits, tuple(range(len(factors))),
-                         tuple(tuple(float(f * np.exp(x)) for x in rng.normal(0, noise, 20))
-                               for f in factors))
+    return detect.Series(machine="m", env="env", benchmark=name, params=params, commits=commits,
+                         positions=tuple(range(len(factors))),
+                         samples=tuple(tuple(float(f * np.exp(x)) for x in rng.normal(0, noise, 20))
+                                       for f in factors))
 
 
 def test_what_stays_of_an_excursion_most_series_returned_from_is_part_of_it():
@@ -355,12 +364,12 @@ def test_what_stays_of_an_excursion_most_series_returned_from_is_part_of_it():
     # series jump x1.2 for that one commit; on one the excursion was +2% and the newest
     # commit sits 0.5% above the old level, so that series alone reads as a +1.25% step.
     name = "bench_execute.ExecuteDeviceTime.time_device"
-    faint = excursion_series(name, "('rmsnorm', 1)", [1.0] * 28 + [1.02, 1.005], 3, 0.015)
+    faint = excursion_series(name, "('rmsnorm', 1)", [1.0] * 28 + [1.02, 1.005], 3, noise=0.015)
     alone = detect.run_detection([faint])
     (step,) = alone.regressions
     assert step.bad_position == 28 and step.ratio == pytest.approx(1.0125, abs=0.003)
     assert step.ci[0] > 1  # confirmed on its own: only the run as a whole tells
-    spikes = [excursion_series(name, f"('mlp', {s})", [1.0] * 28 + [1.2, 1.0], s, 0.015)
+    spikes = [excursion_series(name, f"('mlp', {s})", [1.0] * 28 + [1.2, 1.0], s, noise=0.015)
               for s in range(1, 10)]
     found = detect.run_detection([faint, *spikes])
     assert found.regressions == []
@@ -369,6 +378,6 @@ def test_what_stays_of_an_excursion_most_series_returned_from_is_part_of_it():
     assert kept.position == 28 and kept.ratio == pytest.approx(1.02, abs=0.008)
     assert not any(c.reported for c in found.candidates)
     # a step that holds beyond its floor after the excursion is a step of its own
-    held = excursion_series(name, "('rmsnorm', 1)", [1.0] * 28 + [1.03, 1.02], 3, 0.015)
+    held = excursion_series(name, "('rmsnorm', 1)", [1.0] * 28 + [1.03, 1.02], 3, noise=0.015)
     assert [r.params for r in detect.run_detection([held, *spikes]).regressions] == \
         ["('rmsnorm', 1)"]

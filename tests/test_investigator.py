@@ -36,7 +36,7 @@ class LoadedMachine(InProcessProber):
         slower = 1.3 if commit == self.history.order[-1] else 1.0
         self.runs[commit] = self.runs.get(commit, 0) + 1
         noise = random.Random(f"{commit}-{self.runs[commit]}")
-        return Measurement(commit, "ok", tuple(
+        return Measurement(commit=commit, status="ok", samples=tuple(
             1e-3 * slower * noise.gauss(1.0, 0.02) for _ in range(max(samples or 0, 20))))
 
     def work(self, commits, target):
@@ -53,8 +53,9 @@ def test_a_compile_time_rise_without_more_work_is_refuted_not_reported(tmp_path)
               EmulatedBuild("ops: a comment")]
     history = ListHistory(builds)
     prober = LoadedMachine(history, source, tmp_path)
-    target = Target("bench_compile.CompileStage.time_stage", ("'decompose'", "'mlp'", "8"),
-                    "mlp", 8, 64, "compile_time", "decompose")
+    target = Target(benchmark="bench_compile.CompileStage.time_stage",
+                    params=("'decompose'", "'mlp'", "8"),
+                    workload="mlp", seq=8, width=64, metric="compile_time", stage="decompose")
     alert = example.detected_alert(prober, history, target, "('decompose', 'mlp', 8)")
     with pytest.raises(NotReproduced, match="machine's load") as refused:
         Investigator(history, prober).investigate(alert, target, tmp_path / "out")
@@ -72,21 +73,26 @@ def test_a_host_clocks_knob_baseline_is_the_confirmations_ratio_not_one_stage_pr
     started between the two builds): the confirmation's medians, from the bisection's samples,
     are the levels the knob search works from; on the simulated device clock the stage probe's
     noise-free values stay."""
-    report = stages.StageReport("g", "b", "mlp", 256, 512, "codegen", "artifact", 0, "", [], [],
-                                {"good": 10.0, "bad": 17.0}, host_s={"good": 7.5e-3,
+    report = stages.StageReport(good="g", bad="b", workload="mlp", seq=256, width=512,
+                                first_divergent_stage="codegen", basis="artifact",
+                                stage_diff_lines=0, diff="", stages=[], kernels=[],
+                                device_time_us={"good": 10.0, "bad": 17.0}, host_s={"good": 7.5e-3,
                                                                      "bad": 5.6e-3})
     program = model.Program("mlp", 256, 512, "benchmark")
-    host = Target("bench_execute.ExecuteHostTime.time_call", ("'mlp'", "256"), "mlp", 256, 512,
-                  "host_time")
+    host = Target(benchmark="bench_execute.ExecuteHostTime.time_call", params=("'mlp'", "256"),
+                  workload="mlp", seq=256, width=512,
+                  metric="host_time")
     confirmed = model.confirmation(program, metrics.by_name("host_time"),
                                    [3.4e-3 + 1e-5 * i for i in range(30)],
-                                   [5.6e-3 + 1e-5 * i for i in range(30)], 0.10)
+                                   [5.6e-3 + 1e-5 * i for i in range(30)], floor=0.10)
     assert confirmed.confirmed
     assert measured_regression(report, host) == knobs.Regression(7.5e-3, 5.6e-3)
     regression = measured_regression(report, host, confirmed)
     assert regression.good_share == pytest.approx(confirmed.good_median / confirmed.bad_median)
-    device = Target("bench_execute.ExecuteDeviceTime.time_device", ("'mlp'", "256"), "mlp",
-                    256, 512, "device_time")
+    device = Target(benchmark="bench_execute.ExecuteDeviceTime.time_device",
+                    params=("'mlp'", "256"), workload="mlp",
+                    seq=256, width=512, metric="device_time")
     assert measured_regression(report, device, confirmed) == knobs.Regression(10.0, 17.0)
-    generic = Target("bench.Suite.time_other", ("1",), "mlp", 256, 512, "time")
+    generic = Target(benchmark="bench.Suite.time_other", params=("1",), workload="mlp", seq=256,
+                     width=512, metric="time")
     assert measured_regression(report, generic, confirmed) is None  # no knob search for it

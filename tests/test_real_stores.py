@@ -86,12 +86,13 @@ def test_back_at_is_the_trailing_run_nearer_the_good_level():
 
 
 def member(name, ratio, q, bad="b"):
-    return Regression("m", "e", name, "", "time", "a", bad, 0, 1, ratio,
-                      None if ratio is None else (ratio, ratio), q, q, 1.0)
+    return Regression(machine="m", env="e", benchmark=name, params="", kind="time", good_commit="a",
+                      bad_commit=bad, good_position=0, bad_position=1, ratio=ratio,
+                      ci=None if ratio is None else (ratio, ratio), p=q, q=q, baseline=1.0)
 
 
 def alert(*members):
-    return Alert("time", "a", "b", members, members[0])
+    return Alert("time", "a", "b", members, probe=members[0])
 
 
 def test_open_alerts_come_first_the_costliest_first():

@@ -14,16 +14,20 @@ def _capture(texts):
 
 
 def _probe(times, errors=None, kernels=(("k0", 10.0),), device=10.0):
-    return StageAnswer("ok", tuple(dict(zip(STAGES, t, strict=True)) for t in times), device,
-                       tuple(KernelTime(n, t) for n, t in kernels), STAGES, errors or {})
+    return StageAnswer(status="ok",
+                       compile_times=tuple(dict(zip(STAGES, t, strict=True)) for t in times),
+                       device_time_us=device,
+                       kernels=tuple(KernelTime(n, t) for n, t in kernels), stages=STAGES,
+                       stage_errors=errors or {})
 
 
 def test_the_first_artifact_that_differs_is_named_with_its_diff():
     good = _capture(["g\n", "d\n", "l\n", "a\nb\n", "k1\n"])
     bad = _capture(["g\n", "d\n", "l\n", "a\nc\n", "k2\n"])
     timing = [[0.1] * 5] * 4
-    report = stages.bisect_stages(good, bad, _probe(timing), _probe(timing), "g", "b", "mlp",
-                                  127, 1024)
+    report = stages.bisect_stages(good, bad, _probe(timing), _probe(timing), good="g", bad="b",
+                                  workload="mlp",
+                                  seq=127, width=1024)
     assert report.first_divergent_stage == "layout" and report.basis == "artifact"
     assert report.stage_diff_lines == 2
     assert "-b" in report.diff and "+c" in report.diff
@@ -35,8 +39,9 @@ def test_identical_artifacts_fall_back_to_the_stage_that_added_compile_time():
     bad_times = [[0.1, 0.011, 0.0030, 0.001, 0.005], [0.1, 0.010, 0.0031, 0.001, 0.005],
                  [0.1, 0.010, 0.0029, 0.001, 0.005], [0.1, 0.011, 0.0032, 0.001, 0.005],
                  [0.1, 0.010, 0.0030, 0.001, 0.005]]
-    report = stages.bisect_stages(same, same, _probe(good_times), _probe(bad_times), "g", "b",
-                                  "attention", 128, 1024)
+    report = stages.bisect_stages(same, same, _probe(good_times), _probe(bad_times), good="g",
+                                  bad="b",
+                                  workload="attention", seq=128, width=1024)
     assert report.first_divergent_stage == "lower" and report.basis == "compile_clock"
 
 
@@ -48,13 +53,14 @@ def test_a_busier_machine_does_not_name_the_largest_stage():
     good_times = [[0.100 + 0.001 * i, 0.010, 0.0002, 0.001, 0.005] for i in range(4)]
     bad_times = [[0.160 + 0.001 * i, 0.048 + 0.001 * i, 0.00032, 0.0016, 0.008]
                  for i in range(4)]
-    report = stages.bisect_stages(same, same, _probe(good_times), _probe(bad_times), "g", "b",
-                                  "attention", 128, 1024)
+    report = stages.bisect_stages(same, same, _probe(good_times), _probe(bad_times), good="g",
+                                  bad="b",
+                                  workload="attention", seq=128, width=1024)
     assert (report.first_divergent_stage, report.basis) == ("decompose", "compile_clock")
     # the same drift with no stage slower than the rest names none
     busy = [[0.160 + 0.001 * i, 0.016, 0.00032, 0.0016, 0.008] for i in range(4)]
-    report = stages.bisect_stages(same, same, _probe(good_times), _probe(busy), "g", "b",
-                                  "attention", 128, 1024)
+    report = stages.bisect_stages(same, same, _probe(good_times), _probe(busy), good="g", bad="b",
+                                  workload="attention", seq=128, width=1024)
     assert (report.first_divergent_stage, report.basis) == (None, None)
 
 
@@ -68,12 +74,14 @@ def test_a_clock_that_moved_without_more_work_names_no_stage():
     counts = {"dynamo": 900_000_000, "decompose": 40_000_000, "lower": 10_000_000,
               "layout": 20_000_000, "kernel": 30_000_000}
     jitter = {**counts, "lower": 10_050_000}  # +0.5%: within the tolerance
-    report = stages.bisect_stages(same, same, _probe(good_times), _probe(bad_times), "g", "b",
-                                  "attention", 128, 1024, (counts, jitter))
+    report = stages.bisect_stages(same, same, _probe(good_times), _probe(bad_times), good="g",
+                                  bad="b",
+                                  workload="attention", seq=128, width=1024,
+                                  instructions=(counts, jitter))
     assert (report.first_divergent_stage, report.basis) == (None, None)
     assert stages.work_unchanged(report)
-    uncounted = stages.bisect_stages(same, same, _probe(good_times), _probe(bad_times), "g",
-                                     "b", "attention", 128, 1024)
+    uncounted = stages.bisect_stages(same, same, _probe(good_times), _probe(bad_times), good="g",
+                                     bad="b", workload="attention", seq=128, width=1024)
     assert uncounted.basis == "compile_clock" and not stages.work_unchanged(uncounted)
 
 
@@ -111,12 +119,13 @@ def test_instruction_counts_name_the_stage_that_did_more_work():
     good = {"dynamo": 900_000_000, "decompose": 40_000_000, "lower": 10_000_000,
             "layout": 20_000_000, "kernel": 30_000_000}
     bad = {**good, "lower": 10_400_000, "layout": 20_040_000}  # layout +0.2%: noise
-    report = stages.bisect_stages(same, same, _probe(times), _probe(times), "g", "b",
-                                  "attention", 128, 1024, (good, bad))
+    report = stages.bisect_stages(same, same, _probe(times), _probe(times), good="g", bad="b",
+                                  workload="attention", seq=128, width=1024,
+                                  instructions=(good, bad))
     assert (report.first_divergent_stage, report.basis) == ("lower", "instructions")
     lower = next(d for d in report.stages if d.stage == "lower")
     assert lower.work_growth == pytest.approx(0.04)
     # without counts the same builds name nothing
-    report = stages.bisect_stages(same, same, _probe(times), _probe(times), "g", "b",
-                                  "attention", 128, 1024)
+    report = stages.bisect_stages(same, same, _probe(times), _probe(times), good="g", bad="b",
+                                  workload="attention", seq=128, width=1024)
     assert report.first_divergent_stage is None

@@ -40,7 +40,7 @@ class Capture:
     log: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class StageDelta:
     stage: str
     changed: bool
@@ -71,7 +71,7 @@ class KernelDelta:
         return (self.bad_us or 0.0) - (self.good_us or 0.0)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class StageReport:
     good: str
     bad: str
@@ -117,8 +117,9 @@ def compile_deltas(stages: Sequence[str], good_times: Sequence[Mapping[str, floa
         ratio = bad_median / good_median if good_median > 0 else None
         p = stats.mann_whitney(good, bad).pvalue if len(good) >= 3 and len(bad) >= 3 else None
         diff = diffs.get(stage, "")
-        deltas.append(StageDelta(stage, bool(diff), count_changed_lines(diff), good_median,
-                                 bad_median, ratio, p))
+        deltas.append(StageDelta(stage=stage, changed=bool(diff),
+                                 diff_lines=count_changed_lines(diff), compile_s_good=good_median,
+                                 compile_s_bad=bad_median, compile_ratio=ratio, compile_p=p))
     return deltas
 
 
@@ -220,13 +221,14 @@ def bisect_stages(good_capture: Capture, bad_capture: Capture, good_probe: Stage
                                          stages=stages)
     log_excerpt = _log_excerpt(bad_capture.log, first)
     return StageReport(
-        good, bad, workload, seq, width, first, basis, count_changed_lines(diff), diff, deltas,
-        kernel_deltas(good_probe.kernels, bad_probe.kernels),
-        {"good": good_probe.device_time_us, "bad": bad_probe.device_time_us},
-        numerics_stage,
-        {"good": {s: dict(e) for s, e in good_probe.stage_errors.items()},
-         "bad": {s: dict(e) for s, e in bad_probe.stage_errors.items()}},
-        log_excerpt, {"good": good_probe.host_s, "bad": bad_probe.host_s})
+        good=good, bad=bad, workload=workload, seq=seq, width=width, first_divergent_stage=first,
+        basis=basis, stage_diff_lines=count_changed_lines(diff), diff=diff, stages=deltas,
+        kernels=kernel_deltas(good_probe.kernels, bad_probe.kernels),
+        device_time_us={"good": good_probe.device_time_us, "bad": bad_probe.device_time_us},
+        numerics_first_divergent_stage=numerics_stage,
+        numerics={"good": {s: dict(e) for s, e in good_probe.stage_errors.items()},
+                  "bad": {s: dict(e) for s, e in bad_probe.stage_errors.items()}},
+        log_excerpt=log_excerpt, host_s={"good": good_probe.host_s, "bad": bad_probe.host_s})
 
 
 def _log_excerpt(log: str, stage: str | None, limit: int = 40) -> str:

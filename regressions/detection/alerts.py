@@ -51,7 +51,7 @@ class Alert:
                       (ident["benchmark"], ident["params"])), None)
         if probe is None:
             raise ValueError(f"the probe {ident['benchmark']}{ident['params']} is not a member")
-        return cls(data["kind"], data["good_commit"], data["bad_commit"], members, probe)
+        return cls(data["kind"], data["good_commit"], data["bad_commit"], members, probe=probe)
 
     @property
     def provisional(self) -> bool:
@@ -80,7 +80,7 @@ def cluster_alerts(regressions: Sequence[Regression]) -> list[Alert]:
             members = tuple(sorted(group, key=lambda r: (r.benchmark, r.params, r.machine, r.env)))
             latest_good = max(group, key=lambda r: r.good_position)
             alerts.append(Alert(kind, latest_good.good_commit, group[0].bad_commit, members,
-                                probe_of(members)))
+                                probe=probe_of(members)))
     return sorted(alerts, key=lambda a: (a.members[0].bad_position, a.kind))
 
 

@@ -48,7 +48,7 @@ EDGE_MIN_COMMITS = 4
 CI_CONFIDENCE = stats.CI_CONFIDENCE
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Change:
     """A level shift: `index` is the first point of the new level.
 
@@ -90,7 +90,7 @@ class Transient:
     level: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SeriesChanges:
     """Everything one series says: changes (p <= alpha, or exact), near misses (alpha < p
     <= near_alpha), transients, which edges were tested (each one hypothesis more), and
@@ -163,7 +163,7 @@ def analyse_series(
     flat = np.fromiter(itertools.chain.from_iterable(points), dtype=float,
                        count=int(counts.sum()))
     if not counts.size:
-        return SeriesChanges(())
+        return SeriesChanges(changes=())
     if (counts == 0).any() or np.isnan(flat).any():
         raise ValueError("detect_changes: every point needs at least one value, none NaN")
     if deterministic is None:
@@ -176,7 +176,7 @@ def analyse_series(
     if not np.isfinite(flat).all():
         raise ValueError("detect_changes: a noisy series needs finite values")
     if counts.size < 2 * min_size:
-        return SeriesChanges(())
+        return SeriesChanges(changes=())
     return _NoisyAnalysis(flat, counts, min_size).run(alpha, near_alpha, tuple(edges))
 
 
@@ -196,9 +196,10 @@ def _exact_analysis(levels: Sequence[float], epsilon: float) -> SeriesChanges:
     for i in range(1, len(levels)):
         if not same[i - 1] and i not in skip:
             ratio = _exact_ratio(levels[i - 1], levels[i])
-            changes.append(Change(i, ratio, (ratio, ratio), None, levels[i - 1], levels[i]))
+            changes.append(Change(index=i, ratio=ratio, ci=(ratio, ratio), pvalue=None,
+                                  before=levels[i - 1], after=levels[i]))
     found = [Transient(i, _exact_ratio(levels[i - 1], levels[i]), levels[i - 1]) for i in blips]
-    return SeriesChanges(tuple(changes), (), tuple(found))
+    return SeriesChanges(changes=tuple(changes), near=(), transients=tuple(found))
 
 
 def _exact_ratio(before: float, after: float) -> float:
@@ -257,7 +258,7 @@ class _NoisyAnalysis:
         splits = [lo + s for s in segmenter.splits]  # as positions in `kept`
         noise = segmenter.noise_model()
         for which in tested:
-            change = self._edge(which, kept, lo, hi, splits, noise)
+            change = self._edge(which, kept, lo, hi, splits=splits, noise=noise)
             if change is None or change.pvalue is None:  # an end's test always has one
                 continue
             if change.pvalue <= alpha:
@@ -265,18 +266,21 @@ class _NoisyAnalysis:
             elif change.pvalue <= near_alpha:
                 misses.append(change)
         transients = tuple(self._transient(i) for i in blips)
-        return SeriesChanges(tuple(sorted(changes, key=lambda c: c.index)),
-                             tuple(sorted(misses, key=lambda c: c.index)), transients, tested,
-                             self.means, self.positive)
+        return SeriesChanges(changes=tuple(sorted(changes, key=lambda c: c.index)),
+                             near=tuple(sorted(misses, key=lambda c: c.index)),
+                             transients=transients, edge_tests=tested,
+                             levels=self.means, positive=self.positive)
 
     def _interior(self, split: Split, interior: list[int]) -> Change:
         before = self.subset(interior[split.lo:split.index])[0]
         after = self.subset(interior[split.index:split.hi])[0]
         interval = stats.ratio_interval(before, after)
         levels = _levels(before, after, self.positive)
-        return Change(interior[split.index], interval.ratio, (interval.low, interval.high),
-                      split.pvalue, *levels, None, tuple(interior[j] for j in split.plausible),
-                      interior[split.index - 1], tuple(interior[j] for j in split.uncertain))
+        return Change(index=interior[split.index], ratio=interval.ratio,
+                      ci=(interval.low, interval.high), pvalue=split.pvalue, before=levels[0],
+                      after=levels[1], plausible=tuple(interior[j] for j in split.plausible),
+                      previous=interior[split.index - 1],
+                      uncertain=tuple(interior[j] for j in split.uncertain))
 
     def _edge_scale(self, kept: list[int], which: Edge) -> float:
         """The commit scale the newest commit is screened with: that of the commits before
@@ -307,7 +311,7 @@ class _NoisyAnalysis:
         raw, counts = self.subset(reference)
         scaled = np.log(raw) if self.positive else raw
         tested = _edge_stats(self.scaled(kept[end]), scaled, counts, noise,
-                             self.values(kept[end]), raw)
+                             raw_end=self.values(kept[end]), raw_reference=raw)
         if tested is None:
             return None
         pvalue, difference, half = tested
@@ -319,7 +323,8 @@ class _NoisyAnalysis:
             difference = -difference
         ratio, ci = self._ratio(before, difference, half)
         levels = (math.exp(before), math.exp(after)) if self.positive else (before, after)
-        return Change(index, ratio, ci, pvalue, *levels, which, (), previous)
+        return Change(index=index, ratio=ratio, ci=ci, pvalue=pvalue, before=levels[0],
+                      after=levels[1], edge=which, previous=previous)
 
     def _ratio(self, before: float, difference: float, half: float):
         if self.positive:
@@ -353,7 +358,8 @@ def edge_test(end: list[np.ndarray], reference: list[np.ndarray], noise: NoiseMo
     raw_end, raw_reference = raw if raw is not None else (end, reference)
     return _edge_stats(np.concatenate(end), np.concatenate(reference),
                        np.array([r.size for r in reference]), noise,
-                       np.concatenate(raw_end), np.concatenate(raw_reference), confidence)
+                       raw_end=np.concatenate(raw_end), raw_reference=np.concatenate(raw_reference),
+                       confidence=confidence)
 
 
 def _edge_stats(ends: np.ndarray, refs: np.ndarray, counts: np.ndarray, noise: NoiseModel,

@@ -34,7 +34,7 @@ FDR = 0.05
 NEAR_FLOOR = 0.5
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Series:
     """One benchmark/params history on one machine and env, in commit order.
 
@@ -65,7 +65,7 @@ class Series:
         return f"{self.benchmark}{self.params}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Regression:
     """A confirmed worsening of one series between two adjacent measured commits."""
 
@@ -104,7 +104,7 @@ class Regression:
         return cls(**values)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Transient:
     """A single-commit excursion of one series (`changepoints.Transient`), at least the
     family floor in the bad direction: reported for a person to look at, never bisected."""
@@ -120,7 +120,7 @@ class Transient:
     level: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Candidate:
     """A worsening one series was tested for, reported or not: what re-measurement planning
     (`remeasure.plan`) reads. `q` is None when the worsening is below the floor (kept because
@@ -256,7 +256,7 @@ def run_detection(
                 w = worsening(c, s.higher_is_better)
                 if w > 0 and w >= floor:
                     found.append(_regression(s, analysed.measured, c, None))
-                    candidates.append(_candidate(s, analysed.measured, c, None, True))
+                    candidates.append(_candidate(s, analysed.measured, c, None, reported=True))
             continue
         tested += _tests(analysed, floor, family)
     alerts = environment.find(_moves(runs), _levels(runs), _settings(runs))
@@ -274,7 +274,7 @@ def run_detection(
         reported = confirmed and alert is None and q is not None and q <= fdr
         if reported:
             noisy.append((_regression(analysed.series, analysed.measured, c, q), analysed, c))
-        candidates.append(_candidate(analysed.series, analysed.measured, c, q, reported,
+        candidates.append(_candidate(analysed.series, analysed.measured, c, q, reported=reported,
                                      environment=alert is not None))
     kept, returned = _apart_from_excursions(noisy, transients, floors)
     dropped = {_key(r) for r, _ in returned}
@@ -283,7 +283,7 @@ def run_detection(
     found.sort(key=lambda r: (r.bad_position, r.kind, r.benchmark, r.params))
     return Detection(found, candidates, transients + [t for _, t in returned],
                      [replace(a, members=tuple(members.get(id(a), ()))) for a in alerts],
-                     [_reading(a) for a in runs])
+                     readings=[_reading(a) for a in runs])
 
 
 def _reading(analysed: _Analysed) -> Reading:
@@ -293,7 +293,7 @@ def _reading(analysed: _Analysed) -> Reading:
         len(s.samples[i] or ()) > 1 for i in measured) else SUMMARY
     return Reading(judged, tuple(
         Step(s.commits[measured[c.good_index]], s.commits[measured[c.index]],
-             s.positions[measured[c.index]], c.before, c.after)
+             s.positions[measured[c.index]], c.before, after=c.after)
         for c in analysed.changes.changes))
 
 
@@ -360,9 +360,11 @@ def _apart_from_excursions(noisy: list[tuple[Regression, _Analysed, changepoints
             assert samples is not None, "a measured point has samples"
             level = float(np.exp(np.mean(np.log(samples)))) if c.before > 0 \
                 else float(np.mean(samples))
-            returned.append((r, Transient(r.machine, r.env, r.benchmark, r.params, r.kind,
-                                          r.bad_commit, r.bad_position, level / c.before
-                                          if c.before else math.inf, c.before)))
+            returned.append((r, Transient(machine=r.machine, env=r.env, benchmark=r.benchmark,
+                                          params=r.params, kind=r.kind,
+                                          commit=r.bad_commit, position=r.bad_position,
+                                          ratio=level / c.before if c.before else math.inf,
+                                          level=c.before)))
         else:
             kept.append(r)
     return kept, returned
@@ -393,20 +395,22 @@ def _moves(runs: Sequence[_Analysed]) -> list[environment.Move]:
         s, runner = a.series, _runner(a)
         for c in a.changes.changes:
             good, bad = a.measured[c.good_index], a.measured[c.index]
-            out.append(environment.Move(s.machine, s.env, s.benchmark, s.name, s.commits[good],
-                                        s.commits[bad], s.positions[good], s.positions[bad],
-                                        1 / c.ratio if s.higher_is_better and c.ratio
-                                        else c.ratio, runner))
+            out.append(environment.Move(machine=s.machine, env=s.env, benchmark=s.benchmark,
+                                        name=s.name, good_commit=s.commits[good],
+                                        bad_commit=s.commits[bad], good_position=s.positions[good],
+                                        bad_position=s.positions[bad],
+                                        ratio=1 / c.ratio if s.higher_is_better and c.ratio
+                                              else c.ratio, runner=runner))
     return out
 
 
 def _levels(runs: Sequence[_Analysed]) -> list[environment.Levels]:
     """Every series' level per measured commit, for the shares an environment alert counts
     (short series without levels left out)."""
-    return [environment.Levels(a.series.machine, a.series.env, _runner(a),
-                               np.array([a.series.positions[i] for i in a.measured]),
-                               -a.changes.levels if a.series.higher_is_better
-                               else a.changes.levels, a.changes.positive)
+    return [environment.Levels(machine=a.series.machine, env=a.series.env, runner=_runner(a),
+                               positions=np.array([a.series.positions[i] for i in a.measured]),
+                               levels=-a.changes.levels if a.series.higher_is_better
+                                      else a.changes.levels, positive=a.changes.positive)
             for a in runs if a.changes.levels is not None
             and a.changes.levels.size == len(a.measured)]
 
@@ -492,9 +496,11 @@ def _points(s: Series, window: int | None) -> tuple[list[int], list[tuple[float,
 def _failures(s: Series) -> list[Regression]:
     """A benchmark that stops running is its own symptom, not a slowdown: one per ok->failed."""
     return [
-        Regression(s.machine, s.env, s.benchmark, s.params, metrics.FAILURE, s.commits[i - 1],
-                   s.commits[i], s.positions[i - 1], s.positions[i], None, None, None, None,
-                   None)
+        Regression(machine=s.machine, env=s.env, benchmark=s.benchmark, params=s.params,
+                   kind=metrics.FAILURE, good_commit=s.commits[i - 1],
+                   bad_commit=s.commits[i], good_position=s.positions[i - 1],
+                   bad_position=s.positions[i], ratio=None, ci=None, p=None, q=None,
+                   baseline=None)
         for i in range(1, len(s.samples))
         if s.samples[i] is None and s.samples[i - 1] is not None
     ]
@@ -503,21 +509,28 @@ def _failures(s: Series) -> list[Regression]:
 def _regression(s: Series, measured: list[int], c: changepoints.Change,
                 q: float | None) -> Regression:
     good, bad = measured[c.good_index], measured[c.index]
-    return Regression(s.machine, s.env, s.benchmark, s.params, metrics.metric_for(s.name).name,
-                      s.commits[good], s.commits[bad], s.positions[good], s.positions[bad],
-                      c.ratio, c.ci, c.pvalue, q, c.before, c.edge)
+    return Regression(machine=s.machine, env=s.env, benchmark=s.benchmark, params=s.params,
+                      kind=metrics.metric_for(s.name).name,
+                      good_commit=s.commits[good], bad_commit=s.commits[bad],
+                      good_position=s.positions[good], bad_position=s.positions[bad],
+                      ratio=c.ratio, ci=c.ci, p=c.pvalue, q=q, baseline=c.before, edge=c.edge)
 
 
 def _candidate(s: Series, measured: list[int], c: changepoints.Change, q: float | None,
                reported: bool, environment: bool = False) -> Candidate:
     good, bad = measured[c.good_index], measured[c.index]
-    return Candidate(s, s.commits[good], s.commits[bad], s.positions[good], s.positions[bad],
-                     c.ratio, c.ci, c.pvalue, q, worsening(c, s.higher_is_better), c.edge,
-                     tuple(s.commits[measured[j]] for j in c.plausible), reported,
-                     tuple(s.commits[measured[j]] for j in c.uncertain), environment)
+    return Candidate(series=s, good_commit=s.commits[good], bad_commit=s.commits[bad],
+                     good_position=s.positions[good], bad_position=s.positions[bad],
+                     ratio=c.ratio, ci=c.ci, p=c.pvalue, q=q,
+                     worsening=worsening(c, s.higher_is_better), edge=c.edge,
+                     plausible=tuple(s.commits[measured[j]] for j in c.plausible),
+                     reported=reported,
+                     uncertain=tuple(s.commits[measured[j]] for j in c.uncertain),
+                     environment=environment)
 
 
 def _transient(s: Series, measured: list[int], t: changepoints.Transient) -> Transient:
     at = measured[t.index]
-    return Transient(s.machine, s.env, s.benchmark, s.params, metrics.metric_for(s.name).name,
-                     s.commits[at], s.positions[at], t.ratio, t.level)
+    return Transient(machine=s.machine, env=s.env, benchmark=s.benchmark, params=s.params,
+                     kind=metrics.metric_for(s.name).name,
+                     commit=s.commits[at], position=s.positions[at], ratio=t.ratio, level=t.level)

@@ -87,7 +87,7 @@ Direction = Literal["worse", "better"]
 Cause = Literal["shared", "recorded", "returned"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Move:
     """One series' level change at one commit, either direction, any size: `ratio` is
     after / before in the worse sense (above 1 is worse; a higher-is-better series' ratio
@@ -105,7 +105,7 @@ class Move:
     runner: bool  # the series can move with the runner
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Levels:
     """One series as an environment alert reads it: its machine and environment, whether the
     runner can move it, and per measured position (sorted) its level (mean log sample,
@@ -236,9 +236,10 @@ def find(moves: Sequence[Move], levels: Sequence[Levels],
                 env_local = [r for r in (local_ratio(s, position) for s in by_env[machine, env]
                                          if s.runner) if r is not None]
                 alerts.append(_alert(runner, "recorded", _majority(runner), env_local,
-                                     sum(not m.runner for m in here),
-                                     sum(_measured_at(s, position) for s in
-                                         by_env[machine, env] if not s.runner), changed))
+                                     still_moved=sum(not m.runner for m in here),
+                                     still_measured=sum(_measured_at(s, position) for s in
+                                                        by_env[machine, env] if not s.runner),
+                                     changed=changed))
     return alerts
 
 
@@ -281,8 +282,8 @@ class _Returns:
                 continue
             back = self.partner(moved)
             if back is not None:
-                return replace(_alert(moved, "returned", direction, local, still_moved,
-                                      still_measured, ()), back=back)
+                return replace(_alert(moved, "returned", direction, local, still_moved=still_moved,
+                                      still_measured=still_measured, changed=()), back=back)
         return None
 
 
@@ -343,8 +344,9 @@ def _shared(runner: list[Move], here: list[Move], local: list[float],
         if still_measured and still_moved > ENV_QUIET * still_measured:
             return None  # the series the runner cannot move moved too: the code did it
         other = _by_direction(runner)["better" if direction == "worse" else "worse"]
-        return replace(_alert(moved, "shared", direction, local, still_moved, still_measured,
-                              ()), against=len(other) if _wide(other) else 0)
+        return replace(_alert(moved, "shared", direction, local, still_moved=still_moved,
+                              still_measured=still_measured,
+                              changed=()), against=len(other) if _wide(other) else 0)
     return None
 
 

@@ -61,7 +61,7 @@ MAX_ROUNDS = 3
 REASONS = ("edge", "contradicted", "window", "weak", "ambiguous")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Request:
     """Measure `benchmark(params)` at `commit` once more, `samples` samples (one asv run)."""
 
@@ -74,7 +74,7 @@ class Request:
     reason: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Costs:
     """What measuring costs, in seconds: the unit of re-measurement's budget.
 
@@ -135,7 +135,8 @@ class Costs:
 def points(series: Sequence[Series], commits: Collection[str]) -> list[Request]:
     """The series' points at `commits` as the requests that would have measured them."""
     wanted = set(commits)
-    return [Request(s.machine, s.env, s.benchmark, s.params, c, len(v), "base")
+    return [Request(machine=s.machine, env=s.env, benchmark=s.benchmark, params=s.params, commit=c,
+                    samples=len(v), reason="base")
             for s in series for c, v in zip(s.commits, s.samples, strict=True)
             if c in wanted and v is not None]
 
@@ -272,7 +273,8 @@ def _requests(candidate: Candidate, commits: Sequence[str], reason: str) -> list
     usual = sorted(counts.values())[len(counts) // 2] if counts else 1
     most = MAX_RUNS * usual if s.keeps_samples else usual
     wanted = dict.fromkeys(commits)
-    return [Request(s.machine, s.env, s.benchmark, s.params, commit, usual, reason)
+    return [Request(machine=s.machine, env=s.env, benchmark=s.benchmark, params=s.params,
+                    commit=commit, samples=usual, reason=reason)
             for commit in wanted if counts.get(commit, 0) + usual <= most]
 
 
@@ -292,7 +294,7 @@ def _key(request: Request) -> tuple[str, str, str, str, str]:
 Measure = Callable[[Sequence[Request]], Sequence[Sequence[float] | None]]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Remeasured:
     """A night's detection after re-measurement: the final `detection` on the enlarged
     `series`, every request served, the seconds they cost (at the plan's prices, or the time
@@ -358,7 +360,8 @@ def detect_with_remeasurement(series: Sequence[Series], history: Sequence[str],
             overrun = max(overrun, took / priced)
         costs = costs.learned(requests, took)
         detection = run_detection(current, memo=memo, **options)
-    return Remeasured(detection, current, served, spent, budget, costs.startup)
+    return Remeasured(detection=detection, series=current, requests=served, spent=spent,
+                      budget=budget, startup=costs.startup)
 
 
 def same_hardware(detection: Detection, history: Sequence[str]) -> Callable[[Request], bool]:

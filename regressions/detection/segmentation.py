@@ -38,7 +38,7 @@ PLAUSIBLE_LIKELIHOOD = 0.05
 UNCERTAIN_LEVEL = 0.0475
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Split:
     """A change found inside the segmented points: `index` is the first point of the new
     level, `lo`/`hi` bound the segment its levels and interval come from."""
@@ -260,7 +260,7 @@ class Segmenter:
             dof = float(self.count[hi] - self.count[lo]) - 2
             noise = best / dof if dof > 0 else 0.0
         if not noise > 0:
-            return Split(split, lo, hi, pvalue, ())
+            return Split(index=split, lo=lo, hi=hi, pvalue=pvalue, plausible=())
         loglik = -(sse - best) / (2 * noise)
         order = np.argsort(-loglik, kind="stable")
         likely = order[(loglik[order] >= math.log(PLAUSIBLE_LIKELIHOOD)) & (k[order] != split)]
@@ -271,7 +271,8 @@ class Segmenter:
         doubt = new_level * (1 - new_level)
         ranked = np.argsort(-doubt, kind="stable")
         uncertain = tuple(k[ranked[doubt[ranked] >= UNCERTAIN_LEVEL]].tolist())
-        return Split(split, lo, hi, pvalue, plausible, uncertain)
+        return Split(index=split, lo=lo, hi=hi, pvalue=pvalue, plausible=plausible,
+                     uncertain=uncertain)
 
     def _level(self, lo: int, hi: int) -> float:
         return float(self.total[hi] - self.total[lo]) / float(self.count[hi] - self.count[lo])

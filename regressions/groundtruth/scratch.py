@@ -38,7 +38,7 @@ class Project:
     benign: tuple[tuple[str, scenarios.Edit], ...]
 
 
-SPYRE_REGRESS = Project("spyre-regress", SOURCES, "", scenarios.INJECTIONS, scenarios.BENIGN)
+SPYRE_REGRESS = Project("spyre-regress", SOURCES, "", scenarios.INJECTIONS, benign=scenarios.BENIGN)
 
 
 @dataclass(frozen=True)

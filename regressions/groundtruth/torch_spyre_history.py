@@ -26,32 +26,33 @@ from regressions.groundtruth.scenarios import Edit, Injection
 
 INJECTIONS: dict[str, Injection] = {i.name: i for i in (
     Injection(
-        "quadratic_span_reduction", "compile_time", "span_reduction",
-        "work division: check every op's spans against each producer's reads",
-        "span_reduction re-derives the read-writes of every computed buffer once per "
-        "computed buffer (uncached `get_read_writes`, sympy dependency extraction each "
-        "time): quadratic in the graph's operations, in one pass. Nothing it decides "
-        "changes, so only the pass's time shows it, and it grows with the graph.",
-        (Edit("torch_spyre/_inductor/work_division.py",
-              '    """Pass 1: compute minimum per-op splits required by MAX_SPAN_BYTES."""\n'
-              "    operations = graph.operations\n",
-              '    """Pass 1: compute minimum per-op splits required by MAX_SPAN_BYTES."""\n'
-              "    operations = graph.operations\n"
-              "    computed = list(_iter_computed_buffers(operations))\n"
-              "    for op in computed:  # a producer's span must cover its consumers' reads\n"
-              "        for producer in computed:\n"
-              "            producer.get_read_writes()\n"),),
-        None, ("stack_4", 128)),
+        name="quadratic_span_reduction", kind="compile_time", stage="span_reduction",
+        subject="work division: check every op's spans against each producer's reads",
+        description="span_reduction re-derives the read-writes of every computed buffer once per "
+                    "computed buffer (uncached `get_read_writes`, sympy dependency extraction each "
+                    "time): quadratic in the graph's operations, in one pass. Nothing it decides "
+                    "changes, so only the pass's time shows it, and it grows with the graph.",
+        edits=(Edit("torch_spyre/_inductor/work_division.py",
+                    '    """Pass 1: compute minimum per-op splits required by MAX_SPAN_BYTES."""\n'
+                    "    operations = graph.operations\n",
+                    '    """Pass 1: compute minimum per-op splits required by MAX_SPAN_BYTES."""\n'
+                    "    operations = graph.operations\n"
+                    "    computed = list(_iter_computed_buffers(operations))\n"
+                    "    for op in computed:  # a producer's span must cover its consumers' reads\n"
+                    "        for producer in computed:\n"
+                    "            producer.get_read_writes()\n"),),
+        workaround=None, probe=("stack_4", 128)),
     Injection(
-        "silu_loader", "failure", "lowering",
-        "lowering: silu reads its input through the loader directly",
-        "The silu lowering calls its input's loader factory with the index instead of the "
-        "loader it makes: every graph with a silu (the SwiGLU MLP) fails to compile, with "
-        "a TypeError raised while Inductor lowers it; the others compile as before.",
-        (Edit("torch_spyre/_inductor/lowering.py",
-              "torch.ops.spyre.silu.__name__)(\n            x.make_loader()(index)\n",
-              "torch.ops.spyre.silu.__name__)(\n            x.make_loader(index)\n"),),
-        None, ("swiglu", 128)),
+        name="silu_loader", kind="failure", stage="lowering",
+        subject="lowering: silu reads its input through the loader directly",
+        description="The silu lowering calls its input's loader factory with the index instead of "
+                    "the loader it makes: every graph with a silu (the SwiGLU MLP) fails to "
+                    "compile, with a TypeError raised while Inductor lowers it; the others "
+                    "compile as before.",
+        edits=(Edit("torch_spyre/_inductor/lowering.py",
+                    "torch.ops.spyre.silu.__name__)(\n            x.make_loader()(index)\n",
+                    "torch.ops.spyre.silu.__name__)(\n            x.make_loader(index)\n"),),
+        workaround=None, probe=("swiglu", 128)),
 )}
 
 # Decoys, in the order a history applies them.
@@ -66,7 +67,7 @@ BENIGN: tuple[tuple[str, Edit], ...] = (
           "Python and can be tried without a card.\n")),
 )
 
-PROJECT = scratch.Project("torch-spyre", (), "", INJECTIONS, BENIGN)
+PROJECT = scratch.Project("torch-spyre", (), "", INJECTIONS, benign=BENIGN)
 # The history the end-to-end test runs the nightly on, after the checkout's newest commit:
 # the provenance decoy, the quadratic pass, the docs decoy, the broken lowering.
 PLAN: list[str | None] = [None, "quadratic_span_reduction", None, "silu_loader"]

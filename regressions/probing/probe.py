@@ -177,7 +177,8 @@ def cmd_bench(request: Request) -> protocol.BenchAnswer | protocol.Failed:
     if not samples and (result is None or (isinstance(result, float) and math.isnan(result))):
         return protocol.Failed("untestable", "benchmark skipped (NaN)")
     return protocol.BenchAnswer(
-        "ok", tuple(samples) if samples else (float(result),), deterministic=not samples,
+        status="ok", samples=tuple(samples) if samples else (float(result),),
+        deterministic=not samples,
         param_index=index, combos=len(combos),
         param_lists=tuple(tuple(values) for values in benchmark.params),
         benchmark_version=getattr(benchmark, "version", None), started_at=started)
@@ -188,19 +189,19 @@ def cmd_sample(request: Request) -> protocol.BenchAnswer:
     backend = _backend(request)
     program, inputs = _program(request)
     samples, deterministic = SAMPLES[request.metric](backend, request, program, inputs,
-                                                     _or(request.samples, 20))
-    return protocol.BenchAnswer("ok", tuple(samples), deterministic)
+                                                     count=_or(request.samples, 20))
+    return protocol.BenchAnswer(status="ok", samples=tuple(samples), deterministic=deterministic)
 
 
 def _error_samples(backend, request, program, inputs, count):
-    return [_metric(backend, request, program, inputs, _values(request))], True
+    return [_metric(backend, request, program, inputs, values=_values(request))], True
 
 
 def _compile_samples(backend, request, program, inputs, count):
     values = _values(request)
     return [_seconds_of(compile_seconds, request.stage)
             for compile_seconds in _compile_processes(backend, request, program, inputs,
-                                                      values, count)], False
+                                                      values=values, count=count)], False
 
 
 def _run_samples(clock):
@@ -247,8 +248,8 @@ def cmd_stages(request: Request) -> protocol.StageAnswer:
     values = _values(request)
     backend.capture(program, inputs, values, Path(request.capture_dir))
     compiled = backend.compile(program, inputs, values)
-    compile_times = _compile_processes(backend, request, program, inputs, values,
-                                       _or(request.compile_repeats, 4))
+    compile_times = _compile_processes(backend, request, program, inputs, values=values,
+                                       count=_or(request.compile_repeats, 4))
     run = _quiet_run(backend, program, inputs, request)
     if request.trace and run is not None and run.trace is not None:
         with open(request.trace, "w") as handle:
@@ -260,9 +261,11 @@ def cmd_stages(request: Request) -> protocol.StageAnswer:
         stage_errors = {stage: harness.output_errors(outputs[0], *references)
                         for stage, outputs in compiled.stage_outputs(*inputs).items()}
     return protocol.StageAnswer(
-        "ok", tuple({s: times[s] for s in backend.STAGES} for times in compile_times),
-        None if run is None else run.device_us, () if run is None else _kernels(run),
-        tuple(backend.STAGES), stage_errors,
+        status="ok",
+        compile_times=tuple({s: times[s] for s in backend.STAGES} for times in compile_times),
+        device_time_us=None if run is None else run.device_us,
+        kernels=() if run is None else _kernels(run),
+        stages=tuple(backend.STAGES), stage_errors=stage_errors,
         width=_width(request), backend=backend.environment(),
         host_s=(_warm_call_seconds(compiled, request, inputs) if request.host_clock
                 else None))
@@ -284,7 +287,7 @@ def _quiet_run(backend: Any, program: Any, inputs: Any, request: Request) -> Any
 
 def _metric(backend: Any, request: Request, program: Any, inputs: Any, values: dict) -> float:
     """One value of the target's metric (noise-free where the values say so)."""
-    return METRIC[request.metric].measure(backend, request, program, inputs, values)
+    return METRIC[request.metric].measure(backend, request, program, inputs, values=values)
 
 
 def _compile_seconds(backend, request, program, inputs, values) -> float:
@@ -293,8 +296,8 @@ def _compile_seconds(backend, request, program, inputs, values) -> float:
     process's where the suite has its clocks module."""
     return statistics.median(
         _seconds_of(times, request.stage)
-        for times in _compile_processes(backend, request, program, inputs, values,
-                                        _or(request.compile_repeats, 5)))
+        for times in _compile_processes(backend, request, program, inputs, values=values,
+                                        count=_or(request.compile_repeats, 5)))
 
 
 def _seconds_of(compile_seconds: dict[str, float], stage: str | None) -> float:
@@ -409,7 +412,7 @@ def cmd_knobs(request: Request) -> protocol.KnobsAnswer:
     backend = _backend(request)
     program, inputs = _program(request)
     quiet = backend.QUIET
-    baseline = _metric(backend, request, program, inputs, _values(request, **quiet))
+    baseline = _metric(backend, request, program, inputs, values=_values(request, **quiet))
     trials = []
     first, every = request.part or (0, 1)  # this probe's share of the knobs
     for index, knob in enumerate(backend.knobs()):
@@ -421,12 +424,13 @@ def cmd_knobs(request: Request) -> protocol.KnobsAnswer:
             values = _values(request, **quiet, **{knob.name: value})
             trials.append(protocol.KnobTrialAnswer(
                 knob.name, knob.stage, value,
-                _metric(backend, request, program, inputs, values), index))
+                _metric(backend, request, program, inputs, values=values), index=index))
     if METRIC[request.metric].reads_clock:
-        baseline, trials = _confirmed(backend, request, program, inputs, baseline, trials)
+        baseline, trials = _confirmed(backend, request, program, inputs, baseline=baseline,
+                                      trials=trials)
     scoped: tuple[protocol.ScopedAnswer, ...] = ()
     if request.scope and backend.SCOPES_KNOBS:  # a compiler that logs its decisions
-        scoped = _scoped(backend, request, request.scope, program, inputs)
+        scoped = _scoped(backend, request, request.scope, program, inputs=inputs)
     return protocol.KnobsAnswer("ok", baseline, tuple(trials), scoped)
 
 
@@ -446,9 +450,9 @@ def _confirmed(backend: Any, request: Request, program: Any, inputs: Any, baseli
         trial, values = trials[best], [trials[best].metric]
         for _ in range(CONFIRMATIONS):
             baselines.append(_metric(backend, request, program, inputs,
-                                     _values(request, **quiet)))
+                                     values=_values(request, **quiet)))
             values.append(_metric(backend, request, program, inputs,
-                                  _values(request, **quiet, **{trial.knob: trial.value})))
+                                  values=_values(request, **quiet, **{trial.knob: trial.value})))
         trials[best] = dataclasses.replace(trial, metric=statistics.median(values))
         confirmed.add(best)
     return statistics.median(baselines), trials
@@ -473,7 +477,7 @@ def _scoped(backend: Any, request: Request, scope: protocol.KnobScope, program: 
         records.clear()
         values = _values(request, **backend.QUIET, **{scope.knob: scope.value},
                          knob_scope=[[scope.knob, limit]])
-        metric = _metric(backend, request, program, inputs, values)
+        metric = _metric(backend, request, program, inputs, values=values)
         applications = tuple(r for r in records if r.startswith(f"decision {scope.knob}#"))
         counts.append(protocol.ScopedAnswer(limit, metric, applications))
     logger.removeHandler(handler)
@@ -493,9 +497,10 @@ def cmd_timing(request: Request) -> protocol.TimingAnswer:
                                          iterations=_or(request.iterations, 100),
                                          compile_repeats=1)
     return protocol.TimingAnswer(
-        "ok", tuple(measured.host_s), tuple(measured.device_us), measured.errors,
-        tuple(protocol.KernelTime.of(kernel) for kernel in measured.kernels),
-        {k: v for k, v in measured.compile_s.items() if k != "total"},
+        status="ok", host_s=tuple(measured.host_s), device_us=tuple(measured.device_us),
+        errors=measured.errors,
+        kernels=tuple(protocol.KernelTime.of(kernel) for kernel in measured.kernels),
+        compile_times={k: v for k, v in measured.compile_s.items() if k != "total"},
         environment={**backend.environment(), "python": sys.version.split()[0]},
         config=backend.settings(values), nonfinite=measured.nonfinite,
         width=None if request.source else _width(request))
@@ -512,7 +517,7 @@ def cmd_worker(request: Request) -> protocol.Done:
             asked = dataclasses.replace(request, source=candidate.source)
             program, inputs = _program(asked)
             answer = protocol.MetricAnswer("ok", _metric(backend, asked, program, inputs,
-                                                         _values(asked, **backend.QUIET)))
+                                                         values=_values(asked, **backend.QUIET)))
         except Exception as error:  # a candidate the compiler rejects is just not a repro
             answer = protocol.Failed("failed", f"{type(error).__name__}: {error}")
         sys.stdout.write(json.dumps(dataclasses.asdict(answer)) + "\n")

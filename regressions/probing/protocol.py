@@ -53,7 +53,7 @@ class KnobScope:
     limits: tuple[int, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ProbeRequest:
     """What a probe is told: the compiler under test, the program, the measurement, and
     the fields of the one command that reads them (None: the command's default)."""
@@ -132,7 +132,7 @@ class DiscoverAnswer:
     params: Mapping[str, tuple[tuple[str, ...], ...]] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class BenchAnswer:
     """`bench`: one asv benchmark's samples at one parameter combination; `sample`: the
     metric's samples measured directly (the position fields keep their defaults)."""
@@ -148,7 +148,7 @@ class BenchAnswer:
     detail: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class StageAnswer:
     """`stages`: a compile with stage capture, repeated compile times, the noise-free run's
     kernels and device time, and each executable stage's error against float64."""
@@ -195,7 +195,7 @@ class KnobsAnswer:
     detail: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TimingAnswer:
     """`timing`: synchronized iterations of one program, its output's errors."""
 

@@ -124,7 +124,7 @@ def read_file(path: Path, machine: str, meta: dict[str, dict], into: Columns) ->
         into.files += 1
         into.skipped.append((str(path), error.why))
         return
-    read_document(doc, machine, meta, into, str(path))
+    read_document(doc, machine, meta, into, source=str(path))
 
 
 def read_document(doc: object, machine: str, meta: dict[str, dict], into: Columns,

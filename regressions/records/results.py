@@ -156,10 +156,11 @@ def series_from_frame(frame: pd.DataFrame, *, higher_is_better: Sequence[str] = 
         machine, env, benchmark, params, asv_type = points.first(lo)
         name = f"{benchmark}{params}"
         out.append(Series(
-            machine, env, benchmark, params, points.commits(lo, hi), points.positions(lo, hi),
-            points.samples(lo, hi), points.higher_is_better(lo, hi) or any(
-                p.search(name) for p in patterns), points.deterministic(lo, hi),
-            has_samples(asv_type), points.settings(lo, hi)))
+            machine=machine, env=env, benchmark=benchmark, params=params,
+            commits=points.commits(lo, hi), positions=points.positions(lo, hi),
+            samples=points.samples(lo, hi), higher_is_better=points.higher_is_better(lo, hi) or any(
+                p.search(name) for p in patterns), deterministic=points.deterministic(lo, hi),
+            keeps_samples=has_samples(asv_type), settings=points.settings(lo, hi)))
     return out
 
 

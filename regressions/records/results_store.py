@@ -162,8 +162,9 @@ class ResultsStore:
         setup = {name: (key, float(np.median(caches[key])))
                  for name, entry in self.benchmarks().items()
                  if (key := entry.get("setup_cache_key")) in caches}
-        return Costs({name: float(np.median(v)) for name, v in per_sample.items()},
-                     float(np.median(builds)) if builds else 0.0, setup, wall_clock=True)
+        return Costs(per_sample={name: float(np.median(v)) for name, v in per_sample.items()},
+                     per_run=float(np.median(builds)) if builds else 0.0, setup_cache=setup,
+                     wall_clock=True)
 
     def snapshot(self) -> asv_documents.Store:
         """The whole directory read into memory, to be merged into another store (what a
@@ -212,7 +213,7 @@ def document_samples(store: asv_documents.Store) -> dict[tuple[str, str, str], t
     read = []
     for (machine, file), document in store.results.items():
         columns = Columns()
-        read_document(document, machine, store.benchmarks, columns, file)
+        read_document(document, machine, store.benchmarks, columns, source=file)
         read.append(columns)
         commit = str(document.get("commit_hash", ""))
         found.update(((commit, benchmark, params), samples)

@@ -25,7 +25,7 @@ def add(sub: argparse._SubParsersAction) -> None:
         "runs it, for shard I of N of the suite's benchmarks (docs/scale-out.md): N jobs of "
         "a CI matrix each run one, `spyre-regress merge-results` joins their results, and "
         "the nightly then detects on them.",
-        "spyre-regress benchmark --repo . --stride 3 --shard 1/3")
+        example="spyre-regress benchmark --repo . --stride 3 --shard 1/3")
     p.add_argument("--repo", required=True, type=Path, metavar="PATH",
                    help="the repository under test (a git checkout with asv.conf.json)")
     p.add_argument("--branch", default="main", help="the branch whose history is measured")
@@ -49,8 +49,9 @@ def run(args: argparse.Namespace) -> int:
     git.check_repository(suite.history_repo(args.repo))
     repo = args.repo.resolve()
     state = (args.state or repo / ".spyre-regress").resolve()
-    options = nightly.NightlyOptions(repo, state, state / "reports", args.branch, args.stride,
-                                     None, args.machine)
+    options = nightly.NightlyOptions(repo=repo, state_dir=state, reports_dir=state / "reports",
+                                     branch=args.branch, stride=args.stride,
+                                     bench=None, machine=args.machine)
     history = git.first_parent_history(suite.history_repo(repo), args.branch)
     commits = nightly.select_commits(history, args.stride)
     listed = suite.discover(repo, state / "work")

@@ -30,7 +30,7 @@ def add(sub: argparse._SubParsersAction) -> None:
         "costliest first; changes a machine shares across its series are environment alerts "
         "instead (method and JSON format: docs/detection.md). Exit 0: none; 1: alerts; 2: "
         "usage or input error.",
-        "spyre-regress detect --results .asv/results --repo . --json alerts.json")
+        example="spyre-regress detect --results .asv/results --repo . --json alerts.json")
     p.add_argument("--results", required=True, type=Path, metavar="DIR",
                    help="asv results directory (`results_dir` in asv.conf.json)")
     p.add_argument("--repo", type=Path, metavar="PATH",
@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"\nenvironment alert {number} ({change.cause}), good "
               f"{change.good_commit[:8]} -> bad {change.bad_commit[:8]}: {change.describe()}")
     for number, (alert, mark) in enumerate(marked, 1):
-        print_alert(number, alert, mark, known, history)
+        print_alert(number, alert, mark, known, repo=history)
     if args.json is not None:
         document = alerts_to_json([a for a, _ in marked], found.environment,
                                   [standing.marks(a, m, known) for a, m in marked])

@@ -20,7 +20,7 @@ def add(sub: argparse._SubParsersAction) -> None:
         "asv on the branch's commits (every --stride-th and the newest), detect, then "
         "investigate and report each new alert once (docs/nightly.md). Exit 1 when a report "
         "was written tonight (a regression confirmed by its investigation), 0 otherwise.",
-        "spyre-regress nightly --repo . --stride 3 --reports reports-out")
+        example="spyre-regress nightly --repo . --stride 3 --reports reports-out")
     p.add_argument("--repo", required=True, type=Path, metavar="PATH",
                    help="checkout of the benchmarked project with its asv.conf.json and full "
                         "history")
@@ -59,9 +59,10 @@ def run(args: argparse.Namespace) -> int:
     state = args.state or args.repo / ".spyre-regress"
     checks.writable_dir(state, "--state")
     checks.writable_dir(args.reports or state / "reports", "--reports")
-    options = nightly.NightlyOptions(args.repo.resolve(), state.resolve(),
-                                     (args.reports or state / "reports").resolve(),
-                                     args.branch, args.stride, args.bench, args.machine,
+    options = nightly.NightlyOptions(repo=args.repo.resolve(), state_dir=state.resolve(),
+                                     reports_dir=(args.reports or state / "reports").resolve(),
+                                     branch=args.branch, stride=args.stride, bench=args.bench,
+                                     machine=args.machine,
                                      floors=tuple(args.threshold), workers=args.workers,
                                      scheduler=args.scheduler, dashboard=args.dashboard)
     outcome = nightly.run(options, common.progress)

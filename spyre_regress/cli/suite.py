@@ -16,7 +16,7 @@ def add(sub: argparse._SubParsersAction) -> None:
         "asv.conf.json naming your checkout, as django-asv measures django. Then run asv "
         "there, or any command with --repo DIR (docs/torch-spyre.md). Writing again replaces "
         "the benchmarks and keeps asv's results.",
-        "spyre-regress suite torch_spyre --repo ~/torch-spyre --out ~/torch-spyre-bench")
+        example="spyre-regress suite torch_spyre --repo ~/torch-spyre --out ~/torch-spyre-bench")
     p.add_argument("name", metavar="NAME", help="the shipped suite (torch_spyre)")
     p.add_argument("--repo", required=True, type=Path, metavar="PATH",
                    help="your git checkout of the project the suite measures")

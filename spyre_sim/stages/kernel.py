@@ -98,13 +98,13 @@ class _KernelBuilder:
                     # a view reads its source's memory: all of it for a broadcast, only the
                     # selected part for a slice
                     nbytes = min(self.layouts[self.storage(a)].nbytes, self.layouts[a].nbytes)
-                    args.append(TensorArg(a, "input", self.layouts[a], "hbm", nbytes))
+                    args.append(TensorArg(a, "input", self.layouts[a], "hbm", nbytes=nbytes))
         for node in nodes:
             escapes = node.name in self.graph_outputs or bool(self.consumers.get(node.name, set())
                                                               - members)
             role, memory = ("output", "hbm") if escapes else ("intermediate", "lx")
             layout = self.layouts[node.name]
-            args.append(TensorArg(node.name, role, layout, memory, layout.nbytes))
+            args.append(TensorArg(node.name, role, layout, memory, nbytes=layout.nbytes))
         return tuple(args)
 
     @staticmethod
@@ -206,14 +206,17 @@ class _KernelBuilder:
         space, stick, per_stick = self.iteration_space(kind, nodes)
 
         def price(splits):
-            work = derive_work(name, kind, space, splits, read, write, ops, accumulation)
+            work = derive_work(name, kind, space, splits, read_bytes=read, write_bytes=write,
+                               ops=ops, accumulation=accumulation)
             return kernel_cost(work, self.config.device).total_us
 
-        splits = self.split(kind, name, space, stick, per_stick, price)
-        work = derive_work(name, kind, space, splits, read, write, ops, accumulation)
+        splits = self.split(kind, name, space, stick, per_stick=per_stick, price=price)
+        work = derive_work(name, kind, space, splits, read_bytes=read, write_bytes=write, ops=ops,
+                           accumulation=accumulation)
         tiling = tuple((label, size // dict(splits).get(label, 1)) for label, size in space)
-        return KernelSpec(name, kind, tuple(nodes), args, space, splits, tiling, accumulation,
-                          data_format, work)
+        return KernelSpec(name=name, kind=kind, ops=tuple(nodes), args=args, iteration_space=space,
+                          splits=splits, tiling=tiling, accumulation=accumulation,
+                          data_format=data_format, work=work)
 
 
 def run(layout_graph: LayoutGraph, config: Config) -> KernelProgram:
@@ -236,5 +239,7 @@ def run(layout_graph: LayoutGraph, config: Config) -> KernelProgram:
              sum(isinstance(s, HostStep) for s in steps))
     for spec in kernels:
         log.debug("kernel %s %s split=%s", spec.name, spec.kind, dict(spec.splits))
-    return KernelProgram(graph.index, graph.inputs, tuple(steps), graph.outputs,
-                         graph.output_host_dtypes, layout_graph.layouts, graph.constants)
+    return KernelProgram(index=graph.index, inputs=graph.inputs, steps=tuple(steps),
+                         outputs=graph.outputs,
+                         output_host_dtypes=graph.output_host_dtypes, layouts=layout_graph.layouts,
+                         constants=graph.constants)

@@ -74,8 +74,10 @@ class _Propagation:
         key = (operand, order)
         if key not in self.inserted:
             source = self.layouts[operand]
-            node = Node(self.names.fresh(f"restick_{operand}"), "restickify", (operand,),
-                        make_attrs(dim_order=list(order)), source.host_size, source.dtype)
+            node = Node(name=self.names.fresh(f"restick_{operand}"), op="restickify",
+                        inputs=(operand,),
+                        attrs=make_attrs(dim_order=list(order)), shape=source.host_size,
+                        dtype=source.dtype)
             self.inserted[key] = self.add(node, "pointwise",
                                           stick_layout(source.host_size, source.dtype, order))
         return self.inserted[key]
@@ -84,9 +86,9 @@ class _Propagation:
         key = (operand, ("pad", rows))
         if key not in self.inserted:
             source = self.layouts[operand]
-            node = Node(self.names.fresh(f"pad_{operand}"), "pad_rows", (operand,),
-                        make_attrs(dim=len(source.host_size) - 2, rows=rows),
-                        source.host_size, source.dtype)
+            node = Node(name=self.names.fresh(f"pad_{operand}"), op="pad_rows", inputs=(operand,),
+                        attrs=make_attrs(dim=len(source.host_size) - 2, rows=rows),
+                        shape=source.host_size, dtype=source.dtype)
             self.inserted[key] = self.add(node, "pointwise", source)
         return self.inserted[key]
 
@@ -150,10 +152,10 @@ class _Propagation:
 
     def visit(self, loop_node: LoopNode) -> None:
         node = loop_node.node
-        node = Node(node.name, node.op,
-                    tuple(self.copy_of_view.get(a, a) if isinstance(a, str) else a
-                          for a in node.inputs),
-                    node.attrs, node.shape, node.dtype, node.placement)
+        node = Node(name=node.name, op=node.op,
+                    inputs=tuple(self.copy_of_view.get(a, a) if isinstance(a, str) else a
+                                 for a in node.inputs),
+                    attrs=node.attrs, shape=node.shape, dtype=node.dtype, placement=node.placement)
         if loop_node.kind == "view":
             self.view(LoopNode(node, loop_node.kind, loop_node.ranges))
             return
@@ -172,7 +174,8 @@ class _Propagation:
 
 
 def _with_inputs(node: Node, inputs: tuple) -> Node:
-    return Node(node.name, node.op, inputs, node.attrs, node.shape, node.dtype, node.placement)
+    return Node(name=node.name, op=node.op, inputs=inputs, attrs=node.attrs, shape=node.shape,
+                dtype=node.dtype, placement=node.placement)
 
 
 def _regroup(loop: LoopGraph, nodes: list[LoopNode]) -> list[FusionGroup]:
@@ -212,7 +215,8 @@ def run(loop: LoopGraph, config: Config) -> LayoutGraph:
     inserted = len(nodes) - len(loop.nodes)
     log.info("layout: %d buffers, %d restickify/padding node(s), %d prepacked parameter(s)",
              len(propagation.layouts), inserted, len(orders))
-    laid_out = LoopGraph(loop.index, loop.inputs, tuple(nodes), tuple(groups), outputs,
-                         loop.output_host_dtypes, loop.constants)
+    laid_out = LoopGraph(index=loop.index, inputs=loop.inputs, nodes=tuple(nodes),
+                         groups=tuple(groups), outputs=outputs,
+                         output_host_dtypes=loop.output_host_dtypes, constants=loop.constants)
     names = [v.name for v in loop.inputs] + [n.name for n in nodes]
     return LayoutGraph(laid_out, tuple((name, propagation.layouts[name]) for name in names))

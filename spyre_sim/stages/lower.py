@@ -96,5 +96,6 @@ def run(graph: Graph, config: Config) -> LoopGraph:
     nodes = [loop_node(n, shapes) for n in graph.nodes]
     groups = fuse(nodes, config)
     log.info("lower: %d nodes, %d kernels", len(nodes), len(groups))
-    return LoopGraph(graph.index, graph.inputs, tuple(nodes), tuple(groups), graph.outputs,
-                     graph.output_host_dtypes, graph.constants)
+    return LoopGraph(index=graph.index, inputs=graph.inputs, nodes=tuple(nodes),
+                     groups=tuple(groups), outputs=graph.outputs,
+                     output_host_dtypes=graph.output_host_dtypes, constants=graph.constants)

@@ -130,7 +130,8 @@ class HeadProber:
     def bench(self, commit, target, samples=None):
         from regressions.bisection.commits import Measurement
 
-        return Measurement(commit, "ok", self.culprit_samples[target.workload])
+        return Measurement(commit=commit, status="ok",
+                           samples=self.culprit_samples[target.workload])
 
 
 class StepInvestigator:

@@ -78,13 +78,13 @@ def test_each_figure_has_one_value_wherever_it_is_quoted(demo):
         c, error, metric = found.confirmation, found.target.error, found.target.measures
         figure = confirmation_figure(c)
         assert figure in done.stdout and figure in statement and figure in html
-        good, bad = (metric_value(v, c.unit, metric, error, wording(found))
+        good, bad = (metric_value(v, c.unit, metric, error, words=wording(found))
                      for v in (c.good_median, c.bad_median))
         assert f"at the parent and {bad}" in statement and f"measured {good}" in statement
         assert c.program.width is not None  # the width it ran at, as every other quote says
         for step in [s for s in found.bisect.steps if s.commit == found.commits.culprit.sha]:
             if step.n == c.bad_n:  # the same samples: the same median in the bisection table
-                median = metric_value(step.median, c.unit, metric, error, wording(found))
+                median = metric_value(step.median, c.unit, metric, error, words=wording(found))
                 assert f"| **{median}** |" in report
         reproducer = " ".join((bundle / "reproducer.py").read_text().split())  # unwrapped
         device = found.timing.device

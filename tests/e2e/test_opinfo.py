@@ -263,7 +263,7 @@ def run_sample(op, sample) -> Outcome:
     if len(outs) != len(refs):
         problem = f"{len(outs)} outputs, float64 has {len(refs)}"
     else:
-        problems = [_compare(o, r, q, s, steps)
+        problems = [_compare(o, r, q, s, steps=steps)
                     for o, r, q, s in zip(outs, refs, refs_q, scales, strict=True)]
         problem = next((p for p in problems if p), None)
     fallback = any(n.placement == "cpu" for g in program.graphs
@@ -309,9 +309,9 @@ def test_the_tolerance_rejects_wrong_answers_and_accepts_dlfloat16_rounding():
     ref_q = _leaves(_call(op, rebuild, _float64(tensors, round_dlfloat16)))[0]
     (scale,) = _condition_scale(op, rebuild, tensors)
     steps = 6  # rms_norm's decomposition: mul, mean, add, rsqrt, mul, mul
-    assert _compare(round_dlfloat16(ref), ref, ref_q, scale, steps) is None
-    assert _compare(torch.zeros_like(ref), ref, ref_q, scale, steps) is not None
-    assert _compare(ref * 1.05, ref, ref_q, scale, steps) is not None
+    assert _compare(round_dlfloat16(ref), ref, ref_q, scale, steps=steps) is None
+    assert _compare(torch.zeros_like(ref), ref, ref_q, scale, steps=steps) is not None
+    assert _compare(ref * 1.05, ref, ref_q, scale, steps=steps) is not None
 
 
 def test_a_wrong_kernel_is_a_silent_mismatch(monkeypatch):
