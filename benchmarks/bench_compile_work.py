@@ -110,7 +110,7 @@ class CompileWork:
             return {"missing": str(missing)}
         return lookup_table(measured)
 
-    setup_cache.timeout = MEASURE_TIMEOUT_S + 60
+    prepare.asv_attributes(setup_cache, timeout=MEASURE_TIMEOUT_S + 60)
 
     def setup(self, values: dict, workload: str, seq: int, stage: str) -> None:
         if "missing" in values:
@@ -123,4 +123,4 @@ class CompileWork:
     def track_instructions(self, values: dict, workload: str, seq: int, stage: str) -> int:
         return values[workload, seq, stage]
 
-    track_instructions.unit = "instructions"
+    prepare.asv_attributes(track_instructions, unit="instructions")

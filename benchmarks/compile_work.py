@@ -384,7 +384,7 @@ def run_natively(points: Iterable[Point], *, config: Mapping[str, Any] | None = 
         commands = [[python or sys.executable, "-P", str(CHILD), str(request), str(manifest)]
                     for request, manifest in pairs]
         found, seconds, cpu = _run(commands, [m for _, m in pairs], env, timeout, work=work)
-    shares = merged(found)["shares"]
+    counted = merged(found)["shares"]
     return {"seconds": seconds, "cpu_seconds": cpu,
-            "phases": {"shares": [share["seconds"] for share in shares]},
-            "failed_points": [p for share in shares for p in share["failed_points"]]}
+            "phases": {"shares": [share["seconds"] for share in counted]},
+            "failed_points": [p for share in counted for p in share["failed_points"]]}

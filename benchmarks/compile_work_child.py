@@ -30,7 +30,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 # what the parent and the child hand each other (the manifest's version, the error), by path:
 # this file runs as a script, with `-P`, so the folder it is in is not on the path
@@ -115,7 +115,7 @@ class _Counted:
         self.gc_disable()
         self.start()
 
-    def __exit__(self, kind, error, _traceback) -> bool:
+    def __exit__(self, kind, error, _traceback) -> Literal[False]:
         self.stop()
         self.gc_enable()
         self.labels.append([*self.label, None if error is None else f"{kind.__name__}: {error}"])
@@ -126,7 +126,7 @@ class _Uncounted:
     def __enter__(self) -> None:
         pass
 
-    def __exit__(self, *_exc) -> bool:
+    def __exit__(self, *_exc) -> Literal[False]:
         return False
 
 
@@ -153,7 +153,9 @@ def _count_share(compile_regions: Regions, workloads, points: Sequence[tuple], w
                  late: bool) -> dict[str, Any]:
     """One share: build its workloads and run one discarded compile of each, uninstrumented;
     then instrument and count every point. A point that fails is reported and skipped."""
-    started, labels, failed = time.monotonic(), [], []
+    started = time.monotonic()
+    labels: list[list] = []  # [workload, seq, width, stage, error], one per dump
+    failed: list[list] = []  # [workload, seq, width, error]
     built = {}
     for point in points:
         try:
@@ -195,6 +197,7 @@ def _load_workloads(path: str):
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("compile_work_workloads", path)
+    assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up here
     spec.loader.exec_module(module)

@@ -55,7 +55,8 @@ def dump_totals(dumps: Path, manifest: Mapping[str, Any]) -> dict[int, list[int]
     numbering of explicit dumps; `<dumps>.<pid>` alone is the empty dump at exit)."""
     totals = {}
     for share in manifest.get("shares", []):
-        pid, found = share["pid"], []
+        pid = share["pid"]
+        found: list[int] = []
         while (path := Path(f"{dumps}.{pid}.{len(found) + 1}")).exists():
             found.append(parse_dump(path.read_text()))
         totals[pid] = found

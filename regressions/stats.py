@@ -183,7 +183,7 @@ def ratio_interval(
     return RatioInterval(1 + diff / base, 1 + (diff - half) / base, 1 + (diff + half) / base)
 
 
-def welch_pvalue(before: Sequence[float], after: Sequence[float],
+def welch_pvalue(before: Values, after: Values,
                  alternative: Alternative = "two-sided") -> float | None:
     """The p-value of the test behind `ratio_interval`: Welch's t-test on the log samples
     (on the values themselves where one is not positive), `after` against `before`. A report

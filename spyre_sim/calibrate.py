@@ -22,6 +22,7 @@ import dataclasses
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -114,7 +115,7 @@ def format_table(predictions: Sequence[Prediction], title: str) -> str:
 def _device_overrides(pairs: Sequence[str]) -> DeviceParams:
     numbers = {f.name: f.type for f in dataclasses.fields(DeviceParams)
                if f.type in ("int", "float")}
-    values: dict[str, float] = {}
+    values: dict[str, Any] = {}  # each an int or a float, as its field is
     for pair in pairs:
         name, _, raw = pair.partition("=")
         if name not in numbers or not raw:

@@ -17,12 +17,14 @@ from typing import Literal
 from spyre_sim.device import DeviceParams
 from spyre_sim.ops import OPS
 
+KernelKind = Literal["matmul", "pointwise", "reduction", "softmax", "layernorm", "restickify",
+                     "constant"]
+
 
 @dataclass(frozen=True, kw_only=True)
 class KernelWork:
     name: str
-    kind: Literal["matmul", "pointwise", "reduction", "softmax", "layernorm", "restickify",
-                  "constant"]
+    kind: KernelKind
     dims: tuple[tuple[str, int], ...]  # iteration space (stick dims counted in elements)
     splits: tuple[tuple[str, int], ...]  # cores per dim
     cores_used: int
@@ -205,7 +207,8 @@ def kernel_cost(work: KernelWork, device: DeviceParams) -> KernelCost:
     busy_us = _overlap(compute_us, vector_us, device)
     total_us = _overlap(busy_us, memory_us, device)
     total_us += psum_us + relayout_us
-    bound = "compute" if busy_us > memory_us + relayout_us else "memory"
+    bound: Literal["compute", "memory"] = \
+        "compute" if busy_us > memory_us + relayout_us else "memory"
     flops = 2 * work.macs + work.transcendental_elems + work.simple_elems + work.reduce_elems
     return KernelCost(compute_us=compute_us, vector_us=vector_us, memory_us=memory_us,
                       psum_us=psum_us, relayout_us=relayout_us, total_us=total_us, bound=bound,
@@ -245,7 +248,7 @@ class OpWork:
 
 def derive_work(
     name: str,
-    kind: str,
+    kind: KernelKind,
     dims: tuple[tuple[str, int], ...],
     splits: tuple[tuple[str, int], ...],
     read_bytes: int,
@@ -277,11 +280,13 @@ def op_work(op: str, output_shape: tuple[int, ...],
     """How one op loads the vector units: transcendental ops run at the SFU rate, simple ones
     faster; matmuls and data movement do no vector work; reductions count their inputs."""
     definition = OPS.get(op)
-    no_vector = definition is None or definition.kind == "matmul" \
-        or op in ("restickify", "pad_rows", "full")
+    vector: Literal["transcendental", "simple", "none"] = "none"
+    if definition is not None and definition.kind != "matmul" \
+            and op not in ("restickify", "pad_rows", "full"):
+        vector = definition.vector_class
     return OpWork(
         op,
-        "none" if no_vector else definition.vector_class,
+        vector,
         math.prod(output_shape),
         sum(math.prod(shape) for shape in input_shapes),
         reduces=op in REDUCING_OPS,

@@ -21,6 +21,9 @@ from spyre_sim.executor import Binding, ExecPlan, HostStep, KernelStep, ViewStep
 from spyre_sim.layouts import TensorLayout
 
 Arg = str | float | int | bool | None  # a str names a value; anything else is a literal
+Placement = Literal["device", "cpu"]  # cpu: a fallback
+DeviceDtype = Literal["f16", "i32", "bool"]
+LoopKind = Literal["pointwise", "reduction", "matmul", "view", "constant", "fallback"]
 
 
 def _json(value: Any) -> str:
@@ -54,7 +57,7 @@ class Value:
 
     name: str
     shape: tuple[int, ...]
-    dtype: Literal["f16", "i32", "bool"]  # the device dtype
+    dtype: DeviceDtype
     host_dtype: str  # torch dtype name of the host tensor
     kind: Literal["input", "parameter", "constant"]
 
@@ -73,11 +76,20 @@ class Node:
     attrs: tuple[tuple[str, Any], ...]
     shape: tuple[int, ...]
     dtype: str
-    placement: Literal["device", "cpu"] = "device"  # cpu: a fallback
+    placement: Placement = "device"
 
     @property
     def attr(self) -> dict[str, Any]:
         return dict(self.attrs)
+
+    def value_input(self, index: int) -> str:
+        """The name of input `index`, where the op takes a value (a matmul's operands, a
+        view's or a reduction's source): a literal there is a malformed graph."""
+        name = self.inputs[index]
+        if not isinstance(name, str):
+            raise TypeError(f"%{self.name} = {self.op}: input {index} is the literal {name!r}, "
+                            "not a value")
+        return name
 
     @property
     def value_inputs(self) -> tuple[str, ...]:
@@ -125,7 +137,7 @@ class CapturedGraph:
 
     index: int
     graph_module: torch.fx.GraphModule = field(compare=False)
-    input_kinds: tuple[str, ...]  # per placeholder: input | parameter
+    input_kinds: tuple[Literal["input", "parameter"], ...]  # per placeholder
     # the real tensors Dynamo passed, in placeholder order (for minimizers and references)
     example_inputs: tuple = field(compare=False, default=(), repr=False)
 
@@ -187,7 +199,7 @@ class Graph:
         return "\n".join(lines) + "\n"
 
     def to_plan(self) -> ExecPlan:
-        steps = []
+        steps: list[HostStep | ViewStep | KernelStep] = []
         for node in self.nodes:
             if node.placement == "cpu":
                 steps.append(HostStep(node, (None,) * len(node.value_inputs), None))
@@ -204,7 +216,7 @@ class LoopNode:
     """A loop-level IR node: iteration `ranges`, and `reduction_ranges` for reductions/matmul."""
 
     node: Node
-    kind: Literal["pointwise", "reduction", "matmul", "view", "constant", "fallback"]
+    kind: LoopKind
     ranges: tuple[int, ...]
     reduction_ranges: tuple[int, ...] = ()
 
@@ -257,7 +269,7 @@ class LoopGraph:
         """Kernels in program order: a group runs where its last node sits."""
         by_name = {n.name: n for n in self.nodes}
         group_of = {name: g for g in self.groups for name in g.nodes}
-        steps = []
+        steps: list[HostStep | ViewStep | KernelStep] = []
         for loop_node in self.nodes:
             node = loop_node.node
             if loop_node.kind == "fallback":

@@ -11,11 +11,13 @@ Coverage follows torch-spyre: device ops from torch_spyre/ops/eager.py and spyre
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import torch
 import torch.nn.functional as F
+
+VectorClass = Literal["transcendental", "simple"]  # how an op loads the vector units
 
 
 @dataclass(frozen=True)
@@ -23,8 +25,8 @@ class OpDef:
     name: str
     kind: Literal["pointwise", "reduction", "matmul", "view", "constant"]
     opfunc: str  # SuperDSC opFuncName (spyre_kernel.py SpyreOpFuncs)
-    vector_class: str = "simple"  # transcendental ops run at the SFU rate; simple ones faster
-    compute: Callable[..., torch.Tensor] | None = None
+    vector_class: VectorClass = "simple"  # transcendental ops run at the SFU rate, simple faster
+    compute: Callable[..., torch.Tensor] = field(kw_only=True)
 
 
 def _as_tensor(value, like: torch.Tensor) -> torch.Tensor:
@@ -89,7 +91,7 @@ def _to_dtype(x, *, dtype, **_):
     return x.to(torch.float32)
 
 
-_POINTWISE: dict[str, tuple[str, str, Callable]] = {
+_POINTWISE: dict[str, tuple[str, VectorClass, Callable[..., torch.Tensor]]] = {
     # name: (opfunc, vector class, semantics)
     "abs": ("abs", "simple", lambda x, **_: torch.abs(x)),
     "neg": ("neg", "simple", lambda x, **_: torch.neg(x)),

@@ -16,7 +16,7 @@ import time
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import torch
 import torch._dynamo
@@ -126,11 +126,14 @@ def device_clock() -> float:
     return _device_clock_us[0] / 1e6
 
 
+# runtime, capture, reference, or a stage of EXECUTABLE_STAGES whose artifact runs
+ExecutionMode = Literal["runtime", "capture", "reference", "decompose", "lower", "layout",
+                        "kernel"]
+
+
 @dataclass
 class _Execution:
-    # runtime, capture, reference, or a stage of EXECUTABLE_STAGES whose artifact runs
-    mode: Literal["runtime", "capture", "reference", "decompose", "lower", "layout",
-                  "kernel"] = "runtime"
+    mode: ExecutionMode = "runtime"
     reference_dtype: torch.dtype | DLFloat16Format = torch.float64
     label_graphs: bool = False
     records: list[RunRecord] = field(default_factory=list)
@@ -181,9 +184,8 @@ def reference_outputs(captured: CapturedGraph, args: Sequence[Any],
     Results go back in the graph's own output dtypes, so values crossing a graph break keep the
     dtypes Dynamo guarded on (a float32 rounding, 2^-24 relative: far below 16-bit rounding).
     """
-    rounding = _round_dlfloat16 if isinstance(dtype, DLFloat16Format) \
-        else _round_ieee_fp16 if dtype == torch.float16 else None
-    if rounding is not None:
+    if isinstance(dtype, DLFloat16Format) or dtype == torch.float16:
+        rounding = _round_dlfloat16 if isinstance(dtype, DLFloat16Format) else _round_ieee_fp16
         cast = [rounding(a) if isinstance(a, torch.Tensor) and a.is_floating_point() else a
                 for a in args]
         results = list(_RoundingInterpreter(captured.graph_module, rounding).run(*cast))
@@ -203,7 +205,7 @@ def graph_runner(compiled: CompiledGraph) -> Callable[[list], list]:
         mode = execution.mode if execution else "runtime"
         if mode == "capture":
             return compiled.executable.placeholder_outputs()
-        if mode == "reference":
+        if mode == "reference" and execution is not None:
             return reference_outputs(compiled.captured, args, execution.reference_dtype)
         if mode == "runtime":
             label = f"g{compiled.captured.index}" if execution and execution.label_graphs else ""
@@ -306,7 +308,7 @@ class Program:
         if stage not in EXECUTABLE_STAGES:
             raise ValueError(f"stage {stage!r} is not executable; choose one of "
                              f"{list(EXECUTABLE_STAGES)}")
-        return self._call(_Execution(stage), inputs)
+        return self._call(_Execution(cast(ExecutionMode, stage)), inputs)  # checked above
 
     def reference(self, *inputs: Any,
                   dtype: torch.dtype | DLFloat16Format = torch.float64) -> tuple:

@@ -148,7 +148,9 @@ def bundle_texts(folder: Path) -> dict[str, bytes]:
     with tarfile.open(folder.parent / f"{folder.name}.tar.gz") as tar:
         for member in tar.getmembers():
             if member.isfile():
-                contents[f"tar/{member.name}"] = tar.extractfile(member).read()
+                extracted = tar.extractfile(member)
+                assert extracted is not None  # a regular file
+                contents[f"tar/{member.name}"] = extracted.read()
     return contents
 
 
@@ -346,6 +348,7 @@ def test_device_ratio_interval_brackets_the_true_shift(tmp_path):
 def test_every_quote_of_the_regression_is_the_confirmation(tmp_path):
     found = synthetic_investigation(tmp_path)
     _, files = bundle.bundle_files(found, "spyre_sim")
+    assert found.confirmation is not None
     figure = f"×{found.confirmation.ratio:.3f}"
     summary = json.loads(files["summary.json"])
     assert figure in summary["title"] and figure in summary["causal_statement"]
@@ -389,7 +392,9 @@ def test_hostile_strings_are_escaped_and_secrets_never_written(tmp_path, monkeyp
             widths = {len(re.findall(r"(?<!\\)\|", row)) for row in rows}
             assert len(widths) == 1, block
     # the diff's own backtick runs cannot close its fence
-    fence = re.search(r"^(`{3,})diff$", md, re.MULTILINE).group(1)
+    opening = re.search(r"^(`{3,})diff$", md, re.MULTILINE)
+    assert opening is not None
+    fence = opening.group(1)
     assert len(fence) > 4 and f"\n{fence}\n" in md
     environment = json.loads((folder / "environment.json").read_text())
     assert environment["environment_variables"] == {"OMP_NUM_THREADS": "2"}
@@ -527,6 +532,7 @@ def test_a_program_without_the_entry_points_is_refused(tmp_path):
 
 def test_reproducer_usage_quotes_the_workaround_for_the_shell(tmp_path):
     found = synthetic_investigation(tmp_path)
+    assert found.workaround is not None
     found = dataclasses.replace(found, workaround=dataclasses.replace(
         found.workaround, knob="fusion; rm -rf /", value="a b"))
     usage = reproducer.usage_commands(build_report(found, "spyre_sim"))
@@ -538,6 +544,7 @@ def test_a_report_names_the_measuring_backends_baseline_and_settings(tmp_path):
     torch._inductor.config entries; nothing of spyre_sim's vocabulary (DLFloat16, Config,
     SENCORES) reaches its bundle, while a spyre_sim bundle keeps it."""
     found = synthetic_investigation(tmp_path)
+    assert found.workaround is not None
     settings = {"cpp.simdlen": None, "max_fusion_size": 64}
     inductor = dataclasses.replace(
         found, backend="inductor",

@@ -88,7 +88,7 @@ def test_no_regression_exits_zero(tmp_path, outside):
 
 def test_repo_orders_history_and_names_the_bad_commit(tmp_path, outside):
     repo, shas = make_repo(tmp_path, DATES)
-    docs = {}
+    docs: dict[str, dict] = {}
     for i, (commit, date) in enumerate(zip(shas, DATES, strict=True)):
         docs |= synthetic.asv_results_documents([(commit, epoch_ms(date))],
                                                 track([1.0 if i < 2 else 2.0]))

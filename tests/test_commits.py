@@ -49,7 +49,7 @@ def test_deterministic_metrics_take_one_measurement_per_commit(length):
     that wobble within the metric's tolerance (instruction counts, 0.5%) are the same."""
     commits = [f"{i:040d}" for i in range(length)]
     for first_bad in [*range(1, length), None]:
-        calls = []
+        calls: list = []
 
         def measure(commit, first_bad=first_bad, calls=calls):
             calls.append(commit)

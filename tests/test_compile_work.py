@@ -242,7 +242,7 @@ def test_an_unchanged_compiler_is_measured_once_and_a_changed_one_again(monkeypa
 def test_without_valgrind_the_family_skips_and_says_how_to_install_it(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))  # an empty directory: no valgrind on PATH
     monkeypatch.setenv(kept.CACHE_ENV, str(tmp_path / "cache"))
-    assert "apt-get install valgrind" in compile_work.valgrind_missing()
+    assert "apt-get install valgrind" in (compile_work.valgrind_missing() or "")
     with pytest.raises(NotImplementedError, match="apt-get install valgrind"):
         compile_work.measure([("mlp", 128, 64)])
     benchmark = bench_compile_work.CompileWork()
@@ -403,8 +403,9 @@ def measured_trees(tmp_path_factory):
     grid is a share of its own, so the point's process runs the same either way, and one
     point spares a valgrind process importing torch instrumented), all at once (counts do not
     depend on the load, only the wall time does)."""
-    if compile_work.valgrind_missing():
-        pytest.skip(compile_work.valgrind_missing())
+    missing = compile_work.valgrind_missing()
+    if missing:
+        pytest.skip(missing)
     base = _tree(tmp_path_factory.mktemp("compile-work") / "base")
     injected = _tree(tmp_path_factory.mktemp("compile-work") / "injected")
     scenarios.apply(injected, SCENARIO)

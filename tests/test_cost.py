@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from spyre_sim.cost import (
+    KernelKind,
     KernelWork,
     derive_work,
     kernel_cost,
@@ -22,7 +23,8 @@ from spyre_sim.device import DeviceParams
 
 DEVICE = DeviceParams()
 ROOT = Path(__file__).resolve().parents[1]
-KINDS = ("matmul", "pointwise", "reduction", "softmax", "layernorm", "restickify", "constant")
+KINDS: tuple[KernelKind, ...] = ("matmul", "pointwise", "reduction", "softmax", "layernorm",
+                                 "restickify", "constant")
 
 
 def random_work(rng: random.Random) -> KernelWork:

@@ -65,6 +65,7 @@ def test_a_compile_time_rise_without_more_work_is_refuted_not_reported(tmp_path)
     assert lifecycle.publishable(clock_only)  # the clock alone would have published it
     outcome = not_reproduced(alert, refused.value, builds[-2].sha)
     assert outcome.culprit == builds[-1].sha and not lifecycle.publishable(outcome.evidence)
+    assert outcome.evidence is not None and outcome.evidence.refuted is not None
     assert "executes more instructions" in outcome.evidence.refuted
 
 
@@ -88,6 +89,7 @@ def test_a_host_clocks_knob_baseline_is_the_confirmations_ratio_not_one_stage_pr
     assert confirmed.confirmed
     assert measured_regression(report, host) == knobs.Regression(7.5e-3, 5.6e-3)
     regression = measured_regression(report, host, confirmed)
+    assert regression is not None
     assert regression.good_share == pytest.approx(confirmed.good_median / confirmed.bad_median)
     device = Target(benchmark="bench_execute.ExecuteDeviceTime.time_device",
                     params=("'mlp'", "256"), workload="mlp",

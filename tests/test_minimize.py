@@ -1,5 +1,7 @@
 """Minimization as a pure function, on a hand-made program and an injected predicate."""
 
+from typing import Any
+
 import torch
 from torch.fx.experimental.proxy_tensor import make_fx
 
@@ -20,6 +22,6 @@ def test_minimize_keeps_only_the_op_that_carries_the_regression():
 
     result = minimize.minimize(candidate, ratio, 1.5)
     assert result.ops_after == 1 and "exp" in result.source
-    namespace = {}
+    namespace: dict[str, Any] = {}
     exec(result.source, namespace)
     assert namespace["program"](*namespace["make_inputs"]())[0].shape == (8, 16)

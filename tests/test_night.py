@@ -17,6 +17,7 @@ import itertools
 import json
 import re
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -62,7 +63,7 @@ class GeneratorAsv:
 
     def __init__(self, branch: Branch, results: Path) -> None:
         self.branch, self.results = branch, results
-        self.names = {}  # benchmark -> its param lists, in asv's order
+        self.names: dict[str, list] = {}  # benchmark -> its param lists, in asv's order
         for spec in branch.suite:
             value = ast.literal_eval(spec.params)
             values = value if isinstance(value, tuple) else (value,)
@@ -115,6 +116,11 @@ class GeneratorAsv:
         files.write_text(path, json.dumps(document) + "\n")
 
 
+def night_label(number: int) -> Callable[[], str]:
+    """What a night's records say it is, as the nightly's clock would."""
+    return lambda: f"night {number + 1}"
+
+
 def transitions(result: night.NightResult) -> list[tuple]:
     return [(e.alert_id, e.before, e.after, e.note) for e in result.events]
 
@@ -145,7 +151,7 @@ def test_the_nightlys_seams_take_the_simulations_transitions(tmp_path, monkeypat
             investigations.night = number
             tonight[side] = night.run_night(marks, history, bench, store,
                                             investigations=investigations,
-                                            now=lambda n=number: f"night {n + 1}")
+                                            now=night_label(number))
         assert transitions(tonight["disk"]) == transitions(tonight["memory"]), number
         assert [(e.alert_id, e.note) for e in tonight["disk"].environment_events] == \
             [(e.alert_id, e.note) for e in tonight["memory"].environment_events], number
@@ -176,7 +182,7 @@ def two_nights(events, runner_changes=()):
         seams[2].night = number
         nights.append(night.run_night([branch.commits[c] for c in branch.benchmarked(number)],
                                       branch.commits[:branch.nights[number][1] + 1], *seams,
-                                      lambda n=number: f"night {n + 1}"))
+                                      night_label(number)))
     return branch, nights
 
 
@@ -230,7 +236,8 @@ def test_a_reported_culprit_whose_report_is_missing_is_published_again_and_says_
                                      status="reported", culprit=culprit)
 
     records = [record(1, "a" * 40), record(2, "b" * 40), record(3, "c" * 40)]
-    extras = {1: {"report": None}, 2: {"report": "reports/b"}, 3: {"report": "reports/c"}}
+    extras: dict[int, dict] = {1: {"report": None}, 2: {"report": "reports/b"},
+                               3: {"report": "reports/c"}}
     on_disk = {"reports/c"}  # b's bundle was deleted, or its writing never finished
     due = night.unpublished(records, extras, set(), on_disk.__contains__)
     assert [g.culprit[0] for g in due] == ["a", "b"]
@@ -253,7 +260,7 @@ def test_a_night_times_its_phases_and_may_measure_nothing_again():
     ticks = itertools.count()
     tonight = night.run_night([branch.commits[c] for c in branch.benchmarked(0)],
                               branch.commits, *seams, lambda: "night 1",
-                              investigations=night.Settings(rounds=0),
+                              settings=night.Settings(rounds=0),
                               timer=lambda: float(next(ticks)))
     assert tonight.remeasurement.requests == [] and tonight.investigated
     investigations = [f"investigate alert {i} ({tonight.records[0].kind})"

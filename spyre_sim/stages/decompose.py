@@ -12,6 +12,7 @@ elimination (knob `cse`) and dead-code elimination.
 from __future__ import annotations
 
 import logging
+from typing import Literal
 
 import torch
 
@@ -70,7 +71,7 @@ def run(captured: CapturedGraph, config: Config) -> Graph:
     for fx_node in captured.graph_module.graph.nodes:
         if fx_node.op == "placeholder":
             val = meta_tensor(fx_node.meta.get("val"))
-            kind = next(kinds, "input")
+            kind: Literal["input", "parameter"] = next(kinds, "input")
             if val is None:
                 raise SpyreCompileError(STAGE, f"input {fx_node.name}", [],
                                         "non-tensor graph inputs are not supported")

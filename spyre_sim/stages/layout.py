@@ -18,6 +18,7 @@ from spyre_sim.ir import (
     FusionGroup,
     LayoutGraph,
     LoopGraph,
+    LoopKind,
     LoopNode,
     Node,
     UniqueNames,
@@ -51,11 +52,11 @@ class _Propagation:
         for loop_node in self.loop.nodes:
             if loop_node.kind != "matmul":
                 continue
-            operand = loop_node.node.inputs[1]
+            operand = loop_node.node.value_input(1)
             view = producers.get(operand)
             if view is None or view.node.op != "permute":
                 continue
-            source = view.node.inputs[0]
+            source = view.node.value_input(0)
             if source not in parameters or source in orders:
                 continue
             perm = view.node.attr["dims"]
@@ -65,7 +66,7 @@ class _Propagation:
                 orders[source] = order
         return orders
 
-    def add(self, node: Node, kind: str, layout: TensorLayout) -> str:
+    def add(self, node: Node, kind: LoopKind, layout: TensorLayout) -> str:
         self.nodes.append(LoopNode(node, kind, node.shape))
         self.layouts[node.name] = layout
         return node.name
@@ -99,7 +100,7 @@ class _Propagation:
         return self.restickify(operand, _order_with_stick(len(layout.host_size), host_dim))
 
     def matmul_operands(self, node: Node) -> tuple:
-        a, b = node.inputs[0], node.inputs[1]
+        a, b = node.value_input(0), node.value_input(1)
         a = self.stick_on(a, len(self.layouts[a].host_size) - 1)
         b = self.stick_on(b, len(self.layouts[b].host_size) - 1)
         k = self.layouts[a].host_size[-1]
@@ -127,7 +128,7 @@ class _Propagation:
 
     def view(self, loop_node: LoopNode) -> None:
         node = loop_node.node
-        source = self.layouts[node.inputs[0]]
+        source = self.layouts[node.value_input(0)]
         attrs = node.attr
         if node.op == "permute":
             self.add(node, "view", permuted_layout(source, tuple(attrs["dims"])))

@@ -30,13 +30,13 @@ def loop_node(node: Node, shapes: dict[str, tuple[int, ...]]) -> LoopNode:
     kind = OPS[node.op].kind
     attrs = node.attr
     if kind == "matmul":
-        return LoopNode(node, kind, node.shape, (shapes[node.inputs[0]][-1],))
+        return LoopNode(node, kind, node.shape, (shapes[node.value_input(0)][-1],))
     if node.op == "softmax":
         return LoopNode(node, kind, node.shape, (node.shape[attrs["dim"]],))
     if node.op == "layernorm":
         return LoopNode(node, kind, node.shape, node.shape[-attrs["ndims"]:])
     if kind == "reduction":
-        source = shapes[node.inputs[0]]
+        source = shapes[node.value_input(0)]
         return LoopNode(node, kind, node.shape, tuple(source[d] for d in attrs["dims"]))
     return LoopNode(node, kind, node.shape)
 

@@ -62,7 +62,7 @@ def _plan(program: dict[str, Any]) -> ExecPlan:
             resident.append((binding, _constant(constants[value["name"]])))
         else:
             inputs.append(binding)
-    steps = []
+    steps: list[KernelStep | HostStep | ViewStep] = []
     for step in program["steps"]:
         if step["type"] == "compute":
             kernel = step["kernel"]

@@ -200,7 +200,9 @@ def test_a_fault_of_the_tool_is_one_line_and_a_traceback_file(monkeypatch, capsy
     assert cli.main(["alerts", "--state", "."]) == EXIT_FAULT
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line.startswith("spyre-regress: internal error: ZeroDivisionError: a bug")
-    path = Path(re.search(r"traceback is in (\S+);", line).group(1))
+    written = re.search(r"traceback is in (\S+);", line)
+    assert written is not None
+    path = Path(written.group(1))
     assert "raise ZeroDivisionError" in path.read_text()
     path.unlink()
 
@@ -257,6 +259,7 @@ def closed_pipe(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     """`spyre-regress ARGS | head -0`: the reader is gone before the first line is written."""
     process = subprocess.Popen([str(SCRIPT), *args], cwd=cwd, env=user_environment(),
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert process.stdout is not None and process.stderr is not None  # both piped
     process.stdout.close()
     stderr = process.stderr.read()
     return subprocess.CompletedProcess(args, process.wait(timeout=300), "", stderr)

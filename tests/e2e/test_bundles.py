@@ -40,7 +40,8 @@ def _layernorm(x, weight, bias):
 def _attention(x, w_qkv, b_qkv, w_out, b_out):
     q, k, v = F.linear(x, w_qkv, b_qkv).split(x.shape[-1], dim=-1)
     heads = [t.view(1, x.shape[1], 8, -1).transpose(1, 2) for t in (q, k, v)]
-    attended = F.scaled_dot_product_attention(*heads, is_causal=True)
+    q, k, v = heads
+    attended = F.scaled_dot_product_attention(q, k, v, is_causal=True)
     return F.linear(attended.transpose(1, 2).reshape(x.shape), w_out, b_out)
 
 
@@ -75,7 +76,8 @@ def builds(change: EmulatedBuild) -> list[EmulatedBuild]:
 
 def investigate(work, target: Target, params: str, source: str, change: EmulatedBuild):
     found = example.investigate(target, params, source, builds(change), work_dir=work / "probe")
-    assert found.commits.culprit.sha == change.sha  # bisection found the change
+    assert found.commits.culprit is not None  # bisection found a culprit: the change
+    assert found.commits.culprit.sha == change.sha
     return found, write_bundle(found, work / "out")
 
 
@@ -83,7 +85,8 @@ def investigate(work, target: Target, params: str, source: str, change: Emulated
 def device_bundle(tmp_path_factory):
     work = tmp_path_factory.mktemp("device")
     found, change = example.fusion_example(work / "probe")
-    assert found.commits.culprit.sha == change.sha  # bisection found the change
+    assert found.commits.culprit is not None  # bisection found a culprit: the change
+    assert found.commits.culprit.sha == change.sha
     return found, write_bundle(found, work / "out")
 
 

@@ -125,7 +125,9 @@ def every_file(root: Path) -> dict[str, bytes]:
             with tarfile.open(path) as archive:
                 for member in archive.getmembers():
                     if member.isfile():
-                        files[f"{path.name}!{member.name}"] = archive.extractfile(member).read()
+                        extracted = archive.extractfile(member)
+                        assert extracted is not None  # a regular file
+                        files[f"{path.name}!{member.name}"] = extracted.read()
     return files
 
 
