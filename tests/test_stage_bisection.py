@@ -129,3 +129,29 @@ def test_instruction_counts_name_the_stage_that_did_more_work():
     report = stages.bisect_stages(same, same, _probe(times), _probe(times), good="g", bad="b",
                                   workload="attention", seq=128, width=1024)
     assert report.first_divergent_stage is None
+
+
+def test_a_pass_only_one_build_has_is_compared_where_it_runs_in_the_other():
+    """torch-spyre adds and removes passes between commits: a pass the bad build added is
+    compared with the good build's program at the same point of its pipeline (after the
+    stage before it), so a pass that leaves the program alone is not a divergence; where a
+    pass the bad build lost had changed the program, the builds part there."""
+    good = Capture(("lower", "p1", "p3", "codegen"),
+                   {"lower": "a\n", "p1": "b\n", "p3": "c\n", "codegen": "k\n"}, {})
+    bad = Capture(("lower", "p1", "p2", "codegen"),
+                  {"lower": "a\n", "p1": "b\n", "p2": "b\n", "codegen": "k2\n"}, {})
+    assert stages.merged_stages(good.stages, bad.stages) == ("lower", "p1", "p2", "p3",
+                                                             "codegen")
+    order = stages.merged_stages(good.stages, bad.stages)
+    assert stages.text_at(good, "p2", order) == "b\n"  # the good build's program after p1
+    assert stages.text_at(bad, "p3", order) == "b\n"  # the bad build's, after p2
+    probe = StageAnswer(status="ok",
+                        compile_times=({"lower": 0.1, "p1": 0.1, "p3": 0.1, "codegen": 0.1},) * 3,
+                        device_time_us=None, kernels=(), stages=good.stages, stage_errors={})
+    report = stages.bisect_stages(good, bad, probe, probe, good="g", bad="b", workload="mlp",
+                                  seq=128, width=None)
+    assert report.first_divergent_stage == "p3"  # c there, b in the bad build's program
+    alike = Capture(("lower", "p1", "p2", "p3", "codegen"), {**good.texts, "p2": "b\n"}, {})
+    assert stages.bisect_stages(good, alike, probe, probe, good="g", bad="b", workload="mlp",
+                                seq=128, width=None
+                                ).first_divergent_stage is None  # p2 added, changing nothing

@@ -202,13 +202,35 @@ def work_unchanged(report: StageReport) -> bool:
     return report.first_divergent_stage is None and counted(report.stages)
 
 
+def merged_stages(good: Sequence[str], bad: Sequence[str]) -> tuple[str, ...]:
+    """Both builds' stages in pipeline order: the good build's, with a stage only the bad
+    build has after the stage it follows there (a pass added between two commits)."""
+    merged = list(good)
+    for index, stage in enumerate(bad):
+        if stage not in merged:
+            before = next((s for s in reversed(bad[:index]) if s in merged), None)
+            merged.insert(0 if before is None else merged.index(before) + 1, stage)
+    return tuple(merged)
+
+
+def text_at(capture: Capture, stage: str, order: Sequence[str]) -> str:
+    """The capture's text of `stage`, or, where this build has no such stage (a pass added
+    or removed between the builds), its text of the stage before it: what the program looked
+    like at that point of this build's pipeline."""
+    for earlier in reversed(order[:order.index(stage) + 1]):
+        if earlier in capture.texts:
+            return capture.texts[earlier]
+    return ""
+
+
 def bisect_stages(good_capture: Capture, bad_capture: Capture, good_probe: StageAnswer,
                   bad_probe: StageAnswer, good: str, bad: str, workload: str, seq: int,
                   width: int | None,
                   instructions: Sequence[Mapping[str, int] | None] | None = None
                   ) -> StageReport:
-    stages = good_capture.stages
-    diffs = {s: unified_diff(good_capture.texts.get(s, ""), bad_capture.texts.get(s, ""), s)
+    stages = merged_stages(good_capture.stages, bad_capture.stages)
+    diffs = {s: unified_diff(text_at(good_capture, s, stages), text_at(bad_capture, s, stages),
+                             s)
              for s in stages}
     deltas = with_instructions(compile_deltas(
         stages, good_probe.compile_times, bad_probe.compile_times, diffs), instructions)

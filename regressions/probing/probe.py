@@ -130,8 +130,11 @@ def cmd_work(request: Request) -> protocol.WorkAnswer | protocol.Failed:
     probes and the CompileWork benchmark count the same way."""
     work = _load(request.compile_work, "spyre_regress_compile_work")
     point = (request.workload, request.seq, request.width)
+    # spyre_sim's stages are counted as its suite's compile-work family counts them; any other
+    # compiler's through its backend module's regions
+    backend = None if _backend(request).NAME == "spyre_sim" else request.backend
     try:
-        measured = work.measure([point], config=dict(request.config) or None)
+        measured = work.measure([point], config=dict(request.config) or None, backend=backend)
     except work.ValgrindUnavailable as missing:
         return protocol.Failed("untestable", str(missing))
     if measured.missing:

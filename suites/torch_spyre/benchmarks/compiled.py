@@ -96,14 +96,15 @@ def sample(name: str, seq: int, row: str) -> float | None:
     stage does not exist at this commit. Raises RuntimeError when the compile failed."""
     path = Path(os.getcwd(), re.sub(r"\W", "_", f"compile-{name}-{seq}") + ".json")
     with _locked(path):
-        state = json.loads(path.read_text()) if path.exists() else {
+        state: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {
             "version": MEASUREMENT_VERSION, "compiles": [], "read": {}}
-        read = state["read"].get(row, 0)
-        if read == len(state["compiles"]):
-            state["compiles"].append(compile_seconds(name, seq))
+        compiles: list[dict[str, Any]] = state["compiles"]
+        read: int = state["read"].get(row, 0)
+        if read == len(compiles):
+            compiles.append(compile_seconds(name, seq))
         state["read"][row] = read + 1
         path.write_text(json.dumps(state))
-    measured = state["compiles"][read]
+    measured = compiles[read]
     if "failure" in measured:
         raise RuntimeError(measured["failure"])
     stage = row.rpartition(":")[2]
