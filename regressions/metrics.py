@@ -88,16 +88,16 @@ METRICS: tuple[Metric, ...] = (
     # percent is worth an alert; PyTorch counts instructions for compile-time PR benchmarks
     # for the same reason (torch._C._instruction_counter).
     Metric(name="compile_work", pattern=r"\.CompileWork\.", label="compile work",
-           unit="instructions", floor=0.02,
-           probe="compile_work", tolerance=0.01, deterministic=True,
-           probe_unit="instructions", clock="instructions counted under callgrind",
+           unit="instructions", floor=0.02, probe="compile_work", tolerance=0.01,
+           deterministic=True, probe_unit="instructions",
+           clock="instructions counted under callgrind",
            display="instructions", width="stage_width", per_stage=True, bisect_by_count=True,
            counts_instructions=True, shares_host=True),
     # Simulated device time: seeded-noise samples from the timing model (1.5% CV). 1% is the
     # smallest step Chromium's dashboard reports (catapult find_change_points.py).
     Metric(name="device_time", pattern=r"\.ExecuteDeviceTime\.", label="simulated device time",
-           unit="s", floor=0.01,
-           probe="device_time", probe_unit="us", clock="the simulator's device clock",
+           unit="s", floor=0.01, probe="device_time", probe_unit="us",
+           clock="the simulator's device clock",
            display="us", sections=("timing", "correctness", "evidence"),
            knob_baseline="device_clock", minimizable=True, timing_row="device",
            knob_quantity="noise-free simulated device time per call",
@@ -105,8 +105,7 @@ METRICS: tuple[Metric, ...] = (
     # Host wall time of a warm call on a shared machine: 10%, the asv suite's own
     # publish threshold for it (asv.conf.json regressions_thresholds).
     Metric(name="host_time", pattern=r"HostTime\.", label="host wall time", unit="s", floor=0.10,
-           probe="host_time",
-           probe_unit="s", clock="wall time", display="ms",
+           probe="host_time", probe_unit="s", clock="wall time", display="ms",
            sections=("timing", "correctness", "evidence"), with_numerics=True,
            knob_baseline="host_clock",
            knob_quantity="host wall time per warm call (median of 21; a clock: it moves "
@@ -114,16 +113,14 @@ METRICS: tuple[Metric, ...] = (
            timing_row="host"),
     # Cold compile CPU time: asv's default regressions_threshold (asv/config.py, 0.05).
     Metric(name="compile_time", pattern=r"^(bench_)?compile\.", label="compile time", unit="s",
-           floor=0.05,
-           probe="compile_time", probe_unit="s", clock="CPU time", display="ms",
+           floor=0.05, probe="compile_time", probe_unit="s", clock="CPU time", display="ms",
            per_stage=True, counts_instructions=True, knob_baseline="stage_clock",
            knob_quantity="wall time of the {stage} stage per cold compile (a clock: it "
                          "moves with the machine's load)",
            refuted_without_more_work=True, reproducer_compiles=3),
     # Numerical error against float64: deterministic under fixed seeds; asv's default 5%.
     Metric(name="numerics", pattern=r"^(bench_)?numerics\.", label="numerical error", unit="",
-           floor=0.05,
-           probe="numerics", deterministic=True, display="error",
+           floor=0.05, probe="numerics", deterministic=True, display="error",
            sections=("correctness", "evidence", "timing"),
            width="numerics_width", with_numerics=True, errors=True, knob_baseline="runtime_error",
            knob_quantity="numerical error of the output (deterministic)",

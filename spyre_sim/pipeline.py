@@ -353,9 +353,8 @@ def compile(fn: Callable, example_inputs: Sequence[Any], config: Config | None =
     program = Program(config, artifact, optimized, graphs, dynamo_seconds=dynamo_seconds)
     if root is not None:
         debug_capture.write(root, STAGES, program.artifacts, program.compile_times,
-                      binaries=[g.artifacts["backend"].payload for g in graphs],
-                            log_lines=log_lines,
-                      summary=_capture_summary(artifact, len(graphs)))
+                            binaries=[g.artifacts["backend"].payload for g in graphs],
+                            log_lines=log_lines, summary=_capture_summary(artifact, len(graphs)))
     return program
 
 
@@ -376,8 +375,8 @@ def _compile_for_torch(captured: CapturedGraph) -> Callable[[list], list]:
         times = {"dynamo": 0.0, **compiled.compile_times}
         debug_capture.write(root, STAGES, texts, times,
                             binaries=[compiled.artifacts["backend"].payload],
-                      log_lines=log_lines, summary={"graphs": 1, "graph_breaks": 0,
-                                          "wall_s": time.perf_counter() - start})
+                            log_lines=log_lines, summary={"graphs": 1, "graph_breaks": 0,
+                                                          "wall_s": time.perf_counter() - start})
     return graph_runner(compiled)
 
 

@@ -169,7 +169,7 @@ def test_the_probe_measures_inductor_on_the_host_clock_and_searches_its_knobs():
         probe.cmd_sample(_request("inductor", "device_time", samples=1))
     index = [k.name for k in _load("inductor").knobs()].index("max_fusion_size")
     knobs = probe.cmd_knobs(_request("inductor", "compile_time", part=(index, 100),
-                                             compile_repeats=1))
+                                     compile_repeats=1))
     assert knobs.baseline > 0
     assert [(t.knob, t.stage, t.value) for t in knobs.trials] == [
         ("max_fusion_size", "fusion", 1)]
@@ -181,8 +181,8 @@ def test_the_probe_measures_inductor_on_the_host_clock_and_searches_its_knobs():
 def test_the_stage_probe_captures_and_times_through_the_backend(name, tmp_path):
     backend = _load(name)
     stages = probe.cmd_stages(_request(name, "compile_time", compile_repeats=2,
-                                               capture_dir=str(tmp_path / "capture"),
-                                               trace=str(tmp_path / "trace.json")))
+                                       capture_dir=str(tmp_path / "capture"),
+                                       trace=str(tmp_path / "trace.json")))
     assert isinstance(stages, StageAnswer)
     assert stages.stages == backend.STAGES and len(stages.compile_times) == 2
     assert all(set(times) == set(backend.STAGES) for times in stages.compile_times)

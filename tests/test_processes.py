@@ -64,7 +64,7 @@ def test_run_asv_names_each_step_and_says_a_long_one_is_still_running(tmp_path, 
     monkeypatch.setattr(processes, "STILL_RUNNING_EVERY", 0.5)
     started, shown = time.monotonic(), []
     done = processes.run_asv(["run"], tmp_path, env={"PYTHONPATH": str(tmp_path)},
-                          stream=lambda line: shown.append((time.monotonic() - started, line)))
+                             stream=lambda line: shown.append((time.monotonic() - started, line)))
     assert done.returncode == 0
     lines = [line for _, line in shown]
     assert lines[0] == "asv · Creating environments"
