@@ -470,3 +470,31 @@ def test_the_keyword_checks_catch_a_positional_dataclass_and_a_long_call():
     assert positional_calls("from helpers import run\nrun('s', 1, 2, 3, 4)\n", modules) == []
     assert positional_calls("import helpers\nhelpers.run('s', 1, 2, 3, 4)\n", modules) == []
     assert positional_calls("print(1, 2, 3, 4, 5)\nzip(a, b, c, d, e)\n") == []
+
+
+# The records' readers of asv's files, which everything above them reaches through the
+# results store (`records.results_store.ResultsStore`).
+ASV_FILE_READERS = {"load_results", "read_file", "read_document", "benchmarks_meta",
+                    "open_document", "read_store", "merge_into"}
+
+
+def reads_asv_files(source: str) -> list[str]:
+    """Calls of the records' readers of asv files, by name or as an attribute."""
+    return [f"line {node.lineno}: {ast.unparse(node.func)}()"
+            for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Call)
+            and (node.func.attr if isinstance(node.func, ast.Attribute)
+                 else getattr(node.func, "id", None)) in ASV_FILE_READERS]
+
+
+def test_asv_results_are_read_through_the_results_store_everywhere():
+    """Outside `regressions/records` (scripts included, tests aside: they pin the readers
+    themselves) nothing opens an asv result file but through `ResultsStore`."""
+    outside = [path for root in (*LAYERS, "suites", "scripts")
+               for path in sorted((ROOT / root).rglob("*.py"))
+               if not path.relative_to(ROOT).parts[:2] == ("regressions", "records")]
+    problems = [f"{path.relative_to(ROOT)}: {found}" for path in outside
+                for found in reads_asv_files(path.read_text())]
+    assert problems == []
+    assert reads_asv_files("frame = results.load_results(root, machine=m)\n") == [
+        "line 1: results.load_results()"]
+    assert reads_asv_files("frame = ResultsStore(root, m).frame()\n") == []
