@@ -71,18 +71,16 @@ def _config_defaults(changes: Mapping[str, Any]) -> Iterator[None]:
     from spyre_sim import config as config_module
 
     init = spyre_sim.Config.__init__
-    names = [f.name for f in dataclasses.fields(spyre_sim.Config) if f.init]
-    saved = init.__defaults__
-    defaults = list(saved)
-    offset = len(names) - len(defaults)
-    for name, value in changes.items():
-        defaults[names.index(name) - offset] = value
-    init.__defaults__ = tuple(defaults)
+    saved = init.__kwdefaults__  # a keyword-only dataclass's __init__ keeps its defaults here
+    unknown = sorted(set(changes) - set(saved or {}))
+    if saved is None or unknown:
+        raise ValueError(f"spyre_sim.Config has no field {unknown[0] if unknown else changes}")
+    init.__kwdefaults__ = {**saved, **changes}
     config_module._DEFAULTS.clear()  # the cached default Config of knob scopes
     try:
         yield
     finally:
-        init.__defaults__ = saved
+        init.__kwdefaults__ = saved
         config_module._DEFAULTS.clear()
 
 
