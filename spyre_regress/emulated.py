@@ -74,7 +74,7 @@ def _config_defaults(changes: Mapping[str, Any]) -> Iterator[None]:
     saved = init.__kwdefaults__  # a keyword-only dataclass's __init__ keeps its defaults here
     unknown = sorted(set(changes) - set(saved or {}))
     if saved is None or unknown:
-        raise ValueError(f"spyre_sim.Config has no field {unknown[0] if unknown else changes}")
+        raise ValueError(f"spyre_sim.Config has no field {unknown[0] if unknown else changes!r}")
     init.__kwdefaults__ = {**saved, **changes}
     config_module._DEFAULTS.clear()  # the cached default Config of knob scopes
     try:

@@ -98,3 +98,17 @@ def test_a_host_clocks_knob_baseline_is_the_confirmations_ratio_not_one_stage_pr
     generic = Target(benchmark="bench.Suite.time_other", params=("1",), workload="mlp", seq=256,
                      width=512, metric="time")
     assert measured_regression(report, generic, confirmed) is None  # no knob search for it
+
+
+def test_an_emulated_build_changes_configs_defaults_only_while_it_is_active():
+    """A build that edits config.py, emulated: Config's defaults (keyword-only) change while
+    the build is active, an explicit value still wins, and everything is as it was after."""
+    import spyre_sim
+
+    build = EmulatedBuild("config: turn pointwise fusion off by default", {"fusion": False})
+    with build.active():
+        assert spyre_sim.Config().fusion is False and spyre_sim.Config(fusion=True).fusion
+    assert spyre_sim.Config().fusion is True
+    with pytest.raises(ValueError, match="no field 'fuson'"):
+        with EmulatedBuild("config: a typo", {"fuson": False}).active():
+            pass
