@@ -37,6 +37,10 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--reports", type=Path, metavar="DIR",
                    help="report bundles (default STATE/reports)")
     p.add_argument("--machine", default="nightly", help="asv machine name")
+    p.add_argument("--samples", type=common.positive, metavar="N",
+                   help="samples per side behind an investigation's confirmation at the "
+                        "culprit, and timed iterations per build in its report (default 100; "
+                        "a compiler whose compile takes seconds may take fewer)")
     p.add_argument("--threshold", action="append", default=[], type=common.threshold,
                    metavar="REGEX=FRACTION", help="as for detect")
     scale = p.add_mutually_exclusive_group()
@@ -67,7 +71,8 @@ def run(args: argparse.Namespace) -> int:
                                      machine=args.machine,
                                      floors=tuple(args.threshold), workers=args.workers,
                                      scheduler=args.scheduler, dashboard=args.dashboard,
-                                     since=args.since)
+                                     since=args.since,
+                                     **({"samples": args.samples} if args.samples else {}))
     outcome = nightly.run(options, common.progress)
     for event in outcome.environment_events:  # the machine changed: never investigated
         print(f"environment alert {event.alert_id}: {event.note}")
