@@ -90,3 +90,16 @@ def test_a_host_clocks_knob_baseline_is_the_confirmations_ratio_not_one_stage_pr
     assert measured_regression(report, device, confirmed) == knobs.Regression(10.0, 17.0)
     generic = Target("bench.Suite.time_other", ("1",), "mlp", 256, 512, "time")
     assert measured_regression(report, generic, confirmed) is None  # no knob search for it
+
+
+def test_a_build_whose_program_runs_only_on_the_device_is_not_judged_a_failure():
+    """torch-spyre compiles here and runs nowhere: its correctness is "not measured", and a
+    build whose compile failed still "did not run"."""
+    from regressions.investigation import model
+
+    compiled = model.judge("good", model.BuildRun("ok"), model.Tolerance())
+    assert compiled.verdict == "not measured" and compiled.status == model.UNMEASURED
+    failed = model.judge("bad", model.BuildRun("failed", "torch-spyre failed in lowering: X"),
+                         model.Tolerance())
+    assert failed.verdict == "FAIL"
+    assert failed.reasons == ("the build did not run: torch-spyre failed in lowering: X",)
