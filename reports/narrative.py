@@ -227,7 +227,7 @@ def _stage_clause(found: Investigation) -> str:
     if first and stages.basis == "compile_clock":
         return (f"no stage artifact differs; the first stage whose compile time grew "
                 f"significantly is {first}")
-    if first and stages.basis == "failure":
+    if first and stages.basis == "compile_error":
         return (f"the bad build's compile fails in the {first} stage, where the good build's "
                 "compiles")
     return ("no compiler stage artifact or stage compile time differs, so the divergence lies "
@@ -273,7 +273,7 @@ def _what_changed(found: Investigation, kernels: KernelChanges,
                          f"{benchmark_program(found).describe()}, counted under callgrind "
                          f"(repeat runs agree within "
                          f"{metrics.instruction_counts().tolerance:.0%}).")
-    if found.stages.basis == "failure" or (found.confirmation is None
+    if found.stages.basis == "compile_error" or (found.confirmation is None
                                             and found.stages.log_excerpt):
         sentences.append(f"The error: {found.stages.log_excerpt}")
     if found.stages.basis == "compile_clock":

@@ -152,7 +152,7 @@ def test_a_compile_that_fails_names_the_stage_it_failed_in_and_keeps_its_error()
     failed = Failed("failed", "torch-spyre failed in lower: TypeError: boom", stage="lower")
     report = stages.failure_report(good, _probe([[0.1] * 5] * 3), failed, "g", "b", "swiglu",
                                    128)
-    assert (report.first_divergent_stage, report.basis) == ("lower", "failure")
+    assert (report.first_divergent_stage, report.basis) == ("lower", "compile_error")
     assert report.log_excerpt == failed.detail and report.diff == ""
     assert report.device_time_us["bad"] is None
     unnamed = stages.failure_report(good, _probe([[0.1] * 5] * 3), Failed("failed", "x"),

@@ -22,8 +22,9 @@ from regressions.probing.protocol import Failed, KernelTime, StageAnswer
 
 STAGE_REPORT_VERSION = 3  # 3: `basis` names the evidence (instructions, compile_clock)
 # What named the first divergent stage: its canonical artifact differs, or (no artifact
-# differs) it executes more instructions, or it got significantly slower on the clock.
-Basis = Literal["artifact", "instructions", "compile_clock", "failure"]
+# differs) it executes more instructions, or it got significantly slower on the clock, or
+# the bad build's compile raised in it.
+Basis = Literal["artifact", "instructions", "compile_clock", "compile_error"]
 COMPILE_RATIO_FLOOR = 1.5  # a stage must get at least this much slower to be named
 # Instruction counts repeat within 1% (docs/benchmarks.md); a stage that grew by 1% or more
 # did more work, and when no artifact differs the one that added the most is named.
@@ -257,7 +258,7 @@ def failure_report(good_capture: Capture, good_probe: StageAnswer, failed: Faile
     one) is where the builds part, and its error is the evidence."""
     deltas = compile_deltas(good_capture.stages, good_probe.compile_times, (), {})
     return StageReport(good, bad, workload, seq, good_probe.width, failed.stage,
-                       "failure" if failed.stage else None, 0, "", deltas, [],
+                       "compile_error" if failed.stage else None, 0, "", deltas, [],
                        {"good": good_probe.device_time_us, "bad": None},
                        log_excerpt=failed.detail)
 
