@@ -38,7 +38,11 @@ the names are; `tests/test_backends.py` holds both implementations to them on on
 - `EXECUTES` (optional, True when absent): whether a compiled program can run here at all
   (torch-spyre's needs a card: its compile is measured, its outputs and host time are not);
 - `COMPANIONS` (optional): modules of this folder the backend loads beside it by name (the
-  reproducer embeds them with it).
+  reproducer embeds them with it);
+- `GRAPH_PROGRAMS` (optional, True when absent): whether a program given as its ATen graph
+  (`graph`: the minimizer's candidates, a report's program) compiles as the workload it came
+  from; where not (torch-spyre), the investigation measures the catalogue's own program and
+  does not minimize.
 
 A reproducer embeds the backend module's source and loads it as a module, so the module is
 also what a maintainer runs: it imports nothing of this project at module level.

@@ -59,6 +59,10 @@ NAME = "torch_spyre"
 COMPILER: str | None = None  # the interface's name for a project's own module: unused here
 DEVICE_CLOCK = False
 EXECUTES = False  # no device: the compiled program is never run, its outputs never compared
+# A program given as its ATen graph (a minimizer's candidate) does not compile as the module it
+# came from: torch-spyre rewrites ops at Dynamo's and AOT's level, and a multi-output ATen op
+# left in a graph (native_layer_norm) fails its split_multi_ops ("No FX node for buf...").
+GRAPH_PROGRAMS = False
 SCOPES_KNOBS = False
 QUIET: dict[str, Any] = {}
 INDEPENDENT: dict[str, Any] = {}

@@ -185,6 +185,9 @@ def timing_sentence(timing: Timing, metric: metrics.Metric, words: interface.Wor
                 f"{good.rmse_ratio:.4g}× to {bad.rmse_ratio:.4g}× {words.eager}'s (max abs "
                 f"error {good.max_abs:.4g} → {bad.max_abs:.4g}; fixed seeds, so these repeat "
                 "exactly)")
+    if timing.good.ok and timing.bad.ok and not (timing.good.host_s or timing.good.device_us):
+        return (f"on {program} the compiled program does not run here (its device is not "
+                "on this machine): the compile is what was measured")
     if not has_device_clock(timing):
         host = timing.host
         if host.ratio is None or host.good is None or host.bad is None:
@@ -224,6 +227,9 @@ def _stage_clause(found: Investigation) -> str:
     if first and stages.basis == "compile_clock":
         return (f"no stage artifact differs; the first stage whose compile time grew "
                 f"significantly is {first}")
+    if first and stages.basis == "compile_error":
+        return (f"the bad build's compile fails in the {first} stage, where the good build's "
+                "compiles")
     return ("no compiler stage artifact or stage compile time differs, so the divergence lies "
             "outside the compile stages")
 
@@ -267,6 +273,9 @@ def _what_changed(found: Investigation, kernels: KernelChanges,
                          f"{benchmark_program(found).describe()}, counted under callgrind "
                          f"(repeat runs agree within "
                          f"{metrics.instruction_counts().tolerance:.0%}).")
+    if found.stages.basis == "compile_error" or (found.confirmation is None
+                                            and found.stages.log_excerpt):
+        sentences.append(f"The error: {found.stages.log_excerpt}")
     if found.stages.basis == "compile_clock":
         delta = next(d for d in found.stages.stages
                      if d.stage == found.stages.first_divergent_stage)
@@ -287,8 +296,10 @@ def causal_statement(found: Investigation, kernels: KernelChanges,
              if len(members) <= MAX_INLINE_MEMBERS else
              f"The alert covers {len(members)} benchmarks, all listed below.")
     good, bad = found.timing.correctness
-    verdict = (f"Correctness against float64 at the stated tolerance: good "
-               f"{'PASS' if good.passed else 'FAIL'}, bad {'PASS' if bad.passed else 'FAIL'}.")
+    verdict = (f"Correctness against float64 at the stated tolerance: good {good.verdict}, "
+               f"bad {bad.verdict}." if {good.verdict, bad.verdict} != {"not measured"} else
+               "Correctness against float64: not measured (the compiled program runs only on "
+               "the device).")
     provisional = ("Provisional: the change is in the newest benchmarked commit, so one "
                    "commit holds the new level; later nights confirm or withdraw it "
                    "(`spyre-regress alerts`)." if found.alert.provisional else "")

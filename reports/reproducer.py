@@ -200,8 +200,7 @@ def expected_summary(report: Report) -> str:
         text = (f"device time median {device.good.median:.1f} us (good) vs "
                 f"{device.bad.median:.1f} us (bad), x{device.ratio:.3f} "
                 f"({device.confidence:.0%} CI {device.ci[0]:.3f}-{device.ci[1]:.3f}); ")
-    return text + (f"correctness good {'PASS' if good.passed else 'FAIL'}, bad "
-                   f"{'PASS' if bad.passed else 'FAIL'}")
+    return text + f"correctness good {good.verdict}, bad {bad.verdict}"
 
 
 def settings(report: Report) -> dict:

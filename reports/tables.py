@@ -81,9 +81,9 @@ def correctness(report: Report) -> Table:
     for c in correctness:
         rows.append((c.build, *(number(getattr(c.errors, f) if c.errors else None, ".4g")
                                 for f in fields),
-                     "PASS" if c.passed else "FAIL: " + "; ".join(c.reasons)))
+                     "FAIL: " + "; ".join(c.reasons) if c.verdict == "FAIL" else c.verdict))
     return Table(("build", *columns, "verdict"), tuple(rows),
-                 tuple(not c.passed for c in correctness))
+                 tuple(c.verdict == "FAIL" for c in correctness))
 
 
 def numerics(report: Report) -> Table:

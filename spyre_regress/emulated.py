@@ -195,3 +195,7 @@ class InProcessProber:
     def full_candidate(self, target: Target) -> minimize.Candidate:
         program, inputs = probe._program(ProbeRequest(source=self.source))
         return minimize.from_graph(*interface.load("spyre_sim").graph(program, inputs))
+
+    def program_source(self, target: Target) -> tuple[str, int, bool]:
+        candidate = self.full_candidate(target)
+        return minimize.to_source(candidate, "The probe program."), candidate.op_count, True

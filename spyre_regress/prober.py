@@ -29,9 +29,8 @@ from regressions import codec, git, processes
 from regressions.bisection import minimize
 from regressions.bisection.commits import Measurement
 from regressions.bisection.stages import Capture
-from regressions.errors import SpyreRegressError
 from regressions.investigation import model
-from regressions.investigation.investigator import Progress, RatioOf
+from regressions.investigation.investigator import BuildFailed, Progress, RatioOf
 from regressions.investigation.model import Target
 from regressions.probing import answers, suite
 from regressions.probing.protocol import (
@@ -214,8 +213,7 @@ class SubprocessProber:
         answer = answers.read(StageAnswer, self._run(
             commit, "stages", request, alone=not target.measures.shares_host), "stages")
         if isinstance(answer, Failed):
-            raise SpyreRegressError(f"the stage probe failed at {commit[:12]}: "
-                                    f"{answer.detail}")
+            raise BuildFailed(commit, answer)
         return answer, captures.load_capture(captures.single_capture(root))
 
     def knobs(self, commit: str, target: Target, scope: KnobScope | None = None,
@@ -254,6 +252,18 @@ class SubprocessProber:
         # the report's host wall time: both builds on the clock worker, never beside other work
         return answers.read(TimingAnswer, self._run(commit, "timing", request, alone=True),
                             "timing")
+
+    def program_source(self, target: Target) -> tuple[str, int, bool]:
+        """The probe workload as a standalone module (`program`, `make_inputs`), its ATen op
+        count, and whether its source is the graph the minimizer cuts down: the ATen graph
+        the backend captures, or, for a backend whose programs are not graphs
+        (`GRAPH_PROGRAMS`), the catalogue's own program (the catalogue imports only torch)."""
+        candidate = self.full_candidate(target)
+        if getattr(interface.load(self.backend), "GRAPH_PROGRAMS", True):
+            return minimize.to_source(candidate, "The probe program."), candidate.op_count, True
+        return (minimize.catalogue_source(self.workloads.read_text(), target.workload,
+                                          target.seq, target.width),
+                candidate.op_count, False)
 
     def full_candidate(self, target: Target) -> minimize.Candidate:
         """The probe workload's ATen graph as the backend captures it, from today's catalogue

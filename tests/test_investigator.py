@@ -112,3 +112,16 @@ def test_an_emulated_build_changes_configs_defaults_only_while_it_is_active():
     with pytest.raises(ValueError, match="no field 'fuson'"):
         with EmulatedBuild("config: a typo", {"fuson": False}).active():
             pass
+
+
+def test_a_build_whose_program_runs_only_on_the_device_is_not_judged_a_failure():
+    """torch-spyre compiles here and runs nowhere: its correctness is "not measured", and a
+    build whose compile failed still "did not run"."""
+    from regressions.investigation import model
+
+    compiled = model.judge("good", model.BuildRun(status="ok"), model.Tolerance())
+    assert compiled.verdict == "not measured" and compiled.status == model.UNMEASURED
+    run = model.BuildRun(status="failed", detail="torch-spyre failed in lowering: X")
+    failed = model.judge("bad", run, model.Tolerance())
+    assert failed.verdict == "FAIL"
+    assert failed.reasons == ("the build did not run: torch-spyre failed in lowering: X",)

@@ -1,5 +1,6 @@
 """Minimization as a pure function, on a hand-made program and an injected predicate."""
 
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -25,3 +26,17 @@ def test_minimize_keeps_only_the_op_that_carries_the_regression():
     namespace: dict[str, Any] = {}
     exec(result.source, namespace)
     assert namespace["program"](*namespace["make_inputs"]())[0].shape == (8, 16)
+
+
+def test_the_catalogues_own_program_is_a_standalone_module():
+    """For a compiler whose programs are not ATen graphs (torch-spyre), the report's program
+    is the benchmark's own, pasted from the catalogue (which imports only torch)."""
+    from benchmarks import workloads
+
+    text = minimize.catalogue_source(Path(workloads.__file__).read_text(), "mlp", 8, 64)
+    namespace: dict[str, Any] = {}
+    exec(compile(text, "<program>", "exec"), namespace)  # noqa: S102 (this test's own text)
+    expected, inputs = workloads.build("mlp", 8, 64)
+    assert type(namespace["program"]).__name__ == type(expected).__name__
+    assert [x.shape for x in namespace["make_inputs"]()] == [x.shape for x in inputs]
+    assert text.startswith("# The benchmark's own program: mlp at seq 8")

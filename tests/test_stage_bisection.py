@@ -155,3 +155,18 @@ def test_a_pass_only_one_build_has_is_compared_where_it_runs_in_the_other():
     assert stages.bisect_stages(good, alike, probe, probe, good="g", bad="b", workload="mlp",
                                 seq=128, width=None
                                 ).first_divergent_stage is None  # p2 added, changing nothing
+
+
+def test_a_compile_that_fails_names_the_stage_it_failed_in_and_keeps_its_error():
+    from regressions.probing.protocol import Failed
+
+    good = _capture(["g\n", "d\n", "l\n", "a\n", "k\n"])
+    failed = Failed("failed", "torch-spyre failed in lower: TypeError: boom", stage="lower")
+    report = stages.failure_report(good, _probe([[0.1] * 5] * 3), failed, good="g", bad="b",
+                                   workload="swiglu", seq=128)
+    assert (report.first_divergent_stage, report.basis) == ("lower", "compile_error")
+    assert report.log_excerpt == failed.detail and report.diff == ""
+    assert report.device_time_us["bad"] is None
+    unnamed = stages.failure_report(good, _probe([[0.1] * 5] * 3), Failed("failed", "x"),
+                                    good="g", bad="b", workload="swiglu", seq=128)
+    assert (unnamed.first_divergent_stage, unnamed.basis) == (None, None)

@@ -175,6 +175,15 @@ def _source_value(value: Any) -> str:
     return repr(value)
 
 
+def catalogue_source(catalogue: str, workload: str, seq: int, width: int | None) -> str:
+    """A standalone module of the benchmark's own program: the workload catalogue's text (it
+    imports only torch) and the workload it builds, as `program` and `make_inputs()`."""
+    return (f"# The benchmark's own program: {workload} at seq {seq}, as the suite's "
+            "catalogue builds it (the catalogue follows, whole).\n" + catalogue.rstrip("\n")
+            + f"\n\n\nprogram, _inputs = build({workload!r}, {seq}, {width!r})\n\n\n"
+            "def make_inputs():\n    return _inputs\n")
+
+
 def to_source(candidate: Candidate, header: str = "") -> str:
     """A standalone module: `program(*inputs)`, `make_inputs()`, runnable with torch alone."""
     lines = [f'"""{header or "A minimized program."}"""', "", "import torch", "",

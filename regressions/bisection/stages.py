@@ -18,12 +18,13 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from regressions import stats
-from regressions.probing.protocol import KernelTime, StageAnswer
+from regressions.probing.protocol import Failed, KernelTime, StageAnswer
 
 STAGE_REPORT_VERSION = 3  # 3: `basis` names the evidence (instructions, compile_clock)
 # What named the first divergent stage: its canonical artifact differs, or (no artifact
-# differs) it executes more instructions, or it got significantly slower on the clock.
-Basis = Literal["artifact", "instructions", "compile_clock"]
+# differs) it executes more instructions, or it got significantly slower on the clock, or
+# the bad build's compile raised in it.
+Basis = Literal["artifact", "instructions", "compile_clock", "compile_error"]
 COMPILE_RATIO_FLOOR = 1.5  # a stage must get at least this much slower to be named
 # Instruction counts repeat within 1% (docs/benchmarks.md); a stage that grew by 1% or more
 # did more work, and when no artifact differs the one that added the most is named.
@@ -251,6 +252,19 @@ def bisect_stages(good_capture: Capture, bad_capture: Capture, good_probe: Stage
         numerics={"good": {s: dict(e) for s, e in good_probe.stage_errors.items()},
                   "bad": {s: dict(e) for s, e in bad_probe.stage_errors.items()}},
         log_excerpt=log_excerpt, host_s={"good": good_probe.host_s, "bad": bad_probe.host_s})
+
+
+def failure_report(good_capture: Capture, good_probe: StageAnswer, failed: Failed, *,
+                   good: str, bad: str, workload: str, seq: int) -> StageReport:
+    """The bad build's compile fails: the stage it was raised in (where the compiler names
+    one) is where the builds part, and its error is the evidence."""
+    deltas = compile_deltas(good_capture.stages, good_probe.compile_times, (), {})
+    return StageReport(
+        good=good, bad=bad, workload=workload, seq=seq, width=good_probe.width,
+        first_divergent_stage=failed.stage, basis="compile_error" if failed.stage else None,
+        stage_diff_lines=0, diff="", stages=deltas, kernels=[],
+        device_time_us={"good": good_probe.device_time_us, "bad": None},
+        log_excerpt=failed.detail)
 
 
 def _log_excerpt(log: str, stage: str | None, limit: int = 40) -> str:

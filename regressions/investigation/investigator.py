@@ -70,6 +70,7 @@ class Prober(Protocol):
     def timing(self, commit: str, target: Target, source: str, iterations: int
                ) -> TimingAnswer | Failed: ...
     def full_candidate(self, target: Target) -> minimize.Candidate: ...
+    def program_source(self, target: Target) -> tuple[str, int, bool]: ...
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,15 @@ class Located:
     parent: str
     culprit: str
     confirmation: model.Confirmation | None
+
+
+class BuildFailed(SpyreRegressError):
+    """A probe at one build failed: its compile (or its run) raised. `failed` is the probe's
+    answer: the error, and the compile stage it was raised in where the compiler names one."""
+
+    def __init__(self, commit: str, failed: Failed) -> None:
+        super().__init__(f"the stage probe failed at {commit[:12]}: {failed.detail}")
+        self.commit, self.failed = commit, failed
 
 
 class NotReproduced(SpyreRegressError):
@@ -342,6 +352,8 @@ class Investigator:
         confirmed = located.confirmation
         out_dir.mkdir(parents=True, exist_ok=True)
         traces = {"good": out_dir / "trace_good.json", "bad": out_dir / "trace_bad.json"}
+        if result.kind == metrics.FAILURE:
+            return self._failure(alert, target, located, traces)
         report = self.stages(parent, culprit, target, (traces["good"], traces["bad"]))
         if target.measures.refuted_without_more_work and stages.work_unchanged(report):
             raise NotReproduced(
@@ -354,13 +366,13 @@ class Investigator:
         regression = measured_regression(report, target, confirmed)
         if regression is not None:
             workaround = self.knobs(culprit, target, regression, report.width)
-        candidate = self.prober.full_candidate(target)
-        minimized = self.minimize(parent, culprit, target, candidate)
-        source = minimized.source if minimized else minimize.to_source(
-            candidate, "The probe program.")
+        full_source, op_count, graph = self.prober.program_source(target)
+        minimized = self.minimize(parent, culprit, target,
+                                  self.prober.full_candidate(target)) if graph else None
+        source = minimized.source if minimized else full_source
         program = model.Program(target.workload, target.seq, report.width,
                                 "minimized" if minimized else "full",
-                                ops=minimized.ops_after if minimized else candidate.op_count)
+                                ops=minimized.ops_after if minimized else op_count)
         self.progress(f"timing {self.samples} synchronized iterations at the good and the "
                       "bad build")
         runs = {side: self.timing(commit, target, source)
@@ -372,6 +384,38 @@ class Investigator:
             bisect=result, confirmation=confirmed, stages=report,
             workaround=workaround, minimized=minimized, source=source,
             timing=model.timing(program, runs["good"], runs["bad"]),
+            traces={side: str(path) if path.is_file() else None for side, path in traces.items()},
+            backend=self.prober.backend, compiler=self.prober.compiler)
+
+    def _failure(self, alert: Alert, target: Target, located: Located,
+                 traces: Mapping[str, Path]) -> model.Investigation:
+        """A benchmark that stops running: the culprit's compile fails. The stage is where
+        the compiler raised, the evidence its error; no knob, no minimization (the program
+        that fails is the probe's own), and the timing of the good build beside the bad
+        build's failure."""
+        result, parent, culprit = located.bisection, located.parent, located.culprit
+        self.progress(f"capturing stages at {parent[:10]} (good); the compile at "
+                      f"{culprit[:10]} (bad) fails")
+        (good_probe, good_capture), = self.prober.stages((parent,), target, (traces["good"],))
+        try:
+            self.prober.stages((culprit,), target, (traces["bad"],))
+        except BuildFailed as failed:
+            report = stages.failure_report(good_capture, good_probe, failed.failed,
+                                           good=parent, bad=culprit, workload=target.workload,
+                                           seq=target.seq)
+        else:
+            raise NotReproduced(f"the benchmark fails at {culprit[:10]}, but its compile "
+                                "there does not", result)
+        source, op_count, _ = self.prober.program_source(target)
+        program = model.Program(target.workload, target.seq, report.width, "full", ops=op_count)
+        runs = {side: self.timing(commit, target, source)
+                for side, commit in (("good", parent), ("bad", culprit))}
+        commits = model.Commits(self.history.describe(parent), self.history.describe(culprit),
+                                self.history.describe(culprit))
+        return model.Investigation(
+            version=model.INVESTIGATION_VERSION, alert=alert, target=target, commits=commits,
+            bisect=result, confirmation=None, stages=report, workaround=None, minimized=None,
+            source=source, timing=model.timing(program, runs["good"], runs["bad"]),
             traces={side: str(path) if path.is_file() else None for side, path in traces.items()},
             backend=self.prober.backend, compiler=self.prober.compiler)
 

@@ -193,6 +193,9 @@ class Tolerance:
                 f"{self.max_abs:g}; inf/NaN anywhere in the run fails")
 
 
+UNMEASURED = "unmeasured"  # a build whose program ran nowhere here (a card's, as torch-spyre's)
+
+
 @dataclass(frozen=True)
 class Correctness:
     build: str
@@ -200,6 +203,13 @@ class Correctness:
     errors: Errors | None
     passed: bool
     reasons: tuple[str, ...]
+
+    @property
+    def verdict(self) -> str:
+        """PASS or FAIL, or "not measured" where the build's program cannot run here."""
+        if self.status == UNMEASURED:
+            return "not measured"
+        return "PASS" if self.passed else "FAIL"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -350,9 +360,13 @@ def compare_series(name: str, unit: str, good: Sequence[float] | None,
 
 def judge(build: str, run: BuildRun, tolerance: Tolerance) -> Correctness:
     """Pass/fail of one build's output against float64 at `tolerance`."""
-    if not run.ok or run.errors is None:
+    if not run.ok:
         return Correctness(build, run.status, None, False,
                            reasons=(f"the build did not run: {run.detail or run.status}",))
+    if run.errors is None:  # it compiled; its outputs exist only where its device is
+        return Correctness(build, UNMEASURED, None, False,
+                           reasons=("the compiled program runs only on the device: its "
+                                    "outputs were not computed here",))
     errors = run.errors
     reasons = [f"inf/NaN first appears in {run.nonfinite}"] if run.nonfinite else []
     if not all(v is not None and math.isfinite(v) for v in (errors.max_abs, errors.rmse)):

@@ -258,7 +258,7 @@ def cmd_stages(request: Request) -> protocol.StageAnswer:
         with open(request.trace, "w") as handle:
             json.dump(run.trace, handle)
     stage_errors = {}
-    if request.numerics:
+    if request.numerics and executes(backend):
         harness = _harness(request)
         references = compiled.baselines(*inputs)
         stage_errors = {stage: harness.output_errors(outputs[0], *references)
@@ -545,8 +545,9 @@ def answer(command: str, request: Request) -> Any:
     try:
         return COMMANDS[command](request)
     except Exception as error:
-        return protocol.Failed("failed", f"{type(error).__name__}: {error}",
-                               traceback.format_exc(limit=8))
+        return protocol.Failed("failed", str(error) if getattr(error, "stage", None) else
+                               f"{type(error).__name__}: {error}",
+                               traceback.format_exc(limit=8), getattr(error, "stage", None))
 
 
 def main(argv: list[str]) -> int:

@@ -113,6 +113,7 @@ class Failed:
     status: Status
     detail: str = ""
     traceback: str = ""  # where the probe's own code failed (for a person reading the file)
+    stage: str | None = None  # the compile stage it failed in, where the compiler says one
 
 
 @dataclass(frozen=True)
