@@ -127,6 +127,12 @@ class NightResult(Generic[P]):
     def transients(self) -> list[Transient]:
         return list(self.remeasurement.detection.transients)
 
+    @property
+    def awaiting(self) -> list[Regression]:
+        """Changes too few commits hold yet: never investigated; a later night, with more
+        commits (or, where the store keeps samples, more samples), reports or drops each."""
+        return list(self.remeasurement.detection.awaiting)
+
 
 def run_night(commits: Sequence[str], history: Sequence[str], bench: Bench,
               store: AlertRecords, investigations: Investigations[P], now: Callable[[], str],
@@ -169,7 +175,8 @@ def run_night(commits: Sequence[str], history: Sequence[str], bench: Bench,
     environment_alerts = found.detection.environment
     progress(f"detect: {len(found.series)} series, {len(alerts)} alert(s), "
              f"{len(environment_alerts)} environment alert(s), "
-             f"{len(found.detection.transients)} transient(s); "
+             f"{len(found.detection.transients)} transient(s), "
+             f"{len(found.detection.awaiting)} awaiting more commits; "
              + (remeasurement_line(found) if settings.rounds else "no re-measurement"))
     place = {c: i for i, c in enumerate(history)}
     state = lifecycle.advance(records, alerts, place, now())

@@ -273,3 +273,19 @@ def test_rounds_that_overrun_their_prices_do_not_carry_the_night_past_its_budget
     assert len(rounds) == 3
     assert now[0] <= result.spent <= budget  # spent: the clock's, or the price where more
     assert result.spent > 0.8 * budget  # and it still spends most of it
+
+
+def test_a_change_awaiting_more_commits_is_measured_again_or_waited_for():
+    # pybamm-bench's TimeSolveSEI at PyBaMM #4020, cut to 5 + 2 commits: the new level too
+    # short to confirm. With samples its two commits are measured again, newest first; with
+    # one value a commit (asv replaces it) nothing is, and the night waits for commits.
+    values = [0.41879, 0.42196, 0.41795, 0.42263, 0.42152, 0.5395, 0.53717]
+    commits = history(7)
+    kept = series([[v] for v in values], commits, range(7), name="suite.TimeSEI.time_solve")
+    for keeps, wanted in ((True, [commits[6], commits[5]]), (False, [])):
+        s = replace(kept, keeps_samples=keeps)
+        found = detect.run_detection([s])
+        (candidate,) = [c for c in found.candidates if c.awaiting]
+        assert remeasure.classify(candidate, remeasure._History(commits)) == "awaiting"
+        requests = remeasure.plan(found.candidates, commits, budget=100)
+        assert [r.commit for r in requests if r.reason == "awaiting"] == wanted
