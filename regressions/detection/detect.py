@@ -299,9 +299,9 @@ def _judged(tested: Sequence[tuple[_Analysed, changepoints.Change, int | None, b
                                  list[Regression], dict[int, list[Regression]], list[Candidate]]:
     """Each tested candidate judged: the regressions (with what they came from), those
     awaiting more commits, the members each environment alert explains (by its id), and
-    every candidate. A regression is confirmed on its own interval, passes the run's false
-    discovery rate and has p <= REPORT_PVALUE, however many discoveries the run counts (an
-    edge that re-measurement can settle excepted: `_re_measurable_edge`)."""
+    every candidate. A regression is confirmed on its own interval and passes the run's
+    false discovery rate; judged on one value per commit, it also has p <= REPORT_PVALUE,
+    however many discoveries the run counts."""
     noisy: list[tuple[Regression, _Analysed, changepoints.Change]] = []
     awaiting: list[Regression] = []
     members: dict[int, list[Regression]] = {}
@@ -313,8 +313,7 @@ def _judged(tested: Sequence[tuple[_Analysed, changepoints.Change, int | None, b
         if alert is not None and confirmed:  # what would have been a regression
             members.setdefault(id(alert), []).append(_regression(s, measured, c, None))
         reported = confirmed and alert is None and q is not None and q <= fdr and \
-            c.pvalue is not None and (c.pvalue <= REPORT_PVALUE or _re_measurable_edge(
-                analysed, c))
+            c.pvalue is not None and (c.pvalue <= REPORT_PVALUE or not _summary(analysed))
         if reported and c.awaiting:
             awaiting.append(_regression(s, measured, c, q))
         elif reported:
@@ -325,13 +324,11 @@ def _judged(tested: Sequence[tuple[_Analysed, changepoints.Change, int | None, b
     return noisy, awaiting, members, candidates
 
 
-def _re_measurable_edge(analysed: _Analysed, c: changepoints.Change) -> bool:
-    """Whether `c` is an edge change whose end commit holds several samples: provisional,
-    and the nightly measures it again (`remeasure` reason "edge"), which confirms or
-    withdraws it, so REPORT_PVALUE does not hold it back. An edge of one value per commit
-    gains nothing from that (asv keeps one value a commit)."""
-    at = analysed.measured[c.index if c.edge == "newest" else c.good_index]
-    return c.edge is not None and len(analysed.series.samples[at] or ()) > 1
+def _summary(analysed: _Analysed) -> bool:
+    """Whether the series' test read one value per commit (`SUMMARY`): no commit holds
+    several samples."""
+    samples = analysed.series.samples
+    return all(len(samples[i] or ()) <= 1 for i in analysed.measured)
 
 
 def _reading(analysed: _Analysed) -> Reading:
