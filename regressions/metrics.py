@@ -19,7 +19,7 @@ from typing import Final, Literal, NamedTuple
 
 # Alert kinds: one per metric, and "failure" (a series that stops running).
 Kind = Literal["compile_work", "device_time", "host_time", "compile_time", "numerics", "track",
-               "memory", "time", "failure"]
+               "memory", "count", "time", "failure"]
 # How the probes measure a metric inside one build (probing/probe.py implements each).
 Probe = Literal["device_time", "host_time", "compile_time", "compile_work", "numerics"]
 Section = Literal["timing", "correctness", "evidence"]
@@ -128,6 +128,10 @@ METRICS: tuple[Metric, ...] = (
     # Generic families of any asv suite (the kinds asv itself distinguishes).
     Metric(name="track", pattern=r"\.track_", label="tracked value", unit="", floor=0.01),
     Metric(name="memory", pattern=r"\.(peak)?mem_", label="memory", unit="bytes", floor=0.05),
+    # A count (operations, instructions, allocations) of a table of results that says so
+    # (records/tables.py `kind`): no name matches it, and a change of runner does not move it.
+    Metric(name="count", pattern=r"(?!)", label="count", unit="", floor=0.01,
+           runner_bound=False),
     Metric(name="time", pattern=r"", label="time", unit="s", floor=0.01, display="ms"),
 )
 KINDS: tuple[Kind, ...] = tuple(m.name for m in METRICS) + (FAILURE,)
@@ -200,19 +204,26 @@ def label_of(kind: str) -> str:
     return "a failure" if kind == FAILURE else by_name(kind).label
 
 
-def floor_for(benchmark: str, floors: tuple[tuple[str, float], ...] = ()) -> float:
+def metric_of(benchmark: str, kind: str | None = None) -> Metric:
+    """The metric of a series: the one its source declared (`kind`, a table's), else the
+    one its name matches (`metric_for`)."""
+    return by_name(kind) if kind else metric_for(benchmark)
+
+
+def floor_for(benchmark: str, floors: tuple[tuple[str, float], ...] = (),
+              kind: str | None = None) -> float:
     """The magnitude floor for a series named `benchmark(params)`: the first user override
-    whose regex matches (re.search), else its metric's."""
+    whose regex matches (re.search), else its metric's (`metric_of`)."""
     for pattern, floor in floors:
         if re.search(pattern, benchmark):
             return floor
-    return metric_for(benchmark).floor
+    return metric_of(benchmark, kind).floor
 
 
-def moves_with_runner(benchmark: str) -> bool:
+def moves_with_runner(benchmark: str, kind: str | None = None) -> bool:
     """Whether a change of the machine that runs the benchmark can move its values: not for
     a simulated clock nor for a deterministic metric (environment alerts count on it)."""
-    metric = metric_for(benchmark)
+    metric = metric_of(benchmark, kind)
     return metric.runner_bound and metric.deterministic is not True
 
 

@@ -103,6 +103,7 @@ class NightlyRun:
     dashboard: Path | None  # asv's dashboard, made to work offline
     failures: list[str]
     environment_events: list[lifecycle.Event] = field(default_factory=list)  # new ones
+    awaiting: list[detect.Regression] = field(default_factory=list)  # not yet confirmed
     # wall seconds per step, in order (`night.NightResult.phases`; with asv, "asv set-up"
     # apart from "benchmark", and "dashboard")
     phases: dict[str, float] = field(default_factory=dict)
@@ -227,7 +228,8 @@ def run(options: NightlyOptions, progress: Progress) -> NightlyRun:
             remeasurement_note=f"{night.remeasurement_line(tonight.remeasurement)} (measured "
                                f"in {bench.remeasuring_seconds:.0f} s)",
             dashboard=published_dashboard, failures=tonight.failures,
-            environment_events=tonight.environment_events, phases=phases)
+            environment_events=tonight.environment_events, awaiting=tonight.awaiting,
+            phases=phases)
 
 
 def _phases(night_phases: dict[str, float], runner: Runner) -> dict[str, float]:

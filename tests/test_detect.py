@@ -295,7 +295,7 @@ def test_param_size():
 def test_alerts_to_json_and_back():
     (alert,) = cluster_alerts([regression("a.time_x", "(2)", 0, 1)])
     doc = alerts_to_json([alert])
-    assert doc["version"] == ALERTS_VERSION == 4
+    assert doc["version"] == ALERTS_VERSION == 5
     (entry,) = doc["alerts"]
     assert set(entry) == {"good_commit", "bad_commit", "kind", "members", "probe"}
     (member,) = entry["members"]

@@ -127,7 +127,7 @@ def test_detect_reads_a_format_1_store_as_is_and_marks_open_and_recovered(tmp_pa
     assert len(done.stderr.splitlines()) <= 3
     assert fingerprint(root) == before  # nothing written, nothing touched
     document = json.loads(out.read_text())
-    assert document["version"] == ALERTS_VERSION == 4
+    assert document["version"] == ALERTS_VERSION == 5
     marks = standing_of(document)
     commit = {c: f"{c + 1:08x}" + "ab" * 16 for c in range(COMMITS)}
     assert set(marks) == {"bench_suite.Stays.time_run", "bench_suite.Recovers.time_run"}
@@ -154,7 +154,9 @@ def test_same_alerts_as_after_asv_update(tmp_path, outside):
         out = tmp_path / f"{results_dir.parent.name}.json"
         done = detect("--results", str(results_dir), "--json", str(out), cwd=outside)
         assert done.returncode == EXIT_REGRESSED, done.stderr
-        documents.append(json.loads(out.read_text()))
+        document = json.loads(out.read_text())
+        assert document.pop("source") == {"results": str(results_dir)}
+        documents.append(document)
     assert documents[0] == documents[1] and len(documents[0]["alerts"]) == 2
 
 

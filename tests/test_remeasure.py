@@ -237,10 +237,12 @@ def test_a_request_the_machine_cannot_serve_tonight_takes_no_budget():
     found = detect.run_detection([clock, device])
     both = remeasure.plan(found.candidates, history(31), budget=120)
     assert {r.params for r in both} == {"(clock)"}  # one edge's window fills the budget
-    change = detect.Detection([], [], [], [EnvironmentAlert(
+    shared = EnvironmentAlert(
         machine="m", env="env", good_commit=history(31)[29], bad_commit=history(31)[30],
         good_position=29, bad_position=30, cause="shared", direction="worse", moved=20,
-        measured=24, detected=10, median_ratio=1.2, spread=0.01)])
+        measured=24, detected=10, median_ratio=1.2, spread=0.01)
+    change = detect.Detection(regressions=[], candidates=[], transients=[],
+                              environment=[shared])
     measurable = remeasure.same_hardware(change, history(31))
     assert not any(measurable(r) for r in both if int(r.commit, 16) < 30)
     served = remeasure.plan(found.candidates, history(31), budget=120, measurable=measurable)
@@ -285,3 +287,19 @@ def test_rounds_that_overrun_their_prices_do_not_carry_the_night_past_its_budget
     assert len(rounds) == 3
     assert now[0] <= result.spent <= budget  # spent: the clock's, or the price where more
     assert result.spent > 0.8 * budget  # and it still spends most of it
+
+
+def test_a_change_awaiting_more_commits_is_measured_again_or_waited_for():
+    # pybamm-bench's TimeSolveSEI at PyBaMM #4020, cut to 5 + 2 commits: the new level too
+    # short to confirm. With samples its two commits are measured again, newest first; with
+    # one value a commit (asv replaces it) nothing is, and the night waits for commits.
+    values = [0.41879, 0.42196, 0.41795, 0.42263, 0.42152, 0.5395, 0.53717]
+    commits = history(7)
+    kept = series([[v] for v in values], commits, range(7), name="suite.TimeSEI.time_solve")
+    for keeps, wanted in ((True, [commits[6], commits[5]]), (False, [])):
+        s = replace(kept, keeps_samples=keeps)
+        found = detect.run_detection([s])
+        (candidate,) = [c for c in found.candidates if c.awaiting]
+        assert remeasure.classify(candidate, remeasure._History(commits)) == "awaiting"
+        requests = remeasure.plan(found.candidates, commits, budget=100)
+        assert [r.commit for r in requests if r.reason == "awaiting"] == wanted

@@ -26,9 +26,16 @@ from regressions import metrics, stats
 from regressions.detection import changepoints, environment
 from regressions.detection.changepoints import ALPHA, MIN_SIZE, Change, looks_deterministic
 from regressions.detection.outliers import Edge
+from regressions.detection.segmentation import ANCHOR_PVALUE
 
 # False discovery rate across all series of one run (Benjamini & Hochberg 1995).
 FDR = 0.05
+# A reported change's p-value is at most this, however many discoveries the run's false
+# discovery rate counts: Benjamini-Hochberg lets p-values up to k * FDR / m through once k
+# tests are discoveries, and a store that rediscovers every old change (or, read the other
+# way round, every real improvement) lets ever weaker ones in. 0.001 is Otava's default
+# `max_pvalue` and what makes a change an anchor here (segmentation.ANCHOR_PVALUE).
+REPORT_PVALUE = ANCHOR_PVALUE
 # A near miss below the floor still counts as a candidate for more samples when its estimate
 # reaches this fraction of the floor: a 1.5% step can measure 0.8% on ten samples.
 NEAR_FLOOR = 0.5
@@ -45,7 +52,8 @@ class Series:
     memory benchmarks): measuring it again at a commit replaces that value, so only a commit
     without a point gains from a re-measurement. `settings[i]` is the machine parameters the
     result file of `commits[i]` recorded (`environment.describe_settings`; "" or no tuple:
-    unknown).
+    unknown). `kind` is the metric kind its source declared (a table of results may);
+    None: the benchmark's name decides (`metrics.metric_of`).
     """
 
     machine: str
@@ -59,10 +67,15 @@ class Series:
     deterministic: bool | None = None
     keeps_samples: bool = True
     settings: tuple[str, ...] = ()
+    kind: str | None = None
 
     @property
     def name(self) -> str:
         return f"{self.benchmark}{self.params}"
+
+    @property
+    def metric(self) -> metrics.Metric:
+        return metrics.metric_of(self.name, self.kind)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -128,7 +141,8 @@ class Candidate:
     `uncertain` the commits whose level the fit cannot tell, most uncertain first. An
     exact change of a deterministic series is a reported candidate with `p` and `q` None.
     `environment` marks one an environment alert explains: more samples of it on tonight's
-    machine would mix two machines' levels."""
+    machine would mix two machines' levels. `awaiting` marks one that would be reported but
+    whose new level too few commits hold yet (`changepoints.Change.awaiting`)."""
 
     series: Series
     good_commit: str
@@ -145,6 +159,7 @@ class Candidate:
     reported: bool
     uncertain: tuple[str, ...] = ()
     environment: bool = False
+    awaiting: bool = False
 
 
 # What a series' test read (`Reading.judged_by`): every sample of each commit, one value per
@@ -175,17 +190,20 @@ class Reading:
     steps: tuple[Step, ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Detection:
     """One run: `regressions` (confirmed and provisional), every tested `candidates`, the
     `transients` and the `environment` alerts reported apart; `readings[i]` is how the
-    run read `series[i]` (empty for a Detection built by hand)."""
+    run read `series[i]` (empty for a Detection built by hand). `awaiting` holds what would
+    be regressions but for the commits their new level still needs: listed, never
+    investigated, until a later commit confirms them."""
 
     regressions: list[Regression]
     candidates: list[Candidate]
     transients: list[Transient]
     environment: list[environment.EnvironmentAlert] = field(default_factory=list)
     readings: list[Reading] = field(default_factory=list)
+    awaiting: list[Regression] = field(default_factory=list)
 
 
 def _number(x: float | None) -> float | None:
@@ -231,7 +249,7 @@ def run_detection(
     noisy series joins one Benjamini-Hochberg family: its interior candidates (or p = 1 when
     it has none) and each tested edge (p = 1 when that edge has no candidate), so an edge
     costs the same false-discovery control as any other change. A candidate is a regression
-    when p <= `alpha` and q <= `fdr`; an edge regression is provisional. Deterministic
+    when p <= REPORT_PVALUE and q <= `fdr`; an edge regression is provisional. Deterministic
     changes and failures are observations, not tests: they skip the FDR step. `window` keeps
     each series' newest `window` measured points (then only the newest edge is tested where
     the window cut history off). `memo` (a dict the caller keeps) reuses the analysis of a
@@ -248,7 +266,7 @@ def run_detection(
         found += _failures(s)
         analysed = _analyse(s, options, memo)
         runs.append(analysed)
-        floor = metrics.floor_for(s.name, tuple(floors))
+        floor = metrics.floor_for(s.name, tuple(floors), s.kind)
         transients += [_transient(s, analysed.measured, t) for t in analysed.changes.transients
                        if _worse(t.level, t.level * t.ratio, s.higher_is_better) >= floor]
         if analysed.exact:
@@ -263,27 +281,56 @@ def run_detection(
     explained = _explained(tested, alerts, floors)
     qvalues = _qvalues(family, {j for (_, _, j, _), alert in zip(tested, explained,
                                                                 strict=True) if alert})
-    noisy: list[tuple[Regression, _Analysed, changepoints.Change]] = []
-    members: dict[int, list[Regression]] = {}
-    for (analysed, c, j, significant), alert in zip(tested, explained, strict=True):
-        q = None if j is None or alert is not None else qvalues[j]
-        confirmed = significant and excludes_no_change(c)
-        if alert is not None and confirmed:  # what would have been a regression
-            members.setdefault(id(alert), []).append(
-                _regression(analysed.series, analysed.measured, c, None))
-        reported = confirmed and alert is None and q is not None and q <= fdr
-        if reported:
-            noisy.append((_regression(analysed.series, analysed.measured, c, q), analysed, c))
-        candidates.append(_candidate(analysed.series, analysed.measured, c, q, reported=reported,
-                                     environment=alert is not None))
+    noisy, awaiting, members, judged = _judged(tested, explained, qvalues, fdr)
+    candidates += judged
     kept, returned = _apart_from_excursions(noisy, transients, floors)
     dropped = {_key(r) for r, _ in returned}
     candidates = [replace(c, reported=False) if _key(c) in dropped else c for c in candidates]
     found += kept
     found.sort(key=lambda r: (r.bad_position, r.kind, r.benchmark, r.params))
-    return Detection(found, candidates, transients + [t for _, t in returned],
-                     [replace(a, members=tuple(members.get(id(a), ()))) for a in alerts],
-                     readings=[_reading(a) for a in runs])
+    return Detection(regressions=found, candidates=candidates,
+                     transients=transients + [t for _, t in returned],
+                     environment=[replace(a, members=tuple(members.get(id(a), ())))
+                                  for a in alerts],
+                     readings=[_reading(a) for a in runs], awaiting=awaiting)
+
+
+def _judged(tested: Sequence[tuple[_Analysed, changepoints.Change, int | None, bool]],
+            explained: Sequence[environment.EnvironmentAlert | None], qvalues: Sequence[float],
+            fdr: float) -> tuple[list[tuple[Regression, _Analysed, changepoints.Change]],
+                                 list[Regression], dict[int, list[Regression]], list[Candidate]]:
+    """Each tested candidate judged: the regressions (with what they came from), those
+    awaiting more commits, the members each environment alert explains (by its id), and
+    every candidate. A regression is confirmed on its own interval and passes the run's
+    false discovery rate; judged on one value per commit, it also has p <= REPORT_PVALUE,
+    however many discoveries the run counts."""
+    noisy: list[tuple[Regression, _Analysed, changepoints.Change]] = []
+    awaiting: list[Regression] = []
+    members: dict[int, list[Regression]] = {}
+    candidates = []
+    for (analysed, c, j, significant), alert in zip(tested, explained, strict=True):
+        s, measured = analysed.series, analysed.measured
+        q = None if j is None or alert is not None else qvalues[j]
+        confirmed = significant and excludes_no_change(c)
+        if alert is not None and confirmed:  # what would have been a regression
+            members.setdefault(id(alert), []).append(_regression(s, measured, c, None))
+        reported = confirmed and alert is None and q is not None and q <= fdr and \
+            c.pvalue is not None and (c.pvalue <= REPORT_PVALUE or not _summary(analysed))
+        if reported and c.awaiting:
+            awaiting.append(_regression(s, measured, c, q))
+        elif reported:
+            noisy.append((_regression(s, measured, c, q), analysed, c))
+        candidates.append(_candidate(s, measured, c, q, reported=reported and not c.awaiting,
+                                     environment=alert is not None,
+                                     awaiting=reported and c.awaiting))
+    return noisy, awaiting, members, candidates
+
+
+def _summary(analysed: _Analysed) -> bool:
+    """Whether the series' test read one value per commit (`SUMMARY`): no commit holds
+    several samples."""
+    samples = analysed.series.samples
+    return all(len(samples[i] or ()) <= 1 for i in analysed.measured)
 
 
 def _reading(analysed: _Analysed) -> Reading:
@@ -352,7 +399,7 @@ def _apart_from_excursions(noisy: list[tuple[Regression, _Analysed, changepoints
     for r, analysed, c in noisy:
         place = (r.machine, r.kind, r.bad_commit)
         lasting = _lasting(analysed, c)
-        floor = metrics.floor_for(r.name, tuple(floors))
+        floor = metrics.floor_for(r.name, tuple(floors), r.kind)
         if spikes[place] > steps[place] and lasting is not None and \
                 _worse(c.before, lasting, analysed.series.higher_is_better) < floor:
             at = analysed.measured[c.index]
@@ -384,7 +431,8 @@ def _lasting(analysed: _Analysed, c: changepoints.Change) -> float | None:
 
 
 def _runner(analysed: _Analysed) -> bool:
-    return not analysed.exact and metrics.moves_with_runner(analysed.series.name)
+    return not analysed.exact and metrics.moves_with_runner(analysed.series.name,
+                                                           analysed.series.kind)
 
 
 def _moves(runs: Sequence[_Analysed]) -> list[environment.Move]:
@@ -450,7 +498,7 @@ def _analyse(s: Series, options: tuple, memo: dict | None) -> _Analysed:
     changes = changepoints.analyse_series(
         points, alpha=alpha, min_size=min_size, deterministic=exact,
         edges=[e for e in edges if not (cut and e == "oldest")],
-        epsilon=metrics.metric_for(s.name).tolerance)
+        epsilon=s.metric.tolerance)
     analysed = _Analysed(s, measured, exact, changes)
     if memo is not None:
         memo[key] = analysed
@@ -483,7 +531,7 @@ def _points(s: Series, window: int | None) -> tuple[list[int], list[tuple[float,
     the series is deterministic."""
     points = {i: v for i, v in enumerate(s.samples) if v is not None}
     measured = list(points)
-    declared = metrics.metric_for(s.name).deterministic  # the table knows, e.g. compile work
+    declared = s.metric.deterministic  # the metric table knows, e.g. compile work
     exact = declared if declared is not None else s.deterministic \
         if s.deterministic is not None else looks_deterministic([points[i] for i in measured])
     if not exact:  # an infinite value carries no level for a test; drop those points
@@ -510,14 +558,15 @@ def _regression(s: Series, measured: list[int], c: changepoints.Change,
                 q: float | None) -> Regression:
     good, bad = measured[c.good_index], measured[c.index]
     return Regression(machine=s.machine, env=s.env, benchmark=s.benchmark, params=s.params,
-                      kind=metrics.metric_for(s.name).name,
+                      kind=s.metric.name,
                       good_commit=s.commits[good], bad_commit=s.commits[bad],
                       good_position=s.positions[good], bad_position=s.positions[bad],
                       ratio=c.ratio, ci=c.ci, p=c.pvalue, q=q, baseline=c.before, edge=c.edge)
 
 
 def _candidate(s: Series, measured: list[int], c: changepoints.Change, q: float | None,
-               reported: bool, environment: bool = False) -> Candidate:
+               reported: bool, environment: bool = False, awaiting: bool = False
+               ) -> Candidate:
     good, bad = measured[c.good_index], measured[c.index]
     return Candidate(series=s, good_commit=s.commits[good], bad_commit=s.commits[bad],
                      good_position=s.positions[good], bad_position=s.positions[bad],
@@ -526,11 +575,11 @@ def _candidate(s: Series, measured: list[int], c: changepoints.Change, q: float 
                      plausible=tuple(s.commits[measured[j]] for j in c.plausible),
                      reported=reported,
                      uncertain=tuple(s.commits[measured[j]] for j in c.uncertain),
-                     environment=environment)
+                     environment=environment, awaiting=awaiting)
 
 
 def _transient(s: Series, measured: list[int], t: changepoints.Transient) -> Transient:
     at = measured[t.index]
     return Transient(machine=s.machine, env=s.env, benchmark=s.benchmark, params=s.params,
-                     kind=metrics.metric_for(s.name).name,
+                     kind=s.metric.name,
                      commit=s.commits[at], position=s.positions[at], ratio=t.ratio, level=t.level)

@@ -41,7 +41,7 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
-from regressions import metrics
+from regressions import git, metrics
 
 
 class Regression(Protocol):
@@ -56,6 +56,9 @@ class Regression(Protocol):
 
     @property
     def name(self) -> str: ...
+
+    @property
+    def kind(self) -> str: ...
 
     def to_dict(self) -> dict[str, Any]: ...
 
@@ -170,12 +173,12 @@ class EnvironmentAlert:
                  "the runner moved") if self.still_measured else ""
         job = (" (counted with " + ", ".join(e for e in self.envs if e != self.env)
                + ", measured in the same job)") if self.envs else ""
-        back = (f"; they change back together at {self.back[:8]} (the runner "
+        back = (f"; they change back together at {git.abbreviated(self.back)} (the runner "
                 "changed back, or the change was reverted: nothing stands at the head)"
                 ) if self.back else ""
         return (f"{self.machine}/{self.env}{job}: {self.moved} of {self.measured} "
-                f"runner-bound series "
-                f"({self.share:.0%}) measure {self.direction} at {self.bad_commit[:8]} "
+                f"runner-bound series ({self.share:.0%}) measure {self.direction} at "
+                f"{git.abbreviated(self.bad_commit)} "
                 f"({self.detected} with a detected change, median x{self.median_ratio:.3f}; "
                 "above 1 is worse)"
                 f"{back}{still}{recorded}; {len(self.members)} regression(s) explained; "
@@ -413,5 +416,5 @@ def explained(r: Regression, alert: EnvironmentAlert,
     shift = alert.median_ratio
     if abs(math.log(worse / shift)) <= ENV_SPREAD_Z * alert.spread:
         return True
-    floor = metrics.floor_for(r.name, tuple(floors))
+    floor = metrics.floor_for(r.name, tuple(floors), r.kind)
     return not (worse / shift - 1 >= floor and nearest / shift > 1)

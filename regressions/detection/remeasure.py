@@ -7,7 +7,10 @@ repeats while its verdict is "unknown" (catapult dashboard/pinpoint/models/job_s
 1. *edge*: a change at the newest (or oldest) benchmarked commit, held by one commit: the
    commit again (a bad run shows as an excursion that does not repeat) and every commit of
    the stride window before it that was not benchmarked (a step inside the window then holds
-   for two commits and is located exactly);
+   for two commits and is located exactly); and *awaiting*: a change its series' noise
+   model found but too few commits hold yet (`detect.Candidate.awaiting`): those commits
+   again, where the store keeps samples (where it keeps one value a commit, the night
+   waits for the next commits: measuring again would replace the value, not add one);
 2. *contradicted*: a change at a commit where an investigation did not reproduce it: both
    ends again, since a bad run there may have moved the change onto the wrong commit;
 3. *window*: a sure change whose range still holds commits that were not benchmarked: those
@@ -58,7 +61,7 @@ WEAK_MARGIN = 20.0
 LOCATION_COMMITS = 8
 # Rounds of plan, measure, detect in one night.
 MAX_ROUNDS = 3
-REASONS = ("edge", "contradicted", "window", "weak", "ambiguous")
+REASONS = ("edge", "awaiting", "contradicted", "window", "weak", "ambiguous")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -178,7 +181,7 @@ def plan(candidates: Sequence[Candidate], history: Sequence[str], budget: float,
             continue
         reason = classify(candidate, order, fdr)
         if {candidate.good_commit, candidate.bad_commit} & set(contradicted) and \
-                reason != "edge":
+                reason not in ("edge", "awaiting"):
             reason = "contradicted"
         if reason is None:
             continue
@@ -229,6 +232,8 @@ def classify(candidate: Candidate, history: _History, fdr: float = FDR) -> str |
         return None
     if candidate.edge is not None and (candidate.reported or _weak(candidate, fdr)):
         return "edge"
+    if candidate.awaiting:
+        return "awaiting"
     if _weak(candidate, fdr):
         return "weak"
     if not candidate.reported:
@@ -251,6 +256,10 @@ def _commits(candidate: Candidate, reason: str, history: _History) -> list[str]:
     window = history.unbenchmarked(candidate)
     if reason == "window":
         return window
+    if reason == "awaiting":  # the commits that hold the new level, newest first
+        s = candidate.series
+        held = s.commits[s.commits.index(candidate.bad_commit):]
+        return [*reversed(held), *window]
     if reason == "contradicted":
         return [candidate.bad_commit, candidate.good_commit, *window]
     if reason == "edge":

@@ -88,10 +88,14 @@ def run(args: argparse.Namespace) -> int:
             state = record.status + (", provisional" if record.provisional else "")
             print(f"alert {record.id}: {record.kind} {record.good_commit[:10]}.."
                   f"{record.bad_commit[:10]} culprit {(record.culprit or '-')[:12]} [{state}]")
+    for waiting in outcome.awaiting:  # not investigated until more commits confirm it
+        print(f"awaiting more commits: {waiting.kind} {waiting.name[:70]} "
+              f"x{waiting.ratio or 0:.3f} at {waiting.bad_commit[:10]}")
     print(textwrap.fill(f"{len(outcome.records)} alert record(s); {len(outcome.published)} "
                         f"report(s) written tonight; {len(outcome.environment_events)} new "
-                        f"environment alert(s); {len(outcome.transients)} transient(s) "
-                        "(`spyre-regress alerts` lists them all)", WIDTH))
+                        f"environment alert(s); {len(outcome.transients)} transient(s); "
+                        f"{len(outcome.awaiting)} change(s) awaiting more commits "
+                        "(`spyre-regress alerts` lists the alerts)", WIDTH))
     print(outcome.remeasurement_note)
     for failure in outcome.failures:
         print(f"spyre-regress: warning: {failure}", file=sys.stderr)

@@ -33,6 +33,7 @@ from regressions import git
 from regressions.groundtruth import scenarios
 from regressions.groundtruth import scratch as scratch_history
 from regressions.records import results as results_store
+from regressions.records import tables
 
 pytestmark = pytest.mark.slow
 
@@ -168,7 +169,13 @@ def run_documented(command, values: dict, cwd: Path, scratch: Scratch, timeout: 
 
 
 def _detect(scratch, command, work):
-    done = run_documented(command, {"--repo": (), "--json": ()}, scratch.workspace, scratch)
+    values: dict = {"--repo": (), "--json": ()}
+    if "--table" in command.text:  # the scratch store as a long table of results
+        table = work / "results.csv"
+        tables.long_table(results_store.load_results(scratch.workspace / ".asv" / "results")
+                          ).to_csv(table, index=False)
+        values = {"--table": str(table), "--json": ()}
+    done = run_documented(command, values, scratch.workspace, scratch)
     assert done.returncode == 1, done.stderr  # exit 1: alerts
     alerts = json.loads((scratch.workspace / "alerts.json").read_text())["alerts"]
     assert [(a["kind"], a["bad_commit"]) for a in alerts] == [("device_time", scratch.culprit)]
