@@ -38,8 +38,10 @@ EXECUTOR = ("spyre_regress.executor", "dask", "distributed")
 # backend interface, Inductor's capture (it writes the protocol with spyre_sim's writer),
 # spyre_sim's own asv suite, the ground truth, which plants regressions in spyre_sim, and the
 # emulated builds (example investigations without git), which patch spyre_sim in-process.
-# (the other backends name it for the stage-capture protocol's writer, spyre_sim.debug_capture)
+# (the other backends name it for the stage-capture protocol's writer, spyre_sim.debug_capture;
+# torch-spyre's timing, for spyre_sim's timing model, the one cost model there is)
 NAMES_SPYRE_SIM = {"backends/spyre.py", "backends/inductor.py", "backends/torch_spyre_texts.py",
+                   "backends/torch_spyre_timing.py",
                    "benchmarks/compile_work_child.py", "benchmarks/prepare.py",
                    "regressions/groundtruth/month.py", "spyre_regress/emulated.py",
                    "spyre_regress/example.py"}
