@@ -50,6 +50,7 @@ import stat
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -307,31 +308,34 @@ class CompiledOnly(Exception):
     """Raised in place of running the compiled program: there is no device to run it on."""
 
 
-@dataclass(frozen=True)
 class CompileFailure(Exception):
-    """A compile that failed, with its class: `stand-in` (the `_C` stand-in lacks a name or a
-    device call), `pass` (torch-spyre failed in stage `stage`) or `install` (torch-spyre is
-    not importable)."""
+    """A compile that failed, with its class: `stand-in` (spyre-regress's `_C` stand-in lacks
+    a name, or a compile needed the device), `torch-spyre` (torch-spyre's own error, in stage
+    `stage`) or `install` (the checkout's torch-spyre does not import)."""
 
-    kind: str
-    stage: str | None
-    detail: str
+    WORDS = {"stand-in": "the _C stand-in (not torch-spyre) failed",
+             "torch-spyre": "torch-spyre failed", "install": "torch-spyre does not import"}
+
+    def __init__(self, kind: str, stage: str | None, detail: str) -> None:
+        super().__init__(kind, stage, detail)
+        self.kind, self.stage, self.detail = kind, stage, detail
 
     def __str__(self) -> str:
         where = f" in {self.stage}" if self.stage else ""
-        return f"torch-spyre compile failed ({self.kind}{where}): {self.detail}"
+        return f"{self.WORDS[self.kind]}{where}: {self.detail}"
 
 
 def classify(error: BaseException, stage: str | None) -> CompileFailure:
     """What a compile's exception says about the commit: the stand-in's gap, torch-spyre's
-    own failure in a stage, or an install that does not import."""
-    text = f"{type(error).__name__}: {error}"
+    own failure in a stage, or an install that does not import. The detail is the error's
+    first paragraph (Inductor appends advice on its own flags after a blank line)."""
+    text = f"{type(error).__name__}: {error}".split("\n\n")[0].strip()
     chain = [error, *_causes(error)]
     if any("torch_spyre._C" in str(e) or type(e).__name__ == "NeedsDevice" for e in chain):
         return CompileFailure("stand-in", stage, text)
     if stage is None and any(isinstance(e, ImportError) for e in chain):
         return CompileFailure("install", stage, text)
-    return CompileFailure("pass", stage, text)
+    return CompileFailure("torch-spyre", stage, text)
 
 
 def _causes(error: BaseException) -> list[BaseException]:
@@ -377,10 +381,13 @@ def compile_traced(program: Any, inputs: Sequence[Any], values: Mapping[str, Any
         return compiled_only
 
     with tempfile.TemporaryDirectory(prefix="torch-spyre-cache-") as cache, \
-            _environment(TORCHINDUCTOR_CACHE_DIR=cache), \
+            _environment(TORCHINDUCTOR_CACHE_DIR=cache), warnings.catch_warnings(), \
             config.patch({"force_disable_caches": True, **(inductor_config or {})}), \
             spyre_config(values), instrumented(timeline, after_pass, before_passes), \
             collector if collector is not None else contextlib.nullcontext(), torch.no_grad():
+        # torch says once per compile that disabling caches disables its profile-guided
+        # dynamism too: true and expected here
+        warnings.filterwarnings("ignore", message="dynamo_pgo force disabled")
         torch._dynamo.reset()
         try:
             with timeline.region("dynamo"):

@@ -324,13 +324,16 @@ def default_instrument() -> str:
     return "after_imports" if platform.machine() in ("x86_64", "AMD64") else "from_start"
 
 
+CATALOGUE = Path(__file__).resolve().with_name("workloads.py")  # the suite's, beside this
+
+
 def _write_request(path: Path, share: Sequence[Point], config, stages, instrument,
-                   preload: Sequence[str] = (), backend: str | None = None) -> None:
+                   preload: Sequence[str] = (), backend: str | None = None,
+                   workloads: Path = CATALOGUE) -> None:
     path.write_text(json.dumps({
         "version": COMPILE_WORK_VERSION, "points": share, "config": dict(config or {}),
         "stages": list(stages) if stages else None, "instrument": instrument,
-        "preload": list(preload), "backend": backend,
-        "workloads": str(Path(__file__).resolve().with_name("workloads.py"))}))
+        "preload": list(preload), "backend": backend, "workloads": str(workloads)}))
 
 
 def _points(points: Iterable[Point]) -> list[Point]:
@@ -366,12 +369,13 @@ def _run(commands: Sequence[list[str]], manifests: Sequence[Path], env, timeout:
 
 
 def _requests(work: Path, shares: Sequence[Sequence[Point]], config, stages, instrument,
-              preload, backend: str | None = None) -> list[tuple[Path, Path]]:
+              preload, backend: str | None = None, workloads: Path = CATALOGUE
+              ) -> list[tuple[Path, Path]]:
     """One request file per share, and where its process writes its manifest."""
     pairs = []
     for index, share in enumerate(shares or [[]]):
         request, manifest = work / f"request-{index}.json", work / f"manifest-{index}.json"
-        _write_request(request, share, config, stages, instrument, preload, backend)
+        _write_request(request, share, config, stages, instrument, preload, backend, workloads)
         pairs.append((request, manifest))
     return pairs
 
@@ -381,11 +385,13 @@ def measure(points: Iterable[Point], *, config: Mapping[str, Any] | None = None,
             timeout: float = DEFAULT_TIMEOUT_S, stages: Sequence[str] | None = None,
             instrument: str | None = None, shares: int = 1,
             weights: Mapping[str, float] | None = None,
-            preload: Sequence[str] = (), backend: str | None = None) -> Measurement:
+            preload: Sequence[str] = (), backend: str | None = None,
+            workloads: Path = CATALOGUE) -> Measurement:
     """Instructions per stage for every (workload, seq, width) point, in one valgrind run.
 
-    `backend` names a backend module by path (`backends.interface`) whose
-    `compile_in_regions` is counted, with `config` as its values; without it, spyre_sim's
+    `workloads` is the catalogue the points are built from (the one beside this module by
+    default: a suite's own); `backend` names a backend module by path (`backends.interface`)
+    whose `compile_in_regions` is counted, with `config` as its values; without it, spyre_sim's
     stages are counted and `config` is passed to `spyre_sim.Config` (defaults when None);
     `python` defaults to this
     interpreter and `env` to this process's environment (PYTHONPATH picks the spyre_sim under
@@ -401,7 +407,7 @@ def measure(points: Iterable[Point], *, config: Mapping[str, Any] | None = None,
     with tempfile.TemporaryDirectory(prefix="compile-work-") as scratch:
         work, dumps = Path(scratch), Path(scratch) / "cg"
         pairs = _requests(work, shares_of(_points(points), shares, weights), config, stages,
-                          instrument, preload, backend)
+                          instrument, preload, backend, workloads)
         commands = [valgrind_command(python or sys.executable, request, manifest, dumps,
                                      instrument) for request, manifest in pairs]
         compile_sources(python or sys.executable, child_env(os.environ if env is None else env))

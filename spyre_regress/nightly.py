@@ -67,6 +67,7 @@ class NightlyOptions:
     workers: int | None = None  # an embedded cluster of this many worker processes
     scheduler: str | None = None  # or a running Dask cluster, tcp://HOST:PORT
     dashboard: bool = False  # the embedded cluster's dashboard, on localhost
+    since: str | None = None  # the oldest commit to benchmark (None: the branch's first)
 
     @property
     def results_dir(self) -> Path:
@@ -109,6 +110,24 @@ class NightlyRun:
     @property
     def new_reports(self) -> bool:
         return bool(self.published)
+
+
+def branch_history(repo: Path, branch: str, since: str | None = None) -> list[str]:
+    """The branch's first-parent commits, oldest first; from `since` on when given (a project
+    whose early history the suite cannot build: torch-spyre's commits before its torch
+    2.13 upgrade pin another torch).
+
+    Raises:
+        SpyreRegressError: `since` is not on the branch's first-parent chain.
+    """
+    history = git.first_parent_history(repo, branch)
+    if since is None:
+        return history
+    start = git.resolve(repo, since)
+    if start not in history:
+        raise SpyreRegressError(f"--since {since} is not on {branch}'s first-parent history; "
+                                "pass a commit of the branch itself")
+    return history[history.index(start):]
 
 
 def select_commits(history: list[str], stride: int) -> list[str]:
@@ -172,7 +191,7 @@ def run(options: NightlyOptions, progress: Progress) -> NightlyRun:
         stack.callback(database.close)
         executor = None
         try:
-            history = git.first_parent_history(options.history, options.branch)
+            history = branch_history(options.history, options.branch, options.since)
             commits = select_commits(history, options.stride)
             if options.workers is not None or options.scheduler is not None:
                 executor = stack.enter_context(Executor.start(

@@ -153,3 +153,36 @@ def _link_or_copy(source: str, destination: str) -> None:
         os.link(source, destination)
     except OSError:  # another file system, or one without hard links
         shutil.copy2(source, destination)
+
+
+# torch-spyre's history, for the tests that compile with its real front half: a git bundle
+# or a clone, by path. `.ci/run` sets both variables; elsewhere, without the first, those
+# tests skip and say how to run them.
+TORCH_SPYRE_HISTORY = "SPYRE_REGRESS_TORCH_SPYRE_BUNDLE"
+TORCH_SPYRE_REQUIRED = "SPYRE_REGRESS_REQUIRE_TORCH_SPYRE"
+
+
+@pytest.fixture(scope="session")
+def torch_spyre_history() -> Path:
+    """The torch-spyre history the tests compile from (a bundle or a clone)."""
+    given = os.environ.get(TORCH_SPYRE_HISTORY)
+    if not given:
+        message = (f"torch-spyre's history is needed: set {TORCH_SPYRE_HISTORY} to a git "
+                   "bundle or clone of torch-spyre (github.com/torch-spyre/torch-spyre) "
+                   "to run the tests that compile with it (docs/torch-spyre.md)")
+        if os.environ.get(TORCH_SPYRE_REQUIRED):
+            pytest.fail(message)
+        pytest.skip(message)
+    path = Path(given)
+    if not path.exists():
+        pytest.fail(f"{TORCH_SPYRE_HISTORY}={given} does not exist")
+    return path
+
+
+@pytest.fixture(scope="session")
+def torch_spyre_checkout(torch_spyre_history, tmp_path_factory) -> Path:
+    """A clone of torch-spyre's history, at its newest commit, made once per worker."""
+    clone = tmp_path_factory.mktemp("torch-spyre") / "torch-spyre"
+    subprocess.run(["git", "clone", "-q", str(torch_spyre_history), str(clone)], check=True,
+                   timeout=600)
+    return clone

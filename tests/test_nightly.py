@@ -2,9 +2,11 @@
 
 import json
 import os
+import subprocess
 
 import pytest
 
+from regressions import git
 from regressions.detection.alerts import Alert
 from regressions.detection.detect import Regression
 from regressions.errors import SpyreRegressError
@@ -107,3 +109,20 @@ def test_asvs_set_up_is_a_phase_of_its_own(tmp_path):
     runner.setup_seconds = 30.0
     assert list(nightly._phases(night_phases, runner).items()) == [
         ("asv set-up", 30.0), ("benchmark", 70.0), ("detect", 1.0), ("publish", 2.0)]
+
+
+def test_the_night_starts_at_since_and_refuses_a_commit_off_the_branch(tmp_path):
+    """A checkout whose early history the suite cannot build (torch-spyre's before its torch
+    2.13 upgrade) is benchmarked from `--since` on."""
+    repo = git.init_repository(tmp_path / "repo")
+    shas = []
+    for index in range(4):
+        (repo / "f.txt").write_text(str(index))
+        shas.append(git.commit_all(repo, f"c{index}", 1_767_225_600 + 3600 * index))
+    assert nightly.branch_history(repo, "main") == shas
+    assert nightly.branch_history(repo, "main", shas[1][:10]) == shas[1:]
+    subprocess.run(["git", "-C", str(repo), "checkout", "-q", "-b", "side", shas[1]], check=True)
+    (repo / "g.txt").write_text("x")
+    off = git.commit_all(repo, "side", 1_767_300_000)
+    with pytest.raises(SpyreRegressError, match="not on main's first-parent history"):
+        nightly.branch_history(repo, "main", off)

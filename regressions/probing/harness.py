@@ -96,7 +96,9 @@ def summarize(values):
 
 
 def measure(backend, program, inputs, values, iterations, compile_repeats):
-    """Cold compiles, a warm-up call, `iterations` synchronized calls, and the errors."""
+    """Cold compiles, a warm-up call, `iterations` synchronized calls, and the errors; where
+    the compiled program cannot run here (`EXECUTES` False: a card's), the compiles and the
+    device's model alone, with no host time and no errors."""
     compiles = []
     for _ in range(max(1, compile_repeats)):
         start = time.perf_counter()
@@ -104,6 +106,12 @@ def measure(backend, program, inputs, values, iterations, compile_repeats):
         took = time.perf_counter() - start
         compiles.append({**{k: v for k, v in compiled.compile_s.items() if k != "total"},
                          "total": took})
+    compile_s = {stage: statistics.median(c[stage] for c in compiles) for stage in compiles[0]}
+    if not getattr(backend, "EXECUTES", True):
+        modelled = compiled.run(*inputs) if backend.DEVICE_CLOCK else None
+        return {"host_s": [], "device_us": [modelled.device_us] if modelled else [],
+                "errors": None, "nonfinite": None, "compile_s": compile_s,
+                "kernels": kernel_rows(modelled.kernels) if modelled else []}
     first = compiled.run(*inputs)  # uploads the weights, as the probe's warm-up does
     host, device = [], []
     for _ in range(iterations):
@@ -114,11 +122,13 @@ def measure(backend, program, inputs, values, iterations, compile_repeats):
             device.append(result.device_us)
     return {"host_s": host, "device_us": device,
             "errors": output_errors(first.outputs[0], *compiled.baselines(*inputs)),
-            "nonfinite": first.nonfinite,
-            "compile_s": {stage: statistics.median(c[stage] for c in compiles)
-                          for stage in compiles[0]},
-            "kernels": [{"name": k.name, "time_us": k.time_us, "bound": k.bound,
-                         "cores": getattr(k, "cores", None)} for k in first.kernels]}
+            "nonfinite": first.nonfinite, "compile_s": compile_s,
+            "kernels": kernel_rows(first.kernels)}
+
+
+def kernel_rows(kernels):
+    return [{"name": k.name, "time_us": k.time_us, "bound": k.bound,
+             "cores": getattr(k, "cores", None)} for k in kernels]
 
 
 def parse_value(text):
@@ -166,13 +176,15 @@ def describe(outcome, settings):
         *([f"device time: median {device['median']:.2f} us, IQR {device['q1']:.2f}-"
            f"{device['q3']:.2f} us, geomean {device['geomean']:.2f} us (n={device['n']})"]
           if device else []),
-    f"host time:   median {host['median'] * 1e3:.3f} ms, IQR {host['q1'] * 1e3:.3f}-"
-        f"{host['q3'] * 1e3:.3f} ms (n={host['n']})",
-        "correctness vs float64: " + ", ".join(
+        *([f"host time:   median {host['median'] * 1e3:.3f} ms, IQR "
+           f"{host['q1'] * 1e3:.3f}-{host['q3'] * 1e3:.3f} ms (n={host['n']})"] if host else []),
+        *(["correctness vs float64: " + ", ".join(
             f"{k} {correctness[k]:.3g}" for k in ("max_abs", "max_rel", "rmse", "rmse_ratio"))
-        + (" -> PASS" if correctness["pass"] else " -> FAIL (" + "; ".join(
-            correctness["reasons"]) + ")"),
-        f"tolerance: {settings['tolerance_text']}",
+           + (" -> PASS" if correctness["pass"] else " -> FAIL (" + "; ".join(
+               correctness["reasons"]) + ")"), f"tolerance: {settings['tolerance_text']}"]
+          if correctness is not None else
+          ["host time and correctness: not measured (the compiled program runs only on the "
+           "device; this build compiles it)"]),
     ]
     expected = settings.get("expected") or {}
     if expected:
@@ -297,7 +309,8 @@ def main(argv, backend, program, make_inputs, settings):
         return 0
     measured = measure(backend, program, inputs, values, args.iterations,
                        args.compile_repeats)
-    reasons = failures(measured["errors"], settings["tolerance"])
+    errors = measured["errors"]
+    reasons = failures(errors, settings["tolerance"]) if errors is not None else []
     outcome = {
         "version": REPRODUCER_OUTPUT_VERSION,
         "build": {"backend": backend.NAME, "versions": backend.environment(),
@@ -305,8 +318,9 @@ def main(argv, backend, program, make_inputs, settings):
         "config": args.config, "overrides": overrides, "dropped": dropped,
         "compile_s": measured["compile_s"],
         "device_us": summarize(measured["device_us"]) if measured["device_us"] else None,
-        "host_s": summarize(measured["host_s"]),
-        "correctness": {**measured["errors"], "pass": not reasons, "reasons": reasons},
+        "host_s": summarize(measured["host_s"]) if measured["host_s"] else None,
+        "correctness": None if errors is None else {**errors, "pass": not reasons,
+                                                    "reasons": reasons},
         "kernels": measured["kernels"],
     }
     if args.instructions:

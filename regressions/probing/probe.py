@@ -130,8 +130,11 @@ def cmd_work(request: Request) -> protocol.WorkAnswer | protocol.Failed:
     probes and the CompileWork benchmark count the same way."""
     work = _load(request.compile_work, "spyre_regress_compile_work")
     point = (request.workload, request.seq, request.width)
+    # spyre_sim's stages are counted as its suite's compile-work family counts them; any other
+    # compiler's through its backend module's regions
+    backend = None if _backend(request).NAME == "spyre_sim" else request.backend
     try:
-        measured = work.measure([point], config=dict(request.config) or None)
+        measured = work.measure([point], config=dict(request.config) or None, backend=backend)
     except work.ValgrindUnavailable as missing:
         return protocol.Failed("untestable", str(missing))
     if measured.missing:
@@ -249,8 +252,8 @@ def cmd_stages(request: Request) -> protocol.StageAnswer:
     compiled = backend.compile(program, inputs, values)
     compile_times = _compile_processes(backend, request, program, inputs, values,
                                        _or(request.compile_repeats, 4))
-    run = backend.compile(program, inputs, _values(request, **backend.QUIET)).run(*inputs)
-    if request.trace and run.trace is not None:
+    run = _quiet_run(backend, program, inputs, request)
+    if request.trace and run is not None and run.trace is not None:
         with open(request.trace, "w") as handle:
             json.dump(run.trace, handle)
     stage_errors = {}
@@ -261,10 +264,25 @@ def cmd_stages(request: Request) -> protocol.StageAnswer:
                         for stage, outputs in compiled.stage_outputs(*inputs).items()}
     return protocol.StageAnswer(
         "ok", tuple({s: times[s] for s in backend.STAGES} for times in compile_times),
-        run.device_us, _kernels(run), tuple(backend.STAGES), stage_errors,
+        None if run is None else run.device_us, () if run is None else _kernels(run),
+        tuple(backend.STAGES), stage_errors,
         width=_width(request), backend=backend.environment(),
         host_s=(_warm_call_seconds(compiled, request, inputs) if request.host_clock
                 else None))
+
+
+def executes(backend: Any) -> bool:
+    """Whether the backend's compiled programs run here (`backends.interface`: torch-spyre's
+    need a card)."""
+    return bool(getattr(backend, "EXECUTES", True))
+
+
+def _quiet_run(backend: Any, program: Any, inputs: Any, request: Request) -> Any:
+    """A noise-free run for the device's figures; None where nothing runs and no device is
+    modelled (its compile is then all there is to measure)."""
+    if not (executes(backend) or backend.DEVICE_CLOCK):
+        return None
+    return backend.compile(program, inputs, _values(request, **backend.QUIET)).run(*inputs)
 
 
 def _metric(backend: Any, request: Request, program: Any, inputs: Any, values: dict) -> float:
@@ -474,6 +492,15 @@ def cmd_timing(request: Request) -> protocol.TimingAnswer:
     program, inputs = _program(request)
     values = _values(request)
     compiled = backend.compile(program, inputs, values)
+    settings = {"environment": {**backend.environment(), "python": sys.version.split()[0]},
+                "config": backend.settings(values),
+                "width": None if request.source else _width(request)}
+    if not executes(backend):  # no outputs, no host time: the device's model at most
+        modelled = compiled.run(*inputs) if backend.DEVICE_CLOCK else None
+        return protocol.TimingAnswer(
+            "ok", (), () if modelled is None else (modelled.device_us,), None,
+            () if modelled is None else _kernels(modelled),
+            {k: v for k, v in compiled.compile_s.items() if k != "total"}, **settings)
     first = compiled.run(*inputs)  # uploads the weights, as the reproducer's warm-up does
     runs = [compiled.run(*inputs) for _ in range(_or(request.iterations, 100))]
     errors = _harness(request).output_errors(first.outputs[0], *compiled.baselines(*inputs))
@@ -481,9 +508,7 @@ def cmd_timing(request: Request) -> protocol.TimingAnswer:
         "ok", tuple(run.host_s for run in runs),
         tuple(run.device_us for run in runs) if backend.DEVICE_CLOCK else (),
         errors, _kernels(first), {k: v for k, v in compiled.compile_s.items() if k != "total"},
-        environment={**backend.environment(), "python": sys.version.split()[0]},
-        config=backend.settings(values), nonfinite=first.nonfinite,
-        width=None if request.source else _width(request))
+        nonfinite=first.nonfinite, **settings)
 
 
 def cmd_worker(request: Request) -> protocol.Done:

@@ -31,6 +31,8 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--branch", default="main", help="the branch whose history is measured")
     p.add_argument("--stride", type=common.positive_int, default=1, metavar="N",
                    help="benchmark every N-th commit and the newest (default %(default)s)")
+    p.add_argument("--since", type=common.ref, metavar="REV",
+                   help="the oldest commit to benchmark (default: the branch's first)")
     p.add_argument("--bench", type=common.regex, metavar="REGEX",
                    help="only benchmarks asv's --bench selects")
     p.add_argument("--shard", required=True, type=shard, metavar="I/N",
@@ -51,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     state = (args.state or repo / ".spyre-regress").resolve()
     options = nightly.NightlyOptions(repo, state, state / "reports", args.branch, args.stride,
                                      None, args.machine)
-    history = git.first_parent_history(suite.history_repo(repo), args.branch)
+    history = nightly.branch_history(suite.history_repo(repo), args.branch, args.since)
     commits = nightly.select_commits(history, args.stride)
     listed = suite.discover(repo, state / "work")
     names = [b.name for b in listed.values() if scaleout.selected(b, args.bench)]

@@ -29,6 +29,8 @@ def add(sub: argparse._SubParsersAction) -> None:
                         "%(default)s)")
     p.add_argument("--stride", type=common.positive, default=1, metavar="N",
                    help="benchmark every N-th commit and the newest (default %(default)s)")
+    p.add_argument("--since", type=common.ref, metavar="REV",
+                   help="the oldest commit to benchmark (default: the branch's first)")
     p.add_argument("--bench", type=common.regex, metavar="REGEX", help="asv --bench selection")
     p.add_argument("--state", type=Path, metavar="DIR",
                    help="alert database, lock and scratch space (default REPO/.spyre-regress)")
@@ -63,7 +65,8 @@ def run(args: argparse.Namespace) -> int:
                                      (args.reports or state / "reports").resolve(),
                                      args.branch, args.stride, args.bench, args.machine,
                                      floors=tuple(args.threshold), workers=args.workers,
-                                     scheduler=args.scheduler, dashboard=args.dashboard)
+                                     scheduler=args.scheduler, dashboard=args.dashboard,
+                                     since=args.since)
     outcome = nightly.run(options, common.progress)
     for event in outcome.environment_events:  # the machine changed: never investigated
         print(f"environment alert {event.alert_id}: {event.note}")

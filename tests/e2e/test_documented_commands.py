@@ -282,6 +282,21 @@ def _merge_results(scratch, command, work):
     return done
 
 
+def _suite(scratch, command, work):
+    """The torch-spyre suite written out for a checkout (the scratch history stands in for
+    one: any git repository with the branch will do; compiling needs torch-spyre's history,
+    tests/e2e/test_torch_spyre_nightly.py)."""
+    out = work / "bench"
+    done = run_documented(command, {"--repo": str(scratch.workspace), "--out": str(out)},
+                          work, scratch)
+    assert done.returncode == 0, done.stderr
+    assert json.dumps(str(scratch.workspace.resolve())) in (out / "asv.conf.json").read_text()
+    assert {"torch_spyre.py", "torch_spyre_stand_in.py", "workloads.py", "clocks.py"} <= {
+        p.name for p in (out / "benchmarks").iterdir()}
+    assert (out / "torch_spyre_install.py").is_file()
+    return done
+
+
 def _demo(scratch, command, work):
     """The demo's command is the one conftest's `demo_run` runs for tests/e2e/test_demo.py
     (run there, once: it takes minutes)."""
@@ -295,7 +310,7 @@ def _range(scratch) -> dict:
 
 RUNNERS = {"detect": _detect, "bisect": _bisect, "stages": _stages, "knobs": _knobs,
            "minimize": _minimize, "report": _report, "nightly": _nightly, "alerts": _alerts,
-           "benchmark": _benchmark, "merge-results": _merge_results}
+           "benchmark": _benchmark, "merge-results": _merge_results, "suite": _suite}
 
 
 @pytest.mark.parametrize("command", fenced_commands(), ids=lambda c: c.id)

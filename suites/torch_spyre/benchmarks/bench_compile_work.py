@@ -17,7 +17,7 @@ from benchmarks import compile_work, compiled
 
 # The counted subset: one MLP (the common case) and two blocks of the graph-size axis (a pass
 # that grows with the graph grows here first), at the smaller size.
-WORKLOADS = ("mlp", "stack_2")
+WORKLOADS = tuple(compiled.grid(["mlp", "stack_2"], ["mlp"]))
 SEQ_LENGTHS = (128,)
 POINTS = tuple((name, seq, None) for name in WORKLOADS for seq in SEQ_LENGTHS)
 SHARES = 2  # one valgrind process per point, side by side on a 2-core machine

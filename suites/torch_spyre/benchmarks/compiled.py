@@ -32,6 +32,14 @@ from benchmarks import torch_spyre as backend
 
 MEASUREMENT_VERSION = 1  # the per-point files in asv's setup_cache directory
 ROUNDS = 3  # samples per row and commit: three compiles of each point
+# SPYRE_REGRESS_GRID=demo picks a small grid (the end-to-end tests'; asv passes the
+# environment on to discovery and to every benchmark process), as spyre-regress's own suite.
+GRID = os.environ.get("SPYRE_REGRESS_GRID", "full")
+
+
+def grid(full: list, demo: list) -> list:
+    """A parameter list: the full one, or the small one under SPYRE_REGRESS_GRID=demo."""
+    return demo if GRID == "demo" else full
 # Every pass of torch-spyre's CustomPreSchedulingPasses from torch 2.13's upgrade (#3374) to
 # 2026-08-20, in pipeline order; a pass of the installed checkout that is not listed here is
 # added after them, so a newer checkout's passes have rows too.
@@ -88,14 +96,15 @@ def sample(name: str, seq: int, row: str) -> float | None:
     stage does not exist at this commit. Raises RuntimeError when the compile failed."""
     path = Path(os.getcwd(), re.sub(r"\W", "_", f"compile-{name}-{seq}") + ".json")
     with _locked(path):
-        state = json.loads(path.read_text()) if path.exists() else {
+        state: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {
             "version": MEASUREMENT_VERSION, "compiles": [], "read": {}}
-        read = state["read"].get(row, 0)
-        if read == len(state["compiles"]):
-            state["compiles"].append(compile_seconds(name, seq))
+        compiles: list[dict[str, Any]] = state["compiles"]
+        read: int = state["read"].get(row, 0)
+        if read == len(compiles):
+            compiles.append(compile_seconds(name, seq))
         state["read"][row] = read + 1
         path.write_text(json.dumps(state))
-    measured = state["compiles"][read]
+    measured = compiles[read]
     if "failure" in measured:
         raise RuntimeError(measured["failure"])
     stage = row.rpartition(":")[2]

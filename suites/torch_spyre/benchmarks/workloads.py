@@ -12,6 +12,7 @@ a residual) repeated n times, so a pass whose cost grows faster than the graph s
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -148,7 +149,7 @@ WORKLOADS: dict[str, Workload] = {w.name: w for w in (
     Workload("swiglu", "SwiGLU MLP (gate, up, down)", 256, SwiGLU),
     Workload("attention", "4-head self-attention, bmm-softmax-bmm", 256, Attention),
     *(Workload(f"stack_{depth}", f"{depth} LayerNorm + MLP block(s) with residuals", 256,
-               lambda width, depth=depth: Stack(width, depth)) for depth in DEPTHS),
+               functools.partial(Stack, depth=depth)) for depth in DEPTHS),
 )}
 SUITE: tuple[str, ...] = tuple(n for n in WORKLOADS if not n.startswith("stack_"))
 STACKS: tuple[str, ...] = tuple(f"stack_{depth}" for depth in DEPTHS)
