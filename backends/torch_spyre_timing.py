@@ -115,9 +115,10 @@ def kernel_work(executed: sdsc.Executed, cost: Any, classes: Mapping[str, tuple[
                       for label, names in dims)
         work = cost.derive_work(executed.name, "matmul", space, split, reads, writes, (),
                                 "fp32")
-    elif op.op in RESTICKIFY_OPS:
-        work = cost.derive_work(executed.name, "restickify", op.dims, op.splits, reads,
-                                writes, (), "fp32")
+    elif op.op in RESTICKIFY_OPS:  # its DRAM bytes at the restickify rate, and it runs on
+        # the vector unit (`exUnit` sfp): one pass per element, the floor of one kept in LX
+        work = cost.derive_work(executed.name, "restickify", op.dims, op.splits, reads, writes,
+                                (cost.OpWork(op.op, "simple", op.volume, op.volume),), "fp32")
     else:
         work = _vector_work(executed.name, op, reads, writes, cost, classes)
     return replace(work, cores_used=op.cores)
