@@ -5,8 +5,9 @@ emits for two small programs, compiled through this tool's backend on a CPU.
 
 Each program is compiled by `backends/torch_spyre.py` (the `_C` stand-in, no card) with
 torch-spyre's `sencores` at 2, so every per-core map in an SDSC has two entries and the files
-stay small. Written per program: the generated wrapper (`output_code.py`) and each kernel's
-directory (`sdsc_N.json`, `bundle.mlir`), without provenance: the SDSC's `debug_handle_`
+stay small. Written per program: the generated wrapper (Inductor's `output_code.py`, as
+`output_code.py.txt`: a text, not a module of this tree) and each kernel's directory
+(`sdsc_N.json`, `bundle.mlir`), without provenance: the SDSC's `debug_handle_`
 (source locations), the wrapper's `DebugHandle(...)` lines and its comments (which name
 generated paths), as the stage capture drops them; SDSC as compact JSON. They are outputs of
 torch-spyre's compiler, not its code.
@@ -84,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def keep(collector: Any) -> None:  # copies what the compile wrote before it is deleted
         ((graph, kernels),) = collector.graphs
-        (target[0] / "output_code.py").write_text(
+        (target[0] / "output_code.py.txt").write_text(
             canonical_wrapper(Path(graph.cache_path).read_text()))
         for kernel, path in kernels:
             (target[0] / kernel).mkdir()

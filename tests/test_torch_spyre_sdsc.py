@@ -45,7 +45,7 @@ timing = _load("torch_spyre_timing")
 def program(root: Path, fallbacks=CPU_OPS):
     """A fixture's device program, read as a compile's collector reads it."""
     kernels = {d.name: sdsc.read_bundle(d, d.name) for d in sorted(root.iterdir()) if d.is_dir()}
-    return sdsc.DeviceProgram(sdsc.read_wrapper((root / "output_code.py").read_text(),
+    return sdsc.DeviceProgram(sdsc.read_wrapper((root / "output_code.py.txt").read_text(),
                                                 fallbacks), kernels)
 
 
@@ -97,7 +97,7 @@ def test_bundle_mlir_orders_the_sdscs_and_multiplies_them_by_their_loops_trips()
 
 
 def test_the_wrapper_gives_the_launches_and_the_cpu_fallback_in_order():
-    steps = sdsc.read_wrapper((MATMUL / "output_code.py").read_text(), CPU_OPS)
+    steps = sdsc.read_wrapper((MATMUL / "output_code.py.txt").read_text(), CPU_OPS)
     assert [type(s).__name__ for s in steps] == ["Launch", "HostCall", "Launch"]
     first, fallback, second = steps
     assert (first.kernel, second.kernel) == (FIRST_KERNEL, "sdsc_fused_add_1")
@@ -106,7 +106,7 @@ def test_the_wrapper_gives_the_launches_and_the_cpu_fallback_in_order():
     assert (fallback.input_bytes, fallback.output_bytes, fallback.elements) == (
         (128 * 128,), 128 * 128, 128 * 64)
     # the same call, when torch-spyre does not list the op as a CPU fallback, runs on the device
-    (eager,) = [s for s in sdsc.read_wrapper((MATMUL / "output_code.py").read_text())
+    (eager,) = [s for s in sdsc.read_wrapper((MATMUL / "output_code.py.txt").read_text())
                 if isinstance(s, sdsc.HostCall)]
     assert not eager.on_cpu
 
