@@ -3,6 +3,7 @@ same workloads: the figures docs/torch-spyre-device-time.md shows.
 
     python scripts/torch_spyre_device.py --checkout PATH --out FILE.json [--knobs] [--stacks]
     python scripts/torch_spyre_device.py --render FILE.json     # the docs' tables, markdown
+    python scripts/torch_spyre_device.py --render FILE.json --measured MEASURED.json
 
 For every workload and size of the torch-spyre suite's grid (`suites/torch_spyre`), one child
 process with the checkout on its path compiles the program through torch-spyre (the backend
@@ -13,7 +14,8 @@ pricing took. Where the checkout has torch-spyre's own analytical cost model
 compile reports its prediction too, untuned. This process compiles the same programs with
 spyre_sim and prices them with the same model (noise off). `--knobs` adds a compile per
 torch-spyre knob (the backend's KNOB_TABLE) and non-default choice: its modelled device time
-against the default's.
+against the default's. `--measured` puts a card's figures beside the model's (per kernel
+launch and per call; the format is MEASURED_VERSION's, docs/torch-spyre-device-time.md).
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ ROOT = Path(__file__).resolve().parents[1]
 BACKEND = ROOT / "backends" / "torch_spyre.py"
 CATALOGUE = ROOT / "suites" / "torch_spyre" / "benchmarks" / "workloads.py"
 VERSION = 1  # the output document
+MEASURED_VERSION = 1  # a card's figures: {"version", "commit", "points": {"<w>-<seq>":
+# {"device_us": per call, "kernels": {"<kernel launched>": us per launch}}}}
 # torch-spyre settings tried beside the backend's KNOB_TABLE (`--knobs`), each with the choices
 # to try: decisions of its config (torch_spyre/_inductor/config.py) the table does not hold
 CANDIDATES = (
@@ -255,6 +259,40 @@ def _stage_lines(document: dict) -> list[str]:
     return lines if len(lines) > 4 else []
 
 
+def kernel_launches(point: dict) -> dict[str, float | None]:
+    """The model's time per kernel launch (its SDSC executions summed, no launch gap): what a
+    card's profiler reports per compiled kernel; None where one of them is unmodelled."""
+    launches: dict[str, float | None] = {}
+    for kernel in point["kernels"]:  # an unmodelled row's reason starts with its place
+        where = kernel["reason"].partition(": ")[0] if kernel["reason"] else kernel["name"]
+        name = where.rpartition("/")[0] or where
+        was = launches.get(name, 0.0)
+        launches[name] = None if was is None or kernel["time_us"] is None else \
+            was + kernel["time_us"]
+    return launches
+
+
+def measured_lines(document: dict, measured: dict) -> list[str]:
+    """Model against a card, per kernel launch and per call, with the model's error."""
+    if measured.get("version") != MEASURED_VERSION:
+        raise SystemExit(f"measured figures of version {measured.get('version')!r}; this "
+                         f"script reads version {MEASURED_VERSION}")
+    lines = ["", f"### the model against a card (measured at {measured.get('commit', '?')})",
+             "", "| workload | seq | kernel | model us | measured us | model error |",
+             "|---|---|---|---|---|---|"]
+    for p in document["torch_spyre"]:
+        card = measured["points"].get(f"{p['workload']}-{p['seq']}")
+        if p["values"] or p.get("capture") or card is None or "kernels" not in p:
+            continue
+        rows = [(k, v, card["kernels"].get(k)) for k, v in kernel_launches(p).items()]
+        rows.append(("per call", p["device_us"], card.get("device_us")))
+        for kernel, model, real in rows:
+            error = f"{model / real - 1:+.1%}" if model and real else "-"
+            lines.append(f"| {p['workload']} | {p['seq']} | {kernel} | {_us(model)} | "
+                         f"{_us(real)} | {error} |")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--checkout", type=Path, help="a torch-spyre checkout")
@@ -262,9 +300,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--knobs", action="store_true", help="every knob's choices too")
     parser.add_argument("--stacks", action="store_true", help="the graph-size axis too")
     parser.add_argument("--render", type=Path, help="print a document's tables as markdown")
+    parser.add_argument("--measured", type=Path, help="a card's figures, beside the model's")
     args = parser.parse_args(argv)
     if args.render:
-        print(render(json.loads(args.render.read_text())), end="")
+        document = json.loads(args.render.read_text())
+        extra = (measured_lines(document, json.loads(args.measured.read_text()))
+                 if args.measured else [])
+        print(render(document) + "\n".join(extra) + ("\n" if extra else ""), end="")
         return 0
     if not (args.checkout and args.out):
         parser.error("--checkout and --out are needed (or --render FILE)")
