@@ -2,6 +2,7 @@
 same workloads: the figures docs/torch-spyre-device-time.md shows.
 
     python scripts/torch_spyre_device.py --checkout PATH --out FILE.json [--knobs] [--stacks]
+                                         [--points WORKLOAD-SEQ,...]
     python scripts/torch_spyre_device.py --render FILE.json     # the docs' tables, markdown
     python scripts/torch_spyre_device.py --render FILE.json --measured MEASURED.json
 
@@ -159,16 +160,16 @@ def spyre_sim_point(workloads: Any, name: str, seq: int) -> dict:
          "bytes": k.bytes, "time_us": k.time_us, "bound": k.bound} for k in result.kernels]}
 
 
-def knob_jobs(checkout: Path, points: list[tuple[str, int]]) -> list[dict]:
-    """A job per point and non-default choice of every knob the checkout has."""
+def knob_jobs(points: list[tuple[str, int]], captures: bool = True) -> list[dict]:
+    """A job per point and non-default choice of every knob the checkout has; with
+    `captures`, a stage capture per choice at STAGE_POINTS too."""
     table = _knob_table() + list(CANDIDATES)  # as text: no torch-spyre on this path
     runs = [{"workload": w, "seq": s, "values": {name: choice}, "knob": name}
             for name, _stage, choices in table for choice in choices for w, s in points]
     settings: list[dict[str, Any]] = [{}] + [{name: c} for name, _, choices in table
                                              for c in choices]
-    captures = [{"workload": w, "seq": s, "values": values, "capture": True}
-                for w, s in STAGE_POINTS for values in settings]
-    return runs + captures
+    return runs + [{"workload": w, "seq": s, "values": values, "capture": True}
+                   for w, s in STAGE_POINTS for values in settings if captures]
 
 
 def _knob_table() -> list[tuple[str, str, tuple]]:
@@ -182,11 +183,12 @@ def _knob_table() -> list[tuple[str, str, tuple]]:
 
 def measure(args: argparse.Namespace) -> dict:
     workloads = _load("workloads_catalogue", CATALOGUE)
-    points = [(w, s) for w in workloads.SUITE for s in workloads.SEQ_LENGTHS]
+    points = [(w, s) for w in workloads.SUITE for s in workloads.SEQ_LENGTHS
+              if not args.points or f"{w}-{s}" in args.points.split(",")]
     stacks = [(w, workloads.SEQ_LENGTHS[0]) for w in workloads.STACKS] if args.stacks else []
     jobs = [{"workload": w, "seq": s, "values": {}} for w, s in points + stacks]
     if args.knobs:
-        jobs += knob_jobs(args.checkout, points)
+        jobs += knob_jobs(points, captures=not args.points)
     measured = torch_spyre_points(args.checkout, jobs)
     commit = subprocess.run(["git", "-C", str(args.checkout), "rev-parse", "--short=8",
                              "HEAD"], capture_output=True, text=True).stdout.strip()
@@ -299,6 +301,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="where the JSON document goes")
     parser.add_argument("--knobs", action="store_true", help="every knob's choices too")
     parser.add_argument("--stacks", action="store_true", help="the graph-size axis too")
+    parser.add_argument("--points", help="only these grid points (mlp-128,attention-512)")
     parser.add_argument("--render", type=Path, help="print a document's tables as markdown")
     parser.add_argument("--measured", type=Path, help="a card's figures, beside the model's")
     args = parser.parse_args(argv)
