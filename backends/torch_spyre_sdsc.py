@@ -170,7 +170,11 @@ def read_bundle(directory: Path, kernel: str) -> tuple[Executed, ...]:
         if name not in files:
             executed.append(Executed(kernel, name, None, repeats, "not in the kernel directory"))
             continue
-        document = json.loads(files[name].read_text())
+        try:
+            document = json.loads(files[name].read_text())
+        except ValueError as error:
+            executed.append(Executed(kernel, name, None, repeats, f"unreadable JSON: {error}"))
+            continue
         key = next(iter(document), name) if isinstance(document, dict) else name
         try:
             executed.append(Executed(kernel, str(key), read_sdsc(document, name), repeats))

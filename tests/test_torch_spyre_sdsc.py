@@ -176,6 +176,9 @@ def test_an_op_the_reader_cannot_describe_is_a_named_row_with_no_time(tmp_path):
     assert priced.unmodelled == (row.name,)
     gelu = next(k for k in known.kernels if k.op == "gelufwd")
     assert priced.device_us == pytest.approx(known.device_us - gelu.time_us)
+    (root / FIRST_KERNEL / "sdsc_2.json").write_text("{not json")
+    broken = [k.name for k in timing.price(program(root)).kernels if not k.modelled]
+    assert broken[1].startswith("unmodelled kernel: sdsc_2.json (unreadable JSON: ")
     # an op run eagerly on the device (no SDSC) and a kernel torch-spyre could not implement
     eager = timing.price(program(MATMUL, fallbacks=()))
     assert [k.name for k in eager.kernels if not k.modelled] == [
