@@ -74,7 +74,8 @@ class Execution(Protocol):
 
     `kernels` are the compiler's own records, each with the fields of the probe protocol's
     `KernelTime` (`name`, `time_us`, `bound`, `cores`; regressions/probing/protocol.py),
-    which the probe reads them into: a backend module imports nothing of this tool."""
+    which the probe reads them into: a backend module imports nothing of this tool. A kernel
+    the backend's model cannot time has a NaN `time_us` and a name that says why."""
 
     outputs: tuple[Any, ...]
     host_s: float

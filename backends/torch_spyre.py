@@ -31,7 +31,10 @@ its own, and a pass added in a range starts a new series.
 
 A compile is timed by region as self time: the innermost region that is running is charged,
 so the regions add up to the whole compile. The compiled program never runs here (there is
-no device: `EXECUTES` is False); a run is the model's business (see `Compiled.run`).
+no device: `EXECUTES` is False). A run is spyre_sim's timing model's: `Compiled.run` prices
+the device program the compile wrote (every kernel's SDSC and the generated wrapper, read by
+`torch_spyre_sdsc` and priced by `torch_spyre_timing`, beside this file) on a modelled card,
+noise-free: its device time, kernels and trace, and no outputs.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ import ast
 import contextlib
 import importlib
 import importlib.util
+import math
 import os
 import shutil
 import stat
@@ -57,7 +61,9 @@ import torch
 
 NAME = "torch_spyre"
 COMPILER: str | None = None  # the interface's name for a project's own module: unused here
-DEVICE_CLOCK = False
+# spyre_sim's timing model prices what the compile wrote (`Compiled.run`): device time
+# without a device, deterministic (no noise to switch off or draw afresh)
+DEVICE_CLOCK = True
 EXECUTES = False  # no device: the compiled program is never run, its outputs never compared
 # A program given as its ATen graph (a minimizer's candidate) does not compile as the module it
 # came from: torch-spyre rewrites ops at Dynamo's and AOT's level, and a multi-output ATen op
@@ -69,9 +75,11 @@ INDEPENDENT: dict[str, Any] = {}
 HEAD = ("dynamo", "aot", "post_grad", "lowering")
 TAIL = ("scheduling", "codegen")
 # Modules this one loads from its own folder (the reproducer embeds them beside it, in this
-# order): the `_C` stand-in and its data model, and Inductor's backend for the float64
-# reference and the minimizer's graph.
-COMPANIONS = ("torch_spyre_layout", "torch_spyre_stand_in", "inductor")
+# order): the `_C` stand-in and its data model, the device program's reader and its pricing
+# by the timing model, and Inductor's backend for the float64 reference and the minimizer's
+# graph.
+COMPANIONS = ("torch_spyre_layout", "torch_spyre_stand_in", "torch_spyre_sdsc",
+              "torch_spyre_timing", "inductor")
 PASSES_FILE = ("torch_spyre", "_inductor", "passes.py")
 
 
@@ -350,11 +358,13 @@ def compile_traced(program: Any, inputs: Sequence[Any], values: Mapping[str, Any
                    before_passes: Callable[[Any], None] | None = None,
                    after_pass: Callable[[str, Any], None] | None = None,
                    inductor_config: Mapping[str, Any] | None = None,
-                   finished: Callable[[], None] | None = None) -> None:
+                   finished: Callable[[], None] | None = None,
+                   collector: Any = None) -> None:
     """One cold compile of `program` through torch-spyre, every region charged to `timeline`;
     `graph_texts(gm)` sees each graph Dynamo hands over, `before_passes`/`after_pass` the IR
     (`instrumented`), and `finished()` runs while the compile's cache directory (its kernels)
-    still exists. Raises CompileFailure."""
+    still exists, after `collector` (a `torch_spyre_sdsc.Collector`, entered around the
+    compile) read the device program. Raises CompileFailure."""
     try:
         load_compiler()
     except Exception as error:
@@ -378,7 +388,7 @@ def compile_traced(program: Any, inputs: Sequence[Any], values: Mapping[str, Any
             _environment(TORCHINDUCTOR_CACHE_DIR=cache), warnings.catch_warnings(), \
             config.patch({"force_disable_caches": True, **(inductor_config or {})}), \
             spyre_config(values), instrumented(timeline, after_pass, before_passes), \
-            torch.no_grad():
+            collector if collector is not None else contextlib.nullcontext(), torch.no_grad():
         # torch says once per compile that disabling caches disables its profile-guided
         # dynamism too: true and expected here
         warnings.filterwarnings("ignore", message="dynamo_pgo force disabled")
@@ -392,6 +402,8 @@ def compile_traced(program: Any, inputs: Sequence[Any], values: Mapping[str, Any
             raise classify(error, timeline.failed) from error
         finally:
             torch._dynamo.reset()
+        if collector is not None:
+            collector.read()
         if finished is not None:
             finished()
 
@@ -446,17 +458,45 @@ class Knob:
     default: Any
 
 
+@dataclass(frozen=True, kw_only=True)
+class Execution:
+    """One modelled call: no outputs and no host time (nothing runs: `host_s` is NaN), the
+    device time and kernels spyre_sim's timing model gives the compiled program, its trace,
+    and how many of its kernels the model could not time (each is a kernel row of its own,
+    named "unmodelled kernel: <op> (<reason>)", with no time)."""
+
+    outputs: tuple[Any, ...]
+    host_s: float
+    device_us: float | None
+    kernels: tuple[Any, ...] = ()
+    trace: dict | None = None
+    nonfinite: str | None = None
+    unmodelled: int = 0
+
+
 class Compiled:
-    """A torch-spyre compile: CPU seconds per stage (self time, see `Timeline`) and `total`.
+    """A torch-spyre compile: CPU seconds per stage (self time, see `Timeline`) and `total`,
+    and the device program it wrote (`torch_spyre_sdsc.DeviceProgram`), which `run` prices.
     Nothing of it runs here: torch-spyre's runtime needs a card."""
 
-    def __init__(self, compile_s: Mapping[str, float], timeline: Timeline) -> None:
+    def __init__(self, compile_s: Mapping[str, float], timeline: Timeline,
+                 collector: Any = None) -> None:
         self.compile_s = dict(compile_s)
         self.timeline = timeline
+        self.program = getattr(collector, "program", None)
+        self.program_error = getattr(collector, "error", None)
 
-    def run(self, *inputs: Any) -> Any:
-        raise NotImplementedError("torch-spyre's compiled program runs only on a Spyre card; "
-                                  "this backend compiles it and measures the compile")
+    def run(self, *inputs: Any) -> Execution:
+        """The compiled program on spyre_sim's modelled card, noise-free: the same figures on
+        every call (`torch_spyre_timing.price`). Raises RuntimeError when the compile's
+        device program could not be read."""
+        if self.program is None:
+            raise RuntimeError("torch-spyre's device program was not read from this compile"
+                               + (f": {self.program_error}" if self.program_error else ""))
+        priced = companion("torch_spyre_timing").price(self.program)
+        return Execution(outputs=(), host_s=math.nan, device_us=priced.device_us,
+                         kernels=priced.kernels, trace=priced.trace,
+                         unmodelled=len(priced.unmodelled))
 
     def baselines(self, *inputs: Any) -> Any:
         raise NotImplementedError("torch-spyre's outputs exist only on a Spyre card")
@@ -470,10 +510,11 @@ def compile(program: Any, inputs: Sequence[Any],
     """A cold compile of `program` through the checkout's torch-spyre (no cache; one fresh
     inductor cache directory, removed after). Raises CompileFailure."""
     timeline = Timeline()
-    compile_traced(program, inputs, values, timeline)
+    collector = companion("torch_spyre_sdsc").Collector()
+    compile_traced(program, inputs, values, timeline, collector=collector)
     seconds = timeline.seconds("cpu")
     return Compiled({**{stage: seconds.get(stage, 0.0) for stage in STAGES},
-                     **seconds, "total": sum(seconds.values())}, timeline)
+                     **seconds, "total": sum(seconds.values())}, timeline, collector)
 
 
 def compile_in_regions(program: Any, inputs: Sequence[Any],

@@ -254,6 +254,9 @@ def _what_changed(found: Investigation, kernels: KernelChanges,
                          f"{kernels.good_total_us:.1f} us to {kernels.bad_total_us:.1f} us "
                          f"(noise-free, on {benchmark_program(found).describe()}; the device "
                          "time per call adds launch gaps and transfers).")
+    if kernels.unmodelled:
+        sentences.append(f"{len(kernels.unmodelled)} kernel(s) the timing model could not time "
+                         f"are in none of these figures: {listing(list(kernels.unmodelled))}.")
     stage = found.stages.numerics_first_divergent_stage
     if stage:
         row = next((r for r in numerics_rows if r["stage"] == stage), None)

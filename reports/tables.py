@@ -120,8 +120,8 @@ def kernels(report: Report) -> Table:
     rows, marks = [], []
     changed = {name for name, _, _ in report.kernels.changed}
     for k in report.investigation.stages.kernels:
-        change = ("removed" if k.bad_us is None else "added" if k.good_us is None
-                  else f"{k.bad_us - k.good_us:+.2f}")
+        change = ("not timed (unmodelled)" if k.unmodelled else "removed" if k.bad_us is None
+                  else "added" if k.good_us is None else f"{k.bad_us - k.good_us:+.2f}")
         rows.append((k.name, number(k.good_us, ".1f"), number(k.bad_us, ".1f"), change))
         marks.append(k.good_us is None or k.bad_us is None or k.name in changed)
     return Table(("kernel", "execution time good (us)", "execution time bad (us)",

@@ -3,8 +3,9 @@
 A shipped suite is a folder with `asv.conf.json` (a template naming the checkout as
 `@CHECKOUT@` and its branch as `@BRANCH@`), `benchmarks/` (the measurements and the workload
 catalogue, whose `BACKEND` names the backend module they measure through) and `suite.json`
-(version 1: the tool's own measuring files the benchmarks import, and the script that installs
-the checkout into asv's environments). Writing it out copies all of that, with the backend
+(version 1: the tool's own measuring files the benchmarks import, the tool's packages they
+import - copied beside `benchmarks/`, where asv's path finds them - and the script that
+installs the checkout into asv's environments). Writing it out copies all of that, with the backend
 module and its companions, into a directory of the user's; asv and every other command then
 run there, against the checkout's history.
 """
@@ -44,7 +45,8 @@ def write(name: str, checkout: Path, out: Path, branch: str) -> Path:
     """Suite `name` written into `out` for the git checkout `checkout` (its `branch`): the
     benchmarks (replacing any written before; asv's results and environments under `out`
     stay), the backend module and its companions beside them, the tool's measuring files,
-    the installer and asv.conf.json. Returns `out`.
+    the tool's packages they import (beside `benchmarks/`), the installer and
+    asv.conf.json. Returns `out`.
 
     Raises:
         SpyreRegressError: an unknown suite name, a checkout that is not a git repository
@@ -67,6 +69,10 @@ def write(name: str, checkout: Path, out: Path, branch: str) -> Path:
     for path in [interface.module_path(backend), *interface.companion_paths(backend).values(),
                  *(TOOL_ROOT / f for f in listed["tool_files"])]:
         shutil.copy2(path, benchmarks / path.name)
+    for package in listed.get("tool_packages", []):  # beside benchmarks/: on asv's path
+        shutil.rmtree(out / package, ignore_errors=True)
+        shutil.copytree(TOOL_ROOT / package, out / package,
+                        ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy2(TOOL_ROOT / listed["installer"], out / Path(listed["installer"]).name)
     template = (source / suite.CONFIG).read_text()
     (out / suite.CONFIG).write_text(template.replace('"@CHECKOUT@"', json.dumps(str(checkout)))

@@ -40,8 +40,10 @@ EXECUTOR = ("spyre_regress.executor", "dask", "distributed")
 # backend interface, Inductor's capture (it writes the protocol with spyre_sim's writer),
 # spyre_sim's own asv suite, the ground truth, which plants regressions in spyre_sim, and the
 # emulated builds (example investigations without git), which patch spyre_sim in-process.
-# (the other backends name it for the stage-capture protocol's writer, spyre_sim.debug_capture)
+# (the other backends name it for the stage-capture protocol's writer, spyre_sim.debug_capture;
+# torch-spyre's timing, for spyre_sim's timing model, the one cost model there is)
 NAMES_SPYRE_SIM = {"backends/spyre.py", "backends/inductor.py", "backends/torch_spyre_texts.py",
+                   "backends/torch_spyre_timing.py",
                    "benchmarks/compile_work_child.py", "benchmarks/prepare.py",
                    "regressions/groundtruth/month.py", "spyre_regress/emulated.py",
                    "spyre_regress/example.py"}
@@ -223,7 +225,7 @@ def test_inside_regressions_no_room_imports_one_that_imports_it_back():
     # the probe protocol is the floor of the probing room: nothing but the standard library
     protocol = sources["regressions.probing.protocol"]
     assert {name.split(".")[0] for name in imported_modules(protocol)} <= {
-        "__future__", "collections", "dataclasses", "typing"}
+        "__future__", "collections", "dataclasses", "math", "typing"}
 
 
 def test_the_loop_check_catches_rooms_that_import_each_other():

@@ -112,6 +112,27 @@ def test_kernel_deltas_sort_by_change():
     assert [d.name for d in deltas] == ["c", "b", "a"]
 
 
+def test_a_kernel_the_model_could_not_time_is_kept_by_name_and_out_of_every_total():
+    """A backend's unmodelled kernel (NaN time, its name saying why) survives the probe's
+    JSON as None, is listed apart and counts in no sum (torch-spyre's SDSC reader)."""
+    import math
+    from types import SimpleNamespace
+
+    from regressions import codec
+    from reports.analysis import kernel_changes
+
+    untimed = KernelTime.of(SimpleNamespace(name="unmodelled kernel: conv7d (x)",
+                                            time_us=math.nan, bound="unmodelled", cores=2))
+    assert untimed.time_us is None
+    assert codec.from_json(KernelTime, codec.to_json(untimed)) == untimed
+    deltas = stages.kernel_deltas([KernelTime("a", 10), untimed],
+                                  [KernelTime("a", 12), untimed])
+    assert [(d.name, d.unmodelled) for d in deltas] == [("a", False), (untimed.name, True)]
+    changes = kernel_changes(deltas)
+    assert (changes.removed, changes.added, changes.unmodelled) == ((), (), (untimed.name,))
+    assert (changes.good_total_us, changes.bad_total_us) == (10, 12)
+
+
 def test_instruction_counts_name_the_stage_that_did_more_work():
     # wall times say nothing (a millisecond stage, noise), the counts say lower did 4% more
     same = _capture(["x\n"] * 5)

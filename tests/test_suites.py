@@ -35,9 +35,12 @@ def test_a_written_suite_measures_the_checkout_through_its_backend(checkout, tmp
     assert '"branches": ["main"]' in config and "@" not in config.split("{", 1)[1]
     benchmarks = {p.name for p in (out / "benchmarks").iterdir()}
     assert {"torch_spyre.py", "torch_spyre_stand_in.py", "torch_spyre_layout.py",
-            "inductor.py", "clocks.py", "compile_work.py", "compile_work_child.py",
-            "workloads.py", "bench_compile.py"} <= benchmarks
+            "torch_spyre_sdsc.py", "torch_spyre_timing.py", "inductor.py", "clocks.py",
+            "compile_work.py", "compile_work_child.py", "workloads.py", "bench_compile.py",
+            "bench_execute.py"} <= benchmarks
     assert (out / "torch_spyre_install.py").is_file()
+    # the timing model the device-time rows price with, where asv's path finds it
+    assert (out / "spyre_sim" / "cost.py").is_file() and (out / "spyre_sim" / "device.py").is_file()
     # the tool reads its history from the checkout, its catalogue from the suite
     assert suite.history_repo(out) == checkout.resolve()
     assert suite.backend_name(out) == "torch_spyre"
@@ -116,7 +119,7 @@ def test_every_row_of_a_point_reads_one_compile_per_round(checkout, tmp_path, mo
     def compile_seconds(name: str, seq: int) -> dict:
         compiles.append((name, seq))
         return {"seconds": {"dynamo": float(len(compiles)), "p1": 0.5, "codegen": 2.0,
-                            "total": 10.0}}
+                            "total": 10.0}, "device": {"seconds": 4e-5, "unmodelled": 1}}
 
     monkeypatch.setattr(compiled, "compile_seconds", compile_seconds)
     monkeypatch.chdir(tmp_path)
@@ -127,6 +130,14 @@ def test_every_row_of_a_point_reads_one_compile_per_round(checkout, tmp_path, mo
     assert compiled.sample("mlp", 128, "stage:dynamo") == 2.0  # its second round: compiled
     assert len(compiles) == 2
     assert compiled.sample("mlp", 128, "stage:span_reduction") is None  # not at this commit
+    # the device-time rows read the same compiles' modelled device program
+    assert compiled.sample("mlp", 128, "device:seconds") == 4e-5
+    assert compiled.sample("mlp", 128, "device:unmodelled") == 1 and len(compiles) == 2
+    monkeypatch.setattr(compiled, "compile_seconds", lambda name, seq: {
+        "seconds": {"total": 1.0}, "device": {"failure": "ImportError: no spyre_sim"}})
+    assert compiled.sample("softmax", 128, "total:total") == 1.0
+    with pytest.raises(RuntimeError, match="no spyre_sim"):
+        compiled.sample("softmax", 128, "device:seconds")
     monkeypatch.setattr(compiled, "compile_seconds",
                         lambda name, seq: {"failure": "torch-spyre failed in lowering: X"})
     with pytest.raises(RuntimeError, match="failed in lowering"):

@@ -63,9 +63,13 @@ class StageDelta:
 
 @dataclass(frozen=True)
 class KernelDelta:
+    """One kernel at both builds: None where a build lacks it, or, `unmodelled`, where the
+    backend's model could not time it (its name says why)."""
+
     name: str
     good_us: float | None
     bad_us: float | None
+    unmodelled: bool = False
 
     @property
     def delta_us(self) -> float:
@@ -127,8 +131,9 @@ def compile_deltas(stages: Sequence[str], good_times: Sequence[Mapping[str, floa
 def kernel_deltas(good: Sequence[KernelTime], bad: Sequence[KernelTime]) -> list[KernelDelta]:
     """Kernels matched by name; the largest absolute change first."""
     good_by, bad_by = {k.name: k.time_us for k in good}, {k.name: k.time_us for k in bad}
+    untimed = {k.name for k in (*good, *bad) if k.time_us is None}
     names = list(dict.fromkeys([*good_by, *bad_by]))
-    deltas = [KernelDelta(n, good_by.get(n), bad_by.get(n)) for n in names]
+    deltas = [KernelDelta(n, good_by.get(n), bad_by.get(n), n in untimed) for n in names]
     return sorted(deltas, key=lambda d: -abs(d.delta_us))
 
 

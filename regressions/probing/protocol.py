@@ -13,6 +13,7 @@ field is declared here once. A probe that failed or found the commit untestable 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -31,7 +32,7 @@ class KernelTime:
     and probe answers, stage reports and investigations keep it."""
 
     name: str
-    time_us: float
+    time_us: float | None  # None: the backend's model could not time it (its name says why)
     bound: str = ""
     cores: int | None = None
 
@@ -39,9 +40,10 @@ class KernelTime:
     def of(cls, kernel: Any) -> KernelTime:
         """A backend's kernel record as this one: any object with these fields (the
         compiler's own; `cores` is missing in builds from before the simulator counted
-        them)."""
-        return cls(str(kernel.name), float(kernel.time_us), str(kernel.bound),
-                   getattr(kernel, "cores", None))
+        them; a kernel its model cannot time has a NaN time, kept as None)."""
+        time_us = float(kernel.time_us)
+        return cls(str(kernel.name), None if math.isnan(time_us) else time_us,
+                   str(kernel.bound), getattr(kernel, "cores", None))
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,9 @@ the machine's momentary speed cancels), and writes every stage's CPU seconds, in
 reference's units, to a file in asv's `setup_cache` directory, which asv keeps for every
 class of the suite across the rounds of a run; the point's other rows read it. A row's k-th
 sample is the point's k-th compile: one independent process per sample, as with the other
-host clocks of spyre-regress (its docs/benchmarks.md, "Clocks and noise").
+host clocks of spyre-regress (its docs/benchmarks.md, "Clocks and noise"). The same compile's
+device program, priced by spyre_sim's timing model after it was timed, is what the device-time
+rows read (bench_execute): device time costs no compile of its own.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from typing import Any
 from benchmarks import clocks, workloads
 from benchmarks import torch_spyre as backend
 
-MEASUREMENT_VERSION = 1  # the per-point files in asv's setup_cache directory
+MEASUREMENT_VERSION = 2  # the per-point files in asv's setup_cache directory (2: device)
 ROUNDS = 3  # samples per row and commit: three compiles of each point
 # SPYRE_REGRESS_GRID=demo picks a small grid (the end-to-end tests'; asv passes the
 # environment on to discovery and to every benchmark process), as spyre-regress's own suite.
@@ -83,8 +85,19 @@ def compile_seconds(name: str, seq: int) -> dict[str, Any]:
             return {"failure": str(failure)}
         scale = clocks.REFERENCE_S / max(reference, 1e-9)
         return {"seconds": {stage: value * scale for stage, value in
-                            compiled.compile_s.items()}}
+                            compiled.compile_s.items()}, "device": device(compiled)}
     return clocks.in_child(measure)
+
+
+def device(compiled: Any) -> dict[str, Any]:
+    """The timed compile's device program priced by spyre_sim's timing model (after the
+    timing: the compile's seconds do not include it): its device seconds per call and how
+    many kernels the model could not time; or why it could not be priced."""
+    try:
+        run = compiled.run()
+    except (RuntimeError, ImportError) as error:
+        return {"failure": f"{type(error).__name__}: {error}"}
+    return {"seconds": run.device_us / 1e6, "unmodelled": run.unmodelled}
 
 
 @contextlib.contextmanager
@@ -97,7 +110,9 @@ def _locked(path: Path) -> Iterator[None]:
 def sample(name: str, seq: int, row: str) -> float | None:
     """Row `row`'s next sample of point (name, seq): the seconds of the point's compile this
     row has not read yet, compiled now if no row of the point compiled it yet; None when the
-    stage does not exist at this commit. Raises RuntimeError when the compile failed."""
+    stage does not exist at this commit. A `device:` row reads the compile's modelled device
+    time (`device:seconds`) or its count of unmodelled kernels (`device:unmodelled`). Raises
+    RuntimeError when the compile (or, for a device row, its pricing) failed."""
     path = Path(os.getcwd(), re.sub(r"\W", "_", f"compile-{name}-{seq}") + ".json")
     with _locked(path):
         state: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {
@@ -111,5 +126,9 @@ def sample(name: str, seq: int, row: str) -> float | None:
     measured = compiles[read]
     if "failure" in measured:
         raise RuntimeError(measured["failure"])
-    stage = row.rpartition(":")[2]
+    family, _, stage = row.partition(":")
+    if family == "device":  # `device:seconds` or `device:unmodelled` (bench_execute)
+        if "failure" in measured["device"]:
+            raise RuntimeError(measured["device"]["failure"])
+        return measured["device"][stage]
     return measured["seconds"].get(stage) if stage in STAGES or stage == "total" else None
