@@ -11,7 +11,7 @@ head compiles. Results go to a JSON-lines file, one commit a line, and a run res
 stopped; `--workers 2` compiles two commits side by side (counts, not clocks, are read).
 
     python scripts/torch_spyre_range.py --repo CHECKOUT --out range.jsonl [--from REV]
-        [--workers N] [--summary]
+        [--stride N] [--workers N] [--summary]
 """
 
 from __future__ import annotations
@@ -131,6 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--from", dest="start", help="the first commit (default: #3374)")
     parser.add_argument("--head", default="HEAD")
     parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--stride", type=int, default=1, help="every Nth commit of the range "
+                        "(the first and the head always)")
     parser.add_argument("--timeout", type=float, default=1200)
     parser.add_argument("--summary", action="store_true", help="summarize --out only")
     args = parser.parse_args(argv)
@@ -139,6 +141,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.summary:
         commits = first_parent_range(args.repo, args.start or upgrade_commit(
             args.repo, args.head), args.head)
+        commits = [c for i, c in enumerate(commits)
+                   if i % args.stride == 0 or i == len(commits) - 1]
         todo = [c for c in commits if c not in {line["commit"] for line in done}]
         print(f"{len(commits)} commits, {len(todo)} to compile", flush=True)
         with ThreadPoolExecutor(args.workers) as pool, args.out.open("a") as out:

@@ -7,7 +7,6 @@ SPYRE_REGRESS_TORCH_SPYRE_BUNDLE; it skips with a message without it)."""
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import json
 import math
 import shutil
@@ -16,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import load_companion
 
 from backends import interface
 from spyre_sim.cost import host_op_time_us, kernel_cost, transfer_time_us
@@ -29,17 +29,8 @@ FIRST_KERNEL = "sdsc_fused_clone_gelu_mm_t_0"
 CPU_OPS = {"aten.sin.default"}  # torch-spyre's fallback_ops, as far as the fixtures need
 
 
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, BACKENDS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-sdsc = _load("torch_spyre_sdsc")
-timing = _load("torch_spyre_timing")
+sdsc = load_companion("torch_spyre_sdsc")
+timing = load_companion("torch_spyre_timing")
 
 
 def program(root: Path, fallbacks=CPU_OPS):

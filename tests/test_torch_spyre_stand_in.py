@@ -6,7 +6,6 @@ their own; tests/e2e/test_torch_spyre.py compiles with the real one."""
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 import math
 import random
@@ -17,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import load_companion
 
 from backends import interface
 from spyre_sim import dlfloat
@@ -24,18 +24,9 @@ from spyre_sim import dlfloat
 BACKENDS = Path(interface.__file__).parent
 
 
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, BACKENDS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-layout = _load("torch_spyre_layout")
-stand_in = _load("torch_spyre_stand_in")
-install = _load("torch_spyre_install")
+layout = load_companion("torch_spyre_layout")
+stand_in = load_companion("torch_spyre_stand_in")
+install = load_companion("torch_spyre_install")
 
 
 def test_the_generic_stick_layout_tiles_the_last_dimension_into_sticks_last():

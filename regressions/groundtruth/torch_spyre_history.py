@@ -9,7 +9,9 @@ The edits are written against the public history's newest commit (upstream b5a20
 The injections, each first visible at one stage of torch-spyre's pipeline
 (backends/torch_spyre.py): a pre-scheduling pass made quadratic in the graph's operations
 (as torch-spyre #4459 found `coarse_tile_pre_stickify` re-deriving every op's read-writes),
-and a lowering that breaks the compile of the one workload that uses it. The decoys: a
+a work division that gives matmuls a quarter of the cores (the SDSC changes, and the device
+time spyre_sim's model gives it), and a lowering that breaks the compile of the one workload
+that uses it. The decoys: a
 change to provenance text only (the SDSC's `debug_handle_`, which canonical texts leave out)
 and a docs change.
 """
@@ -41,7 +43,7 @@ INJECTIONS: dict[str, Injection] = {i.name: i for i in (
                     "    for op in computed:  # a producer's span must cover its consumers' reads\n"
                     "        for producer in computed:\n"
                     "            producer.get_read_writes()\n"),),
-        workaround=None, probe=("stack_4", 128)),
+        workaround=None, probe=("stack_2", 128)),
     Injection(
         name="silu_loader", kind="failure", stage="lowering",
         subject="lowering: silu reads its input through the loader directly",
@@ -53,6 +55,17 @@ INJECTIONS: dict[str, Injection] = {i.name: i for i in (
                     "torch.ops.spyre.silu.__name__)(\n            x.make_loader()(index)\n",
                     "torch.ops.spyre.silu.__name__)(\n            x.make_loader(index)\n"),),
         workaround=None, probe=("swiglu", 128)),
+    Injection(
+        name="quarter_cores_matmul", kind="device_time", stage="_distribute_work",
+        subject="work division: price matmul splits for a quarter of the cores",
+        description="cost_model_matmul_division prices each matmul's split for a quarter of "
+                    "the cores it may use: the matmuls of every program run on 8 of 32 cores "
+                    "(the SDSC's numCoresUsed_ and numWkSlicesPerDim_ change), so the device "
+                    "program is slower; the compile itself is not.",
+        edits=(Edit("torch_spyre/_inductor/work_division.py",
+                    "        if _cost_model_divide_op(op, max_cores):\n",
+                    "        if _cost_model_divide_op(op, max(1, max_cores // 4)):\n"),),
+        workaround=None, probe=("mlp", 128)),
 )}
 
 # Decoys, in the order a history applies them.
@@ -69,8 +82,10 @@ BENIGN: tuple[tuple[str, Edit], ...] = (
 
 PROJECT = scratch.Project("torch-spyre", (), "", INJECTIONS, benign=BENIGN)
 # The history the end-to-end test runs the nightly on, after the checkout's newest commit:
-# the provenance decoy, the quadratic pass, the docs decoy, the broken lowering.
-PLAN: list[str | None] = [None, "quadratic_span_reduction", None, "silu_loader"]
+# the provenance decoy, the slower matmuls, the quadratic pass, the docs decoy, the broken
+# lowering.
+PLAN: list[str | None] = [None, "quarter_cores_matmul", "quadratic_span_reduction", None,
+                          "silu_loader"]
 
 
 def build(dest: Path, checkout: Path, plan: list[str | None] = PLAN,

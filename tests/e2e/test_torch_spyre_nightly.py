@@ -26,10 +26,10 @@ from regressions.records import alert_store
 
 pytestmark = pytest.mark.slow
 
-# The compile clocks on the small grid (mlp and swiglu at seq 128, one and four blocks):
-# instruction counts are checked on their own (tests/e2e/test_torch_spyre.py), since a
-# valgrind run per commit would double the night.
-BENCH = r"bench_compile\."
+# The compile clocks and the modelled device time on the small grid (mlp and swiglu at seq
+# 128, one and two blocks): instruction counts are checked on their own
+# (tests/e2e/test_torch_spyre.py), since a valgrind run per commit would double the night.
+BENCH = r"bench_compile\.|bench_execute\.ExecuteDeviceTime"
 
 
 @pytest.fixture(scope="module")
@@ -100,6 +100,21 @@ def test_the_quadratic_pass_is_named_and_its_bundle_says_so(night):
     report = (bundle / "report.md").read_text()
     assert "span\\_reduction" in report
     assert [w for w in ("DLFloat16", "SENCORES", "Config(") if w in report] == []
+
+
+def test_the_slower_matmuls_are_an_sdsc_divergence_with_its_diff(night):
+    """The work division's change shows in the pass that divides work: its IR differs, and
+    the report carries the diff and the kernels' modelled times."""
+    root, records, _, _ = night
+    bundle = _bundle(root, records, "quarter_cores_matmul")
+    investigation = json.loads((bundle / "investigation.json").read_text())
+    stages = investigation["stages"]
+    assert (stages["first_divergent_stage"], stages["basis"]) == ("_distribute_work",
+                                                                  "artifact")
+    assert stages["stage_diff_lines"] > 0 and stages["diff"]
+    slower = [k for k in stages["kernels"] if k["good_us"] and k["bad_us"]
+              and k["bad_us"] > k["good_us"]]
+    assert slower, stages["kernels"]
 
 
 def test_the_reproducer_runs_on_a_cpu_with_torch_spyre_and_the_stand_in(night, tmp_path):
