@@ -28,6 +28,21 @@ def checkout(tmp_path: Path) -> Path:
     return repo
 
 
+# asv_runner's discovery: `benchmarks` importable from its parent, nothing else on the path
+ASV_IMPORT = """
+import importlib, importlib.machinery, os, sys
+root = sys.argv[1]
+class Only:
+    def find_spec(self, fullname, path, target=None):
+        if fullname == os.path.basename(root):
+            return importlib.machinery.PathFinder().find_spec(fullname, [os.path.dirname(root)])
+sys.meta_path.insert(0, Only())
+importlib.import_module("benchmarks")
+import spyre_sim
+print(os.path.dirname(spyre_sim.__file__))
+"""
+
+
 def test_a_written_suite_measures_the_checkout_through_its_backend(checkout, tmp_path):
     out = suites.write("torch_spyre", checkout, tmp_path / "bench", "main")
     config = (out / "asv.conf.json").read_text()
@@ -39,8 +54,13 @@ def test_a_written_suite_measures_the_checkout_through_its_backend(checkout, tmp
             "compile_work.py", "compile_work_child.py", "workloads.py", "bench_compile.py",
             "bench_execute.py"} <= benchmarks
     assert (out / "torch_spyre_install.py").is_file()
-    # the timing model the device-time rows price with, where asv's path finds it
+    # the timing model the device-time rows price with, where asv's path finds it: asv puts
+    # only the benchmarks package on the path (its own importer), as this child does
     assert (out / "spyre_sim" / "cost.py").is_file() and (out / "spyre_sim" / "device.py").is_file()
+    found = subprocess.run([sys.executable, "-P", "-c", ASV_IMPORT, str(out / "benchmarks")],
+                           cwd=tmp_path, capture_output=True, text=True, check=False,
+                           env={"PATH": os.environ["PATH"]})
+    assert found.returncode == 0 and found.stdout.strip() == str(out / "spyre_sim"), found.stderr
     # the tool reads its history from the checkout, its catalogue from the suite
     assert suite.history_repo(out) == checkout.resolve()
     assert suite.backend_name(out) == "torch_spyre"
