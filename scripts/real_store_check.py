@@ -167,6 +167,10 @@ def untested(entry: dict, found: detect.Detection, revision: dict[str, int], min
         reason = f"q above {detect.FDR}"
     elif not detect.excludes_no_change(c):
         reason = f"its interval {c.ci[0]:.3f}-{c.ci[1]:.3f} holds no change"
+    elif c.p is not None and c.p > detect.REPORT_PVALUE and all(
+            len(v or ()) <= 1 for v in c.series.samples):
+        reason = (f"p above {detect.REPORT_PVALUE}, the ceiling of a series judged on one value "
+                  "per commit")
     else:
         reason = "a one-commit excursion of its kind took it"
     p = "exact" if c.p is None else f"{c.p:.3g}"
