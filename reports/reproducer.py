@@ -152,10 +152,14 @@ def program_section(source: str) -> str:
         return ("# The program under test (embedded as text: its names would clash with the "
                 "harness's).\n"
                 f"PROGRAM_SOURCE = {source!r}\n"
-                "_program_namespace = {'__name__': 'reproducer_program'}\n"
-                "exec(compile(PROGRAM_SOURCE, '<program>', 'exec'), _program_namespace)\n"
-                "program = _program_namespace['program']\n"
-                "make_inputs = _program_namespace['make_inputs']\n")
+                "# a module of its own, registered: a dataclass under `from __future__ import "
+                "annotations` looks its module up\n"
+                "import sys as _sys, types as _types\n"
+                "_program_module = _types.ModuleType('reproducer_program')\n"
+                "_sys.modules['reproducer_program'] = _program_module\n"
+                "exec(compile(PROGRAM_SOURCE, '<program>', 'exec'), _program_module.__dict__)\n"
+                "program = _program_module.program\n"
+                "make_inputs = _program_module.make_inputs\n")
     return ("# " + "-" * 30 + " the program under test " + "-" * 30 + "\n"
             + source.rstrip() + "\n# " + "-" * 84 + "\n")
 

@@ -40,3 +40,18 @@ def test_the_catalogues_own_program_is_a_standalone_module():
     assert type(namespace["program"]).__name__ == type(expected).__name__
     assert [x.shape for x in namespace["make_inputs"]()] == [x.shape for x in inputs]
     assert text.startswith("# The benchmark's own program: mlp at seq 8")
+
+
+def test_a_catalogue_program_with_dataclasses_runs_embedded_in_a_reproducer():
+    """torch-spyre's catalogue defines a dataclass under `from __future__ import annotations`:
+    executed from a string, it needs a module of its own that `sys.modules` knows."""
+    from reports.reproducer import program_section
+
+    catalogue = Path(__file__).resolve().parents[1] / "suites" / "torch_spyre" / "benchmarks"
+    text = minimize.catalogue_source((catalogue / "workloads.py").read_text(), "mlp", 128,
+                                     None)
+    section = program_section(text)
+    assert "PROGRAM_SOURCE" in section  # executed from a string, not pasted
+    namespace: dict[str, Any] = {}
+    exec(compile(section, "<section>", "exec"), namespace)  # noqa: S102 (the section under test)
+    assert [x.shape for x in namespace["make_inputs"]()][0][-1] > 0

@@ -155,9 +155,10 @@ BENIGN: tuple[tuple[str, Edit], ...] = (
      Edit("spyre_sim/debug_capture.py", '"""The stage-capture protocol:',
           '"""The stage-capture protocol (read by the stage bisector):')),
     ("ops: comment on the vector classes",
-     Edit("spyre_sim/ops.py", "_POINTWISE: dict[str, tuple[str, str, Callable]] = {",
+     Edit("spyre_sim/ops.py",
+          "_POINTWISE: dict[str, tuple[str, VectorClass, Callable[..., torch.Tensor]]] = {",
           "# Transcendental ops run at the SFU rate; simple ALU ops faster (cost.py).\n"
-          "_POINTWISE: dict[str, tuple[str, str, Callable]] = {")),
+          "_POINTWISE: dict[str, tuple[str, VectorClass, Callable[..., torch.Tensor]]] = {")),
     ("layouts: name the stick constant's source once more",
      Edit("spyre_sim/layouts.py", "STICK_BYTES = 128  # BYTES_IN_STICK",
           "STICK_BYTES = 128  # 128-byte sticks: BYTES_IN_STICK")),
