@@ -198,6 +198,22 @@ def companion_paths(name: str) -> dict[str, Path]:
     return {}
 
 
+def load_file(name: str, path: Path) -> Any:
+    """The module at `path`, imported under the bare `name` and registered in `sys.modules`:
+    a backend's companions import one another by bare name, as they do beside a suite's
+    benchmarks, and a dataclass under future annotations looks its module up there."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"no Python module at {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 def module_path(name: str) -> Path:
     """The file of backend `name`, for a probe to load by path; a clear error otherwise."""
     if name not in MODULES:

@@ -22,7 +22,6 @@ launch and per call; the format is MEASURED_VERSION's, docs/torch-spyre-device-t
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import math
 import os
@@ -30,6 +29,8 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+from backends import interface
 
 ROOT = Path(__file__).resolve().parents[1]
 BACKEND = ROOT / "backends" / "torch_spyre.py"
@@ -122,15 +123,6 @@ for job in json.loads(sys.stdin.read()):
 """
 
 
-def _load(name: str, path: Path) -> Any:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def torch_spyre_points(checkout: Path, jobs: list[dict]) -> list[dict]:
     """`jobs` compiled and priced in one child process with `checkout` on its path."""
     env = {"PYTHONPATH": str(checkout), "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -182,7 +174,7 @@ def _knob_table() -> list[tuple[str, str, tuple]]:
 
 
 def measure(args: argparse.Namespace) -> dict:
-    workloads = _load("workloads_catalogue", CATALOGUE)
+    workloads = interface.load_file("workloads_catalogue", CATALOGUE)
     points = [(w, s) for w in workloads.SUITE for s in workloads.SEQ_LENGTHS
               if not args.points or f"{w}-{s}" in args.points.split(",")]
     stacks = [(w, workloads.SEQ_LENGTHS[0]) for w in workloads.STACKS] if args.stacks else []

@@ -16,7 +16,6 @@ torch-spyre's compiler, not its code.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import re
 import shutil
@@ -24,17 +23,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from backends import interface
+
 ROOT = Path(__file__).resolve().parents[1]
 SENCORES = 2
-
-
-def _load(name: str, path: Path) -> Any:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def programs() -> dict[str, tuple[Any, list[Any]]]:
@@ -78,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
-    backend = _load("torch_spyre_backend", ROOT / "backends" / "torch_spyre.py")
+    backend = interface.load_file("torch_spyre_backend", ROOT / "backends" / "torch_spyre.py")
     backend.load_compiler()
     sdsc = backend.companion("torch_spyre_sdsc")
     read, target = sdsc.Collector.read, [Path()]

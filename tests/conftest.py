@@ -1,5 +1,4 @@
 import fcntl
-import importlib.util
 import os
 import shutil
 import subprocess
@@ -10,6 +9,7 @@ import pytest
 from doc_commands import expand, fenced_commands
 
 import spyre_sim
+from backends import interface
 from benchmarks import workloads
 from regressions.groundtruth import scratch
 
@@ -51,13 +51,7 @@ def pytest_collection_modifyitems(items):
 def load_companion(name: str):
     """A torch-spyre companion of backends/ (`backends/NAME.py`) loaded by path under its bare
     name, as a suite's environment loads the files written beside the backend."""
-    path = Path(__file__).resolve().parents[1] / "backends" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    return interface.load_file(name, Path(interface.__file__).with_name(f"{name}.py"))
 
 
 def compile_workload(name, seq, width, **config):
