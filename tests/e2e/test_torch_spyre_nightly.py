@@ -4,8 +4,9 @@ written out for a scratch clone of the history, as a user runs it - the installe
 real asv, the checkout's own torch-spyre installed without its C++ build.
 
 Each planted change must be reported at its commit with its kind and the stage or pass that
-shows it first - the quadratic pass named as torch-spyre names it, the broken lowering with
-its error - and nothing for the decoys (provenance text only, a docs change); the bundle's
+shows it first - the slower matmuls at the pass that divides work, with its IR diff, the
+quadratic pass named as torch-spyre names it, the broken lowering with its error - and
+nothing for the decoys (provenance text only, a docs change); the bundle's
 reproducer must run on a CPU with torch-spyre and the stand-in.
 
 Needs torch-spyre's history (SPYRE_REGRESS_TORCH_SPYRE_BUNDLE; tests/conftest.py)."""
