@@ -167,8 +167,8 @@ def untested(entry: dict, found: detect.Detection, revision: dict[str, int], min
         reason = f"q above {detect.FDR}"
     elif not detect.excludes_no_change(c):
         reason = f"its interval {c.ci[0]:.3f}-{c.ci[1]:.3f} holds no change"
-    elif c.p is not None and c.p > detect.REPORT_PVALUE and all(
-            len(v or ()) <= 1 for v in c.series.samples):
+    elif c.p is not None and c.p > detect.REPORT_PVALUE and \
+            detect.one_value_per_commit(c.series):
         reason = (f"p above {detect.REPORT_PVALUE}, the ceiling of a series judged on one value "
                   "per commit")
     else:

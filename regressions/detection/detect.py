@@ -314,8 +314,9 @@ def _judged(tested: Sequence[tuple[_Analysed, changepoints.Change, int | None, b
         confirmed = significant and excludes_no_change(c)
         if alert is not None and confirmed:  # what would have been a regression
             members.setdefault(id(alert), []).append(_regression(s, measured, c, None))
-        reported = confirmed and alert is None and q is not None and q <= fdr and \
-            c.pvalue is not None and (c.pvalue <= REPORT_PVALUE or not _summary(analysed))
+        below_ceiling = c.pvalue is not None and (
+            c.pvalue <= REPORT_PVALUE or not one_value_per_commit(s, measured))
+        reported = confirmed and alert is None and q is not None and q <= fdr and below_ceiling
         if reported and c.awaiting:
             awaiting.append(_regression(s, measured, c, q))
         elif reported:
@@ -326,11 +327,12 @@ def _judged(tested: Sequence[tuple[_Analysed, changepoints.Change, int | None, b
     return noisy, awaiting, members, candidates
 
 
-def _summary(analysed: _Analysed) -> bool:
-    """Whether the series' test read one value per commit (`SUMMARY`): no commit holds
-    several samples."""
-    samples = analysed.series.samples
-    return all(len(samples[i] or ()) <= 1 for i in analysed.measured)
+def one_value_per_commit(s: Series, points: Sequence[int] | None = None) -> bool:
+    """Whether the series' test reads one value per commit (`SUMMARY`): none of its
+    `points` (default: every commit) holds several samples. Such a series is reported only
+    with p <= REPORT_PVALUE."""
+    chosen = s.samples if points is None else [s.samples[i] for i in points]
+    return all(len(samples or ()) <= 1 for samples in chosen)
 
 
 def _reading(analysed: _Analysed) -> Reading:
