@@ -3,7 +3,8 @@
 A doc change must not leave a command behind that does not work, so the tests take the
 commands from the pages themselves. Two sources:
 
-- fenced code blocks of README.md and docs/*.md: every line that runs `spyre-regress` (also as
+- fenced code blocks of README.md and every page under docs/ (docs/**/*.md, subfolders
+  included): every line that runs `spyre-regress` (also as
   `.venv/bin/spyre-regress`, or after `&&`), with the indented `[--option ...]` lines that
   continue a synopsis; these are run in subprocesses;
 - the README's command table (inline code starting with `spyre-regress `): parsed only.
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = ("README.md", "docs/*.md")
+PAGES = ("README.md", "docs/**/*.md")  # ** also matches docs/ itself
 PROGRAM = "spyre-regress"
 # An upper-case metavar: PATH, REV, DIR, FILE, FILE.py, REGEX=FRACTION, N, Q, ID, STATUS, ...
 PLACEHOLDER = re.compile(r"^[A-Z][A-Z_]*(\.py|=[A-Z_]+)?$")

@@ -26,9 +26,12 @@ def test_the_reader_joins_synopses_and_skips_output(tmp_path):
         "spyre-regress alerts --state DIR \\\n  --set ID fixed\n```\n\n"
         "```\n$ python scripts/x.py\nspyre-regress detect (fresh process): 13.9 s\n```\n"
         "````md\n```\nspyre-regress stages --repo PATH\n```\n````\n")
+    (tmp_path / "docs" / "how-to").mkdir()  # pages in subfolders are read too
+    (tmp_path / "docs" / "how-to" / "task.md").write_text("```sh\nspyre-regress knobs\n```\n")
     found = [(c.page, c.line, c.text) for c in fenced_commands(tmp_path)]
     assert found == [
         ("README.md", 6, "spyre-regress demo --out x"),
+        ("docs/how-to/task.md", 2, "spyre-regress knobs"),
         ("docs/page.md", 2, "spyre-regress detect --results DIR [--repo PATH] [--json FILE] "
                             "# a comment"),
         ("docs/page.md", 4, "spyre-regress alerts --state DIR --set ID fixed"),

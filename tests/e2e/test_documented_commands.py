@@ -324,7 +324,7 @@ RUNNERS = {"detect": _detect, "bisect": _bisect, "stages": _stages, "knobs": _kn
 
 @pytest.mark.parametrize("command", fenced_commands(), ids=lambda c: c.id)
 def test_documented_command_works(command, scratch, workflow_run, tmp_path):
-    """Each fenced command of README.md and docs/*.md, with the test's values for its
+    """Each fenced command of README.md and the pages under docs/, with the test's values for its
     placeholders; a subcommand no runner here knows fails, so a new command needs a test."""
     if command.subcommand == "demo":
         _demo(scratch, command, tmp_path)
