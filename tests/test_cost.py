@@ -187,6 +187,6 @@ def test_every_device_parameter_names_its_source():
 
 
 def test_docs_list_every_device_parameter():
-    text = (ROOT / "docs" / "timing-model.md").read_text()
+    text = (ROOT / "docs" / "explanation" / "timing-model.md").read_text()
     missing = [f.name for f in dataclasses.fields(DeviceParams) if f"`{f.name}`" not in text]
     assert not missing
