@@ -12,7 +12,7 @@ spyre_sim is this tool's own package, installed with spyre-regress; a written-ou
 carries a copy of it (`spyre-regress suite`), so the backend module still imports nothing
 of the tool at module level.
 
-What each SDSC field becomes, and what is guessed, is docs/torch-spyre-device-time.md's
+What each SDSC field becomes, and what is guessed, is docs/explanation/torch-spyre-device-time.md's
 subject. An op the reader cannot describe is never priced at zero: it is a row named
 "unmodelled kernel: <op> (<reason>)", counted, with no time.
 """

@@ -8,7 +8,7 @@ description (`spyre_sim.cost.KernelWork`) and is priced by its one cost model
 (`spyre_sim.timeline.run_record`), a Chrome trace included. spyre_sim is imported where a
 price is asked for: it is this tool's own package, installed with spyre-regress, and a suite
 written out by `spyre-regress suite` carries a copy of it, so the backend module imports
-nothing of the tool at module level. docs/torch-spyre-device-time.md says what each SDSC
+nothing of the tool at module level. docs/explanation/torch-spyre-device-time.md says what each SDSC
 field becomes and what is guessed.
 """
 

@@ -21,7 +21,7 @@ but would pay a torch import (3.5-3.8 s here) per sample.
 
 Only the stages that take long enough to be timed honestly have a clock row (`TIMED_STAGES`);
 every stage's work is counted in instructions by the compile-work family, which carries the
-gate for the short ones (docs/benchmarks.md, "Clocks and noise").
+gate for the short ones (docs/explanation/gate-sampling.md, "One sample, one process").
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from benchmarks.prepare import spyre_sim
 STAGE_WIDTH = 1024
 # The stages with a clock row. The others take 0.07-1.3 ms at width 1024 (lower, layout,
 # runtime), where one process's sample still moved with the machine's state by more than the
-# 10% asv's gate reads as a change (scripts/clock_spread.py, docs/benchmarks.md).
+# 10% asv's gate reads as a change (scripts/clock_spread.py, docs/measurements/premerge-gate.md).
 TIMED_STAGES = ("dynamo", "decompose", "kernel", "sdsc", "backend")
 
 

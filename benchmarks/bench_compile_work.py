@@ -5,7 +5,7 @@ by several percent; the number of instructions a stage executes does not depend 
 neighbours. `compile_work.measure` counts them for the whole grid in two valgrind processes
 side by side per commit (`setup_cache`), and each benchmark process only looks its value up,
 as the numerics family does. The values are `track_` values (one per commit; lower is
-better), near-deterministic: docs/benchmarks.md gives their measured spread and cost.
+better), near-deterministic: docs/measurements/asv-suite.md gives their measured spread and cost.
 
 Every point uses width 1024 (bench_compile.STAGE_WIDTH, the per-stage clock family's width):
 the stages' work depends on the graph, not on the weights, and building 4096-wide weights
@@ -24,7 +24,7 @@ from benchmarks.bench_compile import STAGE_WIDTH
 WORKLOAD_NAMES = prepare.grid(list(workloads.SUITE), ["attention"])
 SEQ_LENGTHS = prepare.grid([127, 128], [128])
 # The grid's valgrind processes run side by side, each ~20 s of uninstrumented imports, then
-# its share (docs/benchmarks.md); more wall time on a loaded machine.
+# its share (docs/measurements/asv-suite.md); more wall time on a loaded machine.
 MEASURE_TIMEOUT_S = 1740
 # The grid is counted in two processes, one per core of the 2-core machines this suite is
 # sized for; a fixed number, not the machine's core count, because counts depend on what ran

@@ -24,7 +24,7 @@ from benchmarks.prepare import spyre_sim
 WORKLOAD_NAMES = list(workloads.SUITE)
 # Warm calls too short to time honestly: 0.4-0.6 ms, where a process's sample still moved
 # with the machine's state by 18-21% from one stretch of time to the next, far more than
-# between its calls (scripts/clock_spread.py, docs/benchmarks.md). They skip; their
+# between its calls (scripts/clock_spread.py, docs/measurements/premerge-gate.md). They skip; their
 # device-time rows carry the gate.
 UNTIMED_CALLS = {("rmsnorm", 1), ("layernorm", 1), ("softmax", 1)}
 

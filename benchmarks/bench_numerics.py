@@ -156,7 +156,7 @@ class _NumericsGrid:
         stages = [s for s in prepare.EXECUTABLE_STAGES if s in spyre_sim.EXECUTABLE_STAGES]
         return kept_grid(WORKLOAD_NAMES, SEQ_LENGTHS, stages)
 
-    # the whole grid: 35 compiles and references (docs/benchmarks.md)
+    # the whole grid: 35 compiles and references (docs/measurements/asv-suite.md)
     prepare.asv_attributes(setup_cache, timeout=900)
 
     def setup(self, values: dict, workload: str, seq: int, stage: str) -> None:

@@ -3,12 +3,12 @@
 asv compares two commits with a Mann-Whitney test on their pooled samples, which is only right
 when the samples are independent. Host clocks (the CPU time of a compile, the wall time of a
 warm call) are not, when one process hands asv several of them. Measured on the 2-core
-machine this suite is sized for (`python scripts/clock_spread.py`, docs/benchmarks.md): the
-speed of one thread moves by up to x1.75 from one moment to the next (the core's other
-hardware thread is busy or not), so the calls of one process agree with each other far better
-than with the calls of the next process; and processes forked from one benchmark process
-(which built the program they time, in one stretch of time) agree better than processes of
-another benchmark process. Each of those layers, counted as independent draws, made an
+machine this suite is sized for (`python scripts/clock_spread.py`,
+docs/explanation/gate-sampling.md): the speed of one thread moves by up to x1.75 from one moment to
+the next (the core's other hardware thread is busy or not), so the calls of one process agree with
+each other far better than with the calls of the next process; and processes forked from one
+benchmark process (which built the program they time, in one stretch of time) agree better than
+processes of another benchmark process. Each of those layers, counted as independent draws, made an
 unchanged pair of commits flag clock rows: 8-14 rows with several samples per process, one
 row in six runs with several forked processes per benchmark process.
 
@@ -49,7 +49,8 @@ from typing import Any, TypeVar
 # calibrated on (an AMD EPYC vCPU, Python 3.11, torch 2.13: the fastest of 3,000 runs,
 # `python scripts/clock_spread.py --reference`). It only scales the samples into seconds: a
 # sample is the call's time in units of the reference's, so on another machine the values
-# are in the same units, not that machine's seconds (docs/benchmarks.md, "Clocks and noise").
+# are in the same units, not that machine's seconds (docs/explanation/gate-sampling.md, "One sample,
+# one process").
 REFERENCE_S = 0.82e-3
 REFERENCE_LOOP = 10_000  # Python additions and multiplications
 REFERENCE_OBJECTS = 2_000  # small objects made and freed: the allocator, as a compile uses it
@@ -62,8 +63,8 @@ MAX_CALLS = 50
 # A warm call of a compiled program (bench_execute.ExecuteHostTime, the probes' host time):
 # WARM_CALL_DISCARDED untimed calls in the child, then at least WARM_CALL_MIN_CALLS timed.
 # Measured on the 2-core machine (8 benchmark processes x 4 children, softmax, layernorm and
-# mlp at seq 128; docs/benchmarks.md): the second call after the fork is still 1.5-1.9x
-# slower than the third and later ones, and with one discarded call and MIN_SECONDS a 6 ms
+# mlp at seq 128; docs/measurements/premerge-gate.md): the second call after the fork is still
+# 1.5-1.9x slower than the third and later ones, and with one discarded call and MIN_SECONDS a 6 ms
 # call was timed twice, so that slow call was half of every sample. Two discarded calls and
 # the median of five cut the spread of the samples (coefficient of variation) from 0.108 to
 # 0.073 (softmax) and from 0.161 to 0.073 (layernorm), and the difference between benchmark
@@ -247,8 +248,8 @@ class ProcessSampled:
 
     The benchmark process is the unit that draws independently: processes forked from one
     share what it built (the program, its heap) and its stretch of time, and agree with each
-    other better than with those of the next one (docs/benchmarks.md, "Seven rounds, one
-    sample per benchmark process"). asv starts one benchmark process per row, commit and
+    other better than with those of the next one (docs/explanation/gate-sampling.md, "The round is
+    the unit"). asv starts one benchmark process per row, commit and
     round, so a class sets only its `rounds`.
 
     A class sets `clock` (what a call is timed with), `call` (the timed work) and, when a call

@@ -41,8 +41,8 @@ What the parent pins, because it made counts vary or would (the child's pins: it
 - the interpreter's path: the child runs with `-P`, so no directory whose listing changes
   between runs (a scratch directory) is scanned by imports; such a directory moved the small
   stages by up to 1%.
-What remains is measured in docs/benchmarks.md. Counts depend on what ran before in the same
-process (warm caches, specialised bytecode): compare counts of the same grid dealt the same
+What remains is measured in docs/measurements/asv-suite.md. Counts depend on what ran before in the
+same process (warm caches, specialised bytecode): compare counts of the same grid dealt the same
 way, e.g. one probe point against the same probe point at another commit.
 """
 
@@ -101,8 +101,8 @@ VALGRIND_OPTIONS = ("--tool=callgrind", "--instr-atstart=no", "--collect-atstart
 INSTRUMENT_MODES = {"after_imports": "--instr-atstart=no", "from_start": "--instr-atstart=yes"}
 INSTALL_HINT = ("valgrind is not installed, so compile work (instructions per stage) is not "
                 "measured; install it (Debian/Ubuntu: `apt-get install valgrind`) and re-run")
-# Measured on a 2-core VM (docs/benchmarks.md): importing torch and spyre_sim takes ~20 s
-# under valgrind uninstrumented (~120 s instrumented), the asv grid's 14 points ~100 s more
+# Measured on a 2-core VM (docs/measurements/asv-suite.md): importing torch and spyre_sim takes
+# ~20 s under valgrind uninstrumented (~120 s instrumented), the asv grid's 14 points ~100 s more
 # instrumented; wall time grows with the machine's load.
 DEFAULT_TIMEOUT_S = 1800
 PINNED_ENV = {"PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",

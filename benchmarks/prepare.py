@@ -80,7 +80,7 @@ preload_lazy_modules()
 # benchmark process (benchmarks/clocks.py). asv starts one benchmark process per row, commit
 # and round, and `asv continuous` interleaves the rounds between the two commits (A B, B A,
 # A B, ...), so each side has CLOCK_ROUNDS independent samples from as many stretches of
-# time. Measured (docs/benchmarks.md, "Seven rounds, one sample per benchmark process"):
+# time. Measured (docs/measurements/premerge-gate.md, "Six no-change pairs on the full suite"):
 # processes forked from one benchmark process agree with each other 1.3-2.0x more closely
 # than independent draws would, because they share what it built and its moment; counting
 # each of them as a sample made asv's Mann-Whitney test read one round's luck as a change.

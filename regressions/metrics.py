@@ -84,8 +84,8 @@ class Metric:
 METRICS: tuple[Metric, ...] = (
     # Instructions per compile stage, counted under callgrind: near-deterministic (10 runs of
     # the full grid: median spread 0.15%, at most 0.84% in the smallest stages, which execute
-    # 0.1-0.6 M instructions; docs/benchmarks.md), so a change beyond 1% is real and a few
-    # percent is worth an alert; PyTorch counts instructions for compile-time PR benchmarks
+    # 0.1-0.6 M instructions; docs/measurements/asv-suite.md), so a change beyond 1% is real and a
+    # few percent is worth an alert; PyTorch counts instructions for compile-time PR benchmarks
     # for the same reason (torch._C._instruction_counter).
     Metric(name="compile_work", pattern=r"\.CompileWork\.", label="compile work",
            unit="instructions", floor=0.02, probe="compile_work", tolerance=0.01,

@@ -3,8 +3,8 @@
 Nothing here reads files, runs git or knows about pandas: every function takes sequences of
 floats and returns a named result, so detection (`regressions.detection.detect`) and
 bisection share one tested implementation of each test. The method is described in
-docs/detection.md. Distributions come from `scipy.special`, the functions scipy.stats' own
-distributions evaluate (`stdtrit` for t.ppf, `ndtr`/`ndtri` for the normal): importing
+docs/explanation/detection.md. Distributions come from `scipy.special`, the functions scipy.stats'
+own distributions evaluate (`stdtrit` for t.ppf, `ndtr`/`ndtri` for the normal): importing
 scipy.stats costs detection 47 MB and a second, and tests/test_stats.py checks the results
 against scipy.stats.
 """

@@ -5,7 +5,7 @@
 
 `investigation` is a `regressions.investigation.Investigation`; this package renders it and
 imports nothing of `regressions` but its types. The bundle's contents and how to read them are
-in docs/reports.md, the file formats in docs/formats.md.
+in docs/how-to/read-a-report.md, the file formats in docs/reference/formats.md.
 """
 
 from reports.bundle import BUNDLE_VERSION, bundle_files, scrub_investigation, write_bundle

@@ -4,8 +4,8 @@
 builds every file's bytes in memory (pure functions elsewhere in the package), checks the
 bytes for secret values, and only then writes the folder (via a temporary sibling, so a failed
 run leaves no half bundle) and its `.tar.gz`. The trace files the investigation names are read
-from their paths as written, never scrubbed into other paths. docs/reports.md describes the
-contents; docs/formats.md the file formats.
+from their paths as written, never scrubbed into other paths. docs/how-to/read-a-report.md describes
+the contents; docs/reference/formats.md the file formats.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """An asv results store written out as a long table of results (CSV or Parquet), the layout
-`spyre-regress detect --table` reads without a mapping (docs/detection.md, "Tables of
-results"; `regressions.records.tables.long_table`). Read back with `--table`, the store gives
+`spyre-regress detect --table` reads without a mapping (docs/how-to/real-store-or-table.md, "A table
+of results"; `regressions.records.tables.long_table`). Read back with `--table`, the store gives
 the alerts it gives with `--results`.
 
     python scripts/asv_to_table.py --results STORE/results [--machine NAME] --out FILE.csv

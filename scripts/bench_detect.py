@@ -15,7 +15,7 @@ clustering, JSON) and scores what it found.
     /usr/bin/time -v spyre-regress detect --results /tmp/store/results --json /tmp/a.json
 
 Time and memory are best read with /usr/bin/time -v around the last command (the figures in
-docs/detection.md were taken so).
+docs/measurements/detection.md were taken so).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ Draws `--comparisons` pairs of samples with lognormal noise of coefficient of va
 and counts how often asv's rule (`regressions.stats.asv_verdict`: Mann-Whitney p < 0.002
 where the counts allow it, and the medians apart by more than `--factor`) calls the second
 side worse. With `--step 1` the count is the false-row rate. The spread to simulate is what
-scripts/clock_spread.py measures for a family (docs/benchmarks.md).
+scripts/clock_spread.py measures for a family (docs/measurements/premerge-gate.md).
 
     python scripts/gate_power.py --cv 0.075 --step 1.2 --samples 8,12,16
     python scripts/gate_power.py --cv 0.075 --step 1 --samples 8,12,16   # false rows

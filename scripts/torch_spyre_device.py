@@ -1,5 +1,5 @@
 """torch-spyre's modelled device time on the suite's grid, beside spyre_sim's program for the
-same workloads: the figures docs/torch-spyre-device-time.md shows.
+same workloads: the figures docs/measurements/torch-spyre.md shows.
 
     python scripts/torch_spyre_device.py --checkout PATH --out FILE.json [--knobs] [--stacks]
                                          [--points WORKLOAD-SEQ,...]
@@ -16,7 +16,7 @@ compile reports its prediction too, untuned. This process compiles the same prog
 spyre_sim and prices them with the same model (noise off). `--knobs` adds a compile per
 torch-spyre knob (the backend's KNOB_TABLE) and non-default choice: its modelled device time
 against the default's. `--measured` puts a card's figures beside the model's (per kernel
-launch and per call; the format is MEASURED_VERSION's, docs/torch-spyre-device-time.md).
+launch and per call; the format is MEASURED_VERSION's, docs/measurements/torch-spyre.md).
 """
 
 from __future__ import annotations

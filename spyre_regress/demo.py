@@ -122,7 +122,7 @@ def run(out_dir: Path, progress: Progress) -> dict:
         summary["dashboard"] = str(out_dir / "asv-html" / "index.html")
     summary["as_planted"] = as_planted(summary)
     phases["copy the results"] = time.monotonic() - copying
-    # where the wall time went, in the order the steps ran (README: the demo's figures)
+    # where the wall time went, in the order the steps ran (docs/measurements/quick-start.md)
     summary["seconds"] = {"phases": [{"phase": name, "seconds": round(s, 1)}
                                      for name, s in phases.items()],
                           "total": round(time.monotonic() - started, 1)}

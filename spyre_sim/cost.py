@@ -4,7 +4,7 @@ Pure functions on `KernelWork` (what a kernel does: iteration space, work split,
 MACs, vector work) and `DeviceParams`. The kernel stage calls it to choose a work division; the
 runtime calls it to build the device timeline from the compiled binary. Formulas follow torch-
 spyre's fitted cost model (torch_spyre/_inductor/cost_model.py, docs/source/compiler/
-cost_model.md); docs/timing-model.md explains each term and the calibration.
+cost_model.md); docs/explanation/timing-model.md explains each term and the calibration.
 """
 
 from __future__ import annotations

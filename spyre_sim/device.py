@@ -3,8 +3,8 @@
 Each value names its source. Tags: [S] stated by a source,
 [S fit] fitted to device measurements by torch-spyre, [D] derived by arithmetic from sourced
 numbers, [E] our estimate (no source; recalibrate when a device is available). Override any
-of them through `Config(device=DeviceParams(...))`; docs/timing-model.md lists them with the
-formulas that use them and the calibration run.
+of them through `Config(device=DeviceParams(...))`; docs/explanation/timing-model.md lists them with
+the formulas that use them and the calibration run.
 
 Source keys: TS-arch = torch-spyre docs/source/architecture/spyre_accelerator.md; TS-cost =
 torch-spyre torch_spyre/_inductor/cost_model.py (+ docs/source/compiler/cost_model.md);
@@ -68,7 +68,7 @@ class DeviceParams:
     # --- overlap of compute and DRAM inside a kernel ---
     # Share of the shorter of (compute, DRAM) that double buffering does not hide: about one
     # pipeline prologue/epilogue per ~20 K-steps. [E] calibrated on the two prefill matmuls
-    # (docs/timing-model.md); TS-cost's fitted range is 0 (its max() form) to 1 (sum).
+    # (docs/measurements/timing-model.md); TS-cost's fitted range is 0 (its max() form) to 1 (sum).
     overlap_beta: float = 0.05
     # --- host link and launches ---
     pcie_gbps: float = 50.0  # [E] PCIe Gen5 x16 = 63 GB/s theoretical [D]

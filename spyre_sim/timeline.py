@@ -11,7 +11,7 @@ host (launches and fallback ops).
 Run-to-run variability is one multiplicative lognormal factor per run with mean exactly 1, so
 it spreads samples without moving the mean. The default CV (Config.noise_cv = 1.5 %) sits
 between torch-spyre's measured kernel-time spread (0.05-0.33 % of the mean) and the spread of
-a kernel pair including its inter-kernel launch gap (2.2 %); see docs/timing-model.md.
+a kernel pair including its inter-kernel launch gap (2.2 %); see docs/explanation/timing-model.md.
 """
 
 from __future__ import annotations

@@ -178,7 +178,7 @@ def torch_spyre_history() -> Path:
     if not given:
         message = (f"torch-spyre's history is needed: set {TORCH_SPYRE_HISTORY} to a git "
                    "bundle or clone of torch-spyre (github.com/torch-spyre/torch-spyre) "
-                   "to run the tests that compile with it (docs/torch-spyre.md)")
+                   "to run the tests that compile with it (docs/how-to/torch-spyre.md)")
         if os.environ.get(TORCH_SPYRE_REQUIRED):
             pytest.fail(message)
         pytest.skip(message)

@@ -301,7 +301,7 @@ def test_summary_quartiles_match_numpy_and_the_reproducer_harness():
 
 def test_the_reproducers_outcome_prints_the_keys_of_its_json_version():
     """The outcome is a dataclass (`harness.Outcome`); its JSON stays version 2's document
-    (docs/formats.md), `compile_instructions` and its note only with --instructions."""
+    (docs/reference/formats.md), `compile_instructions` and its note only with --instructions."""
     errors = {"max_abs": 0.5, "max_rel": 0.1, "rmse": 1e-4, "rmse_ratio": 3.0}
     outcome = harness.Outcome(
         build=harness.Build("spyre_sim", {"torch": "2.13.0"}, "/b", "3.11.9"), config="bad",

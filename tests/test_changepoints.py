@@ -237,7 +237,7 @@ def test_edge_change_ratio_and_interval():
     assert math.isclose(c.after / c.before, c.ratio, rel_tol=1e-9)
 
 
-# --- short segments, a noisy start (docs/detection.md, "Short segments") ------------------
+# --- short segments, a noisy start (docs/explanation/detection.md, "Short segments") --------------
 
 # pybamm-bench's py3.12 series of `TimeSolveSEI` around PyBaMM #4020: 5 values, then 4 at
 # a new level, one value per commit (no overlap, x1.28)

@@ -454,7 +454,8 @@ def test_counts_equal_those_counted_with_instrumentation_from_the_start(measured
     or within a fixed FROM_START_SLACK instructions where that is more: what the measuring
     process's history outside the counted regions moves a stage by (softmax's decompose,
     0.34 M instructions, once counted 5,455 more from the start; attention's lower, 0.85 M,
-    once 10,027 more; attention's layout, 3.39 M, once 34,674 more, 1.02%; docs/benchmarks.md).
+    once 10,027 more; attention's layout, 3.39 M, once 34,674 more, 1.02%;
+    docs/reference/asv-suite.md).
     Counting the imports or a warm-up would add millions."""
     first, second, _, earlier = measured_trees
     assert not earlier.errors and list(earlier.counts) == [FROM_START_POINT]

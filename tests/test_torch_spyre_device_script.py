@@ -1,6 +1,6 @@
 """scripts/torch_spyre_device.py's tables: the summary of both compilers' programs, each
 kernel launch's modelled time, and a card's figures beside the model's (the script's own
-measuring runs torch-spyre and is run by hand; docs/torch-spyre-device-time.md)."""
+measuring runs torch-spyre and is run by hand; docs/measurements/torch-spyre.md)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """Stage bisection: where do a good and a bad build of the compiler first differ?
 
-Pure functions over two stage captures (the stage-capture protocol of DESIGN.md, loaded by
-`records.captures.load_capture`) and two stage probes' answers: unified diffs of each stage's
-canonical text, the first stage whose artifact differs, per-stage compile-time deltas,
+Pure functions over two stage captures (the stage-capture protocol of docs/reference/spyre_sim.md,
+loaded by `records.captures.load_capture`) and two stage probes' answers: unified diffs of each
+stage's canonical text, the first stage whose artifact differs, per-stage compile-time deltas,
 per-kernel device-time deltas, and for numerical regressions the first stage whose executed
 output drifts further from float64. When no artifact differs (a compile-time regression that
 computes the same program more slowly), the stage that does the most extra work - instructions
@@ -26,8 +26,8 @@ STAGE_REPORT_VERSION = 3  # 3: `basis` names the evidence (instructions, compile
 # the bad build's compile raised in it.
 Basis = Literal["artifact", "instructions", "compile_clock", "compile_error"]
 COMPILE_RATIO_FLOOR = 1.5  # a stage must get at least this much slower to be named
-# Instruction counts repeat within 1% (docs/benchmarks.md); a stage that grew by 1% or more
-# did more work, and when no artifact differs the one that added the most is named.
+# Instruction counts repeat within 1% (docs/measurements/asv-suite.md); a stage that grew by 1% or
+# more did more work, and when no artifact differs the one that added the most is named.
 WORK_GROWTH_FLOOR = 0.01
 COMPILE_P = 0.05
 NUMERICS_TOLERANCE = 0.10  # bad's error more than 10% above good's at the same stage

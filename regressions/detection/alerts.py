@@ -3,8 +3,8 @@
 `cluster_alerts` groups a detection run's regressions, as Perfherder groups alerts by push
 and Chromium by revision range; the alert's probe is its narrowest member, which the
 investigation measures. The JSON document `spyre-regress detect --json` writes is read back
-here too, older versions migrated on the way in (docs/formats.md); since version 3 it lists
-the run's environment alerts beside the regression alerts, since version 4 each alert and
+here too, older versions migrated on the way in (docs/reference/formats.md); since version 3 it
+lists the run's environment alerts beside the regression alerts, since version 4 each alert and
 member says whether it is open or recovered at its series' newest commit
 (`records.standing`) and what its test read.
 """
@@ -89,7 +89,7 @@ def cluster_alerts(regressions: Sequence[Regression]) -> list[Alert]:
 # A member that moved less than this share of the alert's strongest move (in log ratio) is
 # not its probe: a noise step that happened to land on the same commit (a full-suite night
 # once grouped linear at seq 1, x1.014, with three series at seq 127 that moved x1.11-1.76,
-# bisected the faint one and closed the alert as not reproduced; docs/nightly.md).
+# bisected the faint one and closed the alert as not reproduced; docs/measurements/nightly.md).
 FAINT = 0.5
 
 
@@ -137,7 +137,7 @@ def _numbers(value: object):
 def alerts_to_json(alerts: Sequence[Alert], environment: Sequence[EnvironmentAlert] = (),
                    marks: Sequence[Mapping[str, Any]] | None = None,
                    source: Mapping[str, str] | None = None) -> dict:
-    """The versioned JSON document `spyre-regress detect --json` writes (docs/formats.md):
+    """The versioned JSON document `spyre-regress detect --json` writes (docs/reference/formats.md):
     what was read (`source`: {"results": DIR} or {"table": FILE}), the alerts to
     investigate, and the environment alerts that are never investigated. `marks[i]`
     (`records.standing.marks`) adds alert i's standing to it, and its `members` list, one

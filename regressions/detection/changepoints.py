@@ -13,7 +13,8 @@ A noisy series is read in three steps:
 
 A deterministic series needs no statistics: every difference between adjacent commits is
 real, except a single commit that differs from two equal neighbours (a transient).
-docs/detection.md gives the method and its measured quality.
+docs/explanation/detection.md gives the method, docs/measurements/detection.md its
+measured quality.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from regressions.detection.segmentation import (
     shift_variance,
 )
 
-# Ceiling on a change's p-value, for splitting and for keeping it; docs/detection.md
+# Ceiling on a change's p-value, for splitting and for keeping it; docs/explanation/detection.md
 # measures 0.05 and 0.02 on the detection panel.
 ALPHA = 0.05
 # A new level inside the series must hold for this many commits (asv step_detect
@@ -324,8 +325,8 @@ class _NoisyAnalysis:
         that the noise model its test uses is not inflated by the change under test.
 
         The oldest commit keeps the whole series' scale: tonight's regression is at the
-        newest end, and on short noisy series (docs/detection.md) screening both ends this
-        way doubled the false edge alarms for no gain that matters."""
+        newest end, and on short noisy series (docs/measurements/detection.md) screening both
+        ends this way doubled the false edge alarms for no gain that matters."""
         means = self.means[kept]
         return outliers.commit_scale(means[:-1], self.error) if which == "newest" \
             else self.scale

@@ -8,8 +8,8 @@ running is a "failure". Then the run is read as a whole: a series whose "step" i
 left of a one-commit excursion most of its kind returned from is part of that excursion, and
 changes a machine shares across its runner-bound series are one environment alert
 (`environment`), not regressions. Regressions of one kind whose commit ranges overlap become
-one alert with a probe, its narrowest member. docs/detection.md has the method, the measured
-quality and the JSON format.
+one alert with a probe, its narrowest member. docs/explanation/detection.md has the method,
+docs/measurements/detection.md the measured quality, docs/reference/formats.md the JSON format.
 """
 
 from __future__ import annotations

@@ -52,8 +52,8 @@ RANK_RESOLUTION = ANCHOR_PVALUE
 SHORT_VALUES = 4
 # A new level at the newest end judged by the noise model must hold for this many commits
 # before it is reported; with fewer it is awaiting more commits. Hosted-runner stores measure
-# two commits per CI job at that job's runner's level (django-asv, docs/detection.md): two
-# commits at a new level may be one job.
+# two commits per CI job at that job's runner's level (django-asv, docs/measurements/detection.md):
+# two commits at a new level may be one job.
 CONFIRM_COMMITS = 3
 
 

@@ -4,7 +4,7 @@ One producer builds it (`regressions.investigation.investigator.Investigator`); 
 a report quotes is computed here, once, with what it was measured on (`Program`) beside it,
 so a title, a table and a causal statement cannot quote two different numbers for one thing.
 The JSON form is `to_json(investigation)`, read back and validated field by field by `load`
-(docs/formats.md lists the fields).
+(docs/reference/formats.md lists the fields).
 """
 
 from __future__ import annotations
@@ -294,7 +294,7 @@ def load(document: Any, source: str = "investigation") -> Investigation:
             this spyre-regress does not read.
     """
     if not isinstance(document, Mapping):
-        raise SpyreRegressError(f"{source} must be a JSON object (docs/formats.md)")
+        raise SpyreRegressError(f"{source} must be a JSON object (docs/reference/formats.md)")
     version = document.get("version")
     if version == 2:
         document = _update_to_3(document)
@@ -306,8 +306,8 @@ def load(document: Any, source: str = "investigation") -> Investigation:
     try:
         investigation = from_json(Investigation, document, "investigation")
     except RecordError as error:
-        raise SpyreRegressError(f"{source}: {error}; docs/formats.md lists the investigation "
-                                "fields") from None
+        raise SpyreRegressError(f"{source}: {error}; docs/reference/formats.md lists the "
+                                "investigation fields") from None
     if not (investigation.timing.good.ok or investigation.timing.bad.ok):
         raise SpyreRegressError(f"{source}: neither build ran (`timing.good.status` and "
                                 "`timing.bad.status` are not \"ok\"): nothing to report")

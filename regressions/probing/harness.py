@@ -202,8 +202,8 @@ class Instructions:
 @dataclasses.dataclass(kw_only=True)
 class Outcome:
     """What a reproducer prints (`--json`: version REPRODUCER_OUTPUT_VERSION, the keys
-    docs/formats.md lists): the build, the settings it ran with, the compile's seconds, the
-    timings' summaries (None where nothing was timed on that clock), the correctness (None
+    docs/reference/formats.md lists): the build, the settings it ran with, the compile's seconds,
+    the timings' summaries (None where nothing was timed on that clock), the correctness (None
     where the program cannot run here), the kernels, and the counts when asked for."""
 
     build: Build

@@ -15,7 +15,8 @@ needed): `benchmark`, `value` and at least one of `commit`, `order`, `date`; opt
 `unit`, `higher_is_better`, `samples` (a JSON list of numbers), `status` (`ok`, `failed`,
 `skipped`) and `version` (the benchmark's version: a new one starts a new series). *Wide*
 rows hold several values, one column each, and a mapping file (`read_mapping`, JSON, with a
-`version`) names which column is what; docs/detection.md has the one for torch-spyre's rows.
+`version`) names which column is what; docs/how-to/real-store-or-table.md has the one for
+torch-spyre's rows.
 
 History: the first-parent chain of `--repo` when rows name commits and it is given, else
 `order`, else the earliest `date` of each commit; a table without a commit column has one
@@ -121,7 +122,7 @@ def read_mapping(path: Path) -> Mapping:
     Raises:
         SpyreRegressError: unreadable, another version, an unknown field or a bad value.
     """
-    fix = "pass a column mapping as docs/detection.md describes"
+    fix = "pass a column mapping as docs/how-to/real-store-or-table.md describes"
     document = files.read_json(path, "column mapping", fix)
     if not isinstance(document, dict) or document.get("version") != MAPPING_VERSION:
         raise SpyreRegressError(f"column mapping {path} has no \"version\": "

@@ -3,8 +3,8 @@
 Command modules import what pulls in torch or matplotlib inside `run()`, so `--help`,
 `--version` and usage errors answer without loading the compiler.
 
-Exit codes (`EXIT_CODES`, printed by `--help` and listed in the README): 0 success / nothing
-regressed, 1 regressions found or a negative answer, 2 usage or input error (one line naming
+Exit codes (`EXIT_CODES`, printed by `--help` and listed in docs/reference/commands.md): 0 success /
+nothing regressed, 1 regressions found or a negative answer, 2 usage or input error (one line naming
 the problem and the fix), 70 a fault of the tool itself (one line saying where the traceback
 was written), 130 interrupted, 141 the reader of the output went away (`| head`: quiet, as
 a program killed by SIGPIPE).

@@ -22,7 +22,7 @@ def add(sub: argparse._SubParsersAction) -> None:
     p = common.add_parser(
         sub, "benchmark", "run asv on the night's commits for one shard of the suite",
         "asv on the branch's commits (every --stride-th and the newest), as the nightly "
-        "runs it, for shard I of N of the suite's benchmarks (docs/scale-out.md): N jobs of "
+        "runs it, for shard I of N of the suite's benchmarks (docs/how-to/scale-out.md): N jobs of "
         "a CI matrix each run one, `spyre-regress merge-results` joins their results, and "
         "the nightly then detects on them.",
         example="spyre-regress benchmark --repo . --stride 3 --shard 1/3")

@@ -14,8 +14,8 @@ def add(sub: argparse._SubParsersAction) -> None:
     p = common.add_parser(
         sub, "bisect", "find the first bad commit for one benchmark",
         "Binary search over first-parent history with sequential same/different/unknown "
-        "verdicts (docs/bisection.md). Exit 0: culprit found; 1: not reproduced or no single "
-        "culprit; 2: usage error.",
+        "verdicts (docs/explanation/bisection.md). Exit 0: culprit found; 1: not reproduced "
+        "or no single culprit; 2: usage error.",
         example="spyre-regress bisect --repo . --good v1 --bad HEAD --bench ExecuteDeviceTime "
                 "--params \"('mlp', 127)\"")
     targets.add_range_arguments(p)

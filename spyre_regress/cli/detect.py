@@ -32,8 +32,9 @@ def add(sub: argparse._SubParsersAction) -> None:
         "(still regressed at its series' newest commit), awaiting more commits (a new level "
         "too few commits hold yet) or recovered, open ones first, the costliest first; "
         "changes a machine shares across its series are environment alerts instead (method, "
-        "table layouts and JSON format: docs/detection.md). Exit 0: none; 1: alerts; 2: "
-        "usage or input error.",
+        "table layouts and JSON format: docs/explanation/detection.md, "
+        "docs/how-to/real-store-or-table.md, docs/reference/formats.md). Exit 0: none; "
+        "1: alerts; 2: usage or input error.",
         example="spyre-regress detect --results .asv/results --repo . --json alerts.json")
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--results", type=Path, metavar="DIR",

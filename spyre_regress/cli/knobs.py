@@ -14,7 +14,8 @@ def add(sub: argparse._SubParsersAction) -> None:
     p = common.add_parser(
         sub, "knobs", "find the compiler knob that restores the metric",
         "At the bad commit, toggle every Config decision and narrow the winner to one "
-        "application (docs/bisection.md). Exit 0: a knob restores the metric; 1: none does.",
+        "application (docs/explanation/bisection.md). Exit 0: a knob restores the metric; "
+        "1: none does.",
         example="spyre-regress knobs --repo . --good HEAD~1 --bad HEAD --workload mlp --shape 127")
     targets.add_range_arguments(p)
     targets.add_workload_arguments(p)

@@ -15,7 +15,7 @@ def add(sub: argparse._SubParsersAction) -> None:
         "Merge the asv results directories of several shards or hosts into one results "
         "directory: the union of their benchmarks, samples of a benchmark measured again "
         "appended. Refused, with nothing written, when two of them describe the same "
-        "machine differently or ran different versions of a benchmark (docs/scale-out.md).",
+        "machine differently or ran different versions of a benchmark (docs/how-to/scale-out.md).",
         example="spyre-regress merge-results shard-1/results shard-2/results --into .asv/results")
     p.add_argument("shards", nargs="+", type=Path, metavar="SHARD_DIR",
                    help="asv results directories (each with benchmarks.json)")

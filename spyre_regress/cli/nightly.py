@@ -18,7 +18,7 @@ def add(sub: argparse._SubParsersAction) -> None:
     p = common.add_parser(
         sub, "nightly", "benchmark new commits, detect, investigate, report",
         "asv on the branch's commits (every --stride-th and the newest), detect, then "
-        "investigate and report each new alert once (docs/nightly.md). Exit 1 when a report "
+        "investigate and report each new alert once (docs/how-to/nightly.md). Exit 1 when a report "
         "was written tonight (a regression confirmed by its investigation), 0 otherwise.",
         example="spyre-regress nightly --repo . --stride 3 --reports reports-out")
     p.add_argument("--repo", required=True, type=Path, metavar="PATH",
@@ -47,7 +47,7 @@ def add(sub: argparse._SubParsersAction) -> None:
     scale.add_argument("--workers", type=common.positive_int, metavar="N",
                        help="run the night's benchmarks, re-measurement and probes on an "
                        "embedded Dask cluster of N worker processes on this host "
-                       "(docs/scale-out.md); default: one process tree, serially")
+                       "(docs/how-to/scale-out.md); default: one process tree, serially")
     scale.add_argument("--scheduler", type=common.scheduler_address, metavar="tcp://HOST:PORT",
                        help="run them on the Dask cluster at this address instead")
     p.add_argument("--dashboard", action="store_true",

@@ -18,8 +18,9 @@ def add(sub: argparse._SubParsersAction) -> None:
     p = common.add_parser(
         sub, "report", "investigate an alert and write its upstream bundle",
         "Bisect commit, stage and knob, minimize, time both builds and write report.md/html, "
-        "reproducer and evidence (docs/reports.md). Or render a saved investigation. Exit 0: "
-        "the bundle was written; 1: the alert does not reproduce (nothing is written).",
+        "reproducer and evidence (docs/how-to/read-a-report.md). Or render a saved "
+        "investigation. Exit 0: the bundle was written; 1: the alert does not reproduce "
+        "(nothing is written).",
         example="spyre-regress report --repo . --alerts alerts.json --results .asv/results "
                 "--out reports-out")
     p.add_argument("--repo", type=Path, metavar="PATH", help="the benchmarked checkout")

@@ -14,8 +14,8 @@ def add(sub: argparse._SubParsersAction) -> None:
         "Write the benchmark suite NAME that this tool ships for a project without one of "
         "its own (torch_spyre: torch-spyre's compiler front half on a CPU) into DIR, its "
         "asv.conf.json naming your checkout, as django-asv measures django. Then run asv "
-        "there, or any command with --repo DIR (docs/torch-spyre.md). Writing again replaces "
-        "the benchmarks and keeps asv's results.",
+        "there, or any command with --repo DIR (docs/how-to/torch-spyre.md). Writing again "
+        "replaces the benchmarks and keeps asv's results.",
         example="spyre-regress suite torch_spyre --repo ~/torch-spyre --out ~/torch-spyre-bench")
     p.add_argument("name", metavar="NAME", help="the shipped suite (torch_spyre)")
     p.add_argument("--repo", required=True, type=Path, metavar="PATH",

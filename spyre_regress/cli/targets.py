@@ -36,7 +36,7 @@ def add_workload_arguments(p: argparse.ArgumentParser,
                    help="what regressed (default %(default)s)")
     p.add_argument("--stage", metavar="STAGE",
                    help="compile_time: the stage to time, one of the compiler under test's "
-                        "(docs/spyre_sim.md, docs/backends.md)")
+                        "(docs/reference/spyre_sim.md, docs/reference/backends.md)")
     p.add_argument("--error", choices=metrics.ERRORS, default="rmse_ratio",
                    help="numerics: which error (default %(default)s)")
 

@@ -2,9 +2,9 @@
 
 There is no card here and nothing runs: the device program a compile writes (every kernel's
 SDSC and the generated wrapper) is priced by spyre_sim's timing model (the backend's
-`Compiled.run`; spyre-regress's docs/torch-spyre-device-time.md). The figure is noise-free and
-deterministic: every sample of a commit is the same, so any change between commits is the
-compiler's. Each row reads the compile its point's compile-time rows timed in the same round
+`Compiled.run`; spyre-regress's docs/explanation/torch-spyre-device-time.md). The figure is
+noise-free and deterministic: every sample of a commit is the same, so any change between commits is
+the compiler's. Each row reads the compile its point's compile-time rows timed in the same round
 (`compiled.sample`), priced after the timing: device time costs no compile of its own.
 
 `ExecuteDeviceTime` is the device time per call (launch gaps, kernels, the copies and host

@@ -11,9 +11,9 @@ the machine's momentary speed cancels), and writes every stage's CPU seconds, in
 reference's units, to a file in asv's `setup_cache` directory, which asv keeps for every
 class of the suite across the rounds of a run; the point's other rows read it. A row's k-th
 sample is the point's k-th compile: one independent process per sample, as with the other
-host clocks of spyre-regress (its docs/benchmarks.md, "Clocks and noise"). The same compile's
-device program, priced by spyre_sim's timing model after it was timed, is what the device-time
-rows read (bench_execute): device time costs no compile of its own.
+host clocks of spyre-regress (its docs/explanation/gate-sampling.md, "One sample, one process"). The
+same compile's device program, priced by spyre_sim's timing model after it was timed, is what the
+device-time rows read (bench_execute): device time costs no compile of its own.
 """
 
 from __future__ import annotations
