@@ -10,6 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 
+import count_tests  # noqa: E402
 import numerics_grid_cost  # noqa: E402
 import timing_sanity  # noqa: E402
 
@@ -52,3 +53,13 @@ def test_the_calibration_script_is_the_models_own_command(monkeypatch):
         runpy.run_path(str(Path(numerics_grid_cost.__file__).with_name("timing_calibration.py")),
                        run_name="__main__")
     assert done.value.code == 0 and seen == [["--held-out"]]
+
+
+def test_collected_tests_are_counted_per_room_of_the_code():
+    ids = ["tests/test_cost.py::test_a", "tests/test_cost.py::test_b[1]",
+           "tests/e2e/test_demo.py::test_c", "tests/test_new.py::test_d", "3 tests collected"]
+    every = count_tests.count(ids)
+    assert every == {"spyre_sim/": 2, "tests/e2e/": 1, "(no room) tests/test_new.py": 1}
+    slow = count_tests.count(ids[2:3])
+    assert count_tests.rows(every, slow) == ["spyre_sim/ | 2", "tests/e2e/ | 1 (1)",
+                                             "(no room) tests/test_new.py | 1"]
