@@ -13,6 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 import count_tests  # noqa: E402
 import numerics_grid_cost  # noqa: E402
 import timing_sanity  # noqa: E402
+import torch_spyre_night  # noqa: E402
 
 
 def test_the_numerics_grid_is_timed_pair_by_pair(capsys):
@@ -63,3 +64,13 @@ def test_collected_tests_are_counted_per_room_of_the_code():
     slow = count_tests.count(ids[2:3])
     assert count_tests.rows(every, slow) == ["spyre_sim/ | 2", "tests/e2e/ | 1 (1)",
                                              "(no room) tests/test_new.py | 1"]
+
+
+def test_the_torch_spyre_night_takes_a_checkout_and_an_output_folder(capsys):
+    """It runs torch-spyre's history (minutes, a checkout): here only its usage."""
+    with pytest.raises(SystemExit) as done:
+        torch_spyre_night.main(["--help"])
+    assert done.value.code == 0 and "--checkout" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as done:
+        torch_spyre_night.main(["out"])  # no checkout
+    assert done.value.code == 2
