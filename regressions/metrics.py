@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import Final, Literal, NamedTuple
 
 # Alert kinds: one per metric, and "failure" (a series that stops running).
-Kind = Literal["compile_work", "device_time", "host_time", "compile_time", "numerics", "track",
-               "memory", "time", "failure"]
+Kind = Literal["compile_work", "device_time", "host_time", "compile_blocked", "compile_children",
+               "compile_time", "numerics", "track", "memory", "time", "failure"]
 # How the probes measure a metric inside one build (probing/probe.py implements each).
 Probe = Literal["device_time", "host_time", "compile_time", "compile_work", "numerics"]
 Section = Literal["timing", "correctness", "evidence"]
@@ -32,6 +32,9 @@ KnobBaseline = Literal["device_clock", "stage_clock", "runtime_error", "host_clo
 # How a figure is shown: device time in us, other times in ms or s, counts in millions of
 # instructions, errors with what they are, anything else as a number with its unit.
 Display = Literal["us", "ms", "instructions", "error", "value"]
+# Which part of a compile's wall time a compile metric's samples are (benchmarks/waits.py):
+# the process's CPU, its child processes' CPU, or the time it spent blocked.
+WaitPart = Literal["cpu", "children_cpu", "blocked"]
 
 FAILURE: Final = "failure"  # a Kind, and the failure of BisectResult.kind
 EVIDENCE_FIRST: tuple[Section, ...] = ("evidence", "timing", "correctness")
@@ -79,6 +82,12 @@ class Metric:
     # its figure does not depend on what else runs on the host (a simulated clock, counts,
     # errors), so it may be measured beside other work; a wall clock may not
     shares_host: bool = False
+    # A compile metric: which part of the compile's wall time its samples are; the stage
+    # probe reads the same part per stage, and `change` says how a report words its growth
+    # ({where}: "the sdsc stage", "a compile of mlp"; {delta}, {good}, {bad} in ms).
+    wait_part: WaitPart | None = None
+    change: str = "{where} now takes {delta} more per compile ({good} → {bad})"
+    stage_figure: str = "wall time"  # the stage probe's per-stage figure of the metric
 
 
 METRICS: tuple[Metric, ...] = (
@@ -109,13 +118,32 @@ METRICS: tuple[Metric, ...] = (
            knob_quantity="host wall time per warm call (median of 21; a clock: it moves "
                          "with the machine's load)",
            timing_row="host"),
+    # The parts of a cold compile's wall time other than the process's CPU
+    # (benchmarks/waits.py): its child processes' CPU (a backend compiler run as a
+    # subprocess, Inductor's C++ build) and its blocked time (sleeps, locks, files). Each
+    # sample reads at least the part's floor (waits.FLOORS), so a part near zero is flat at
+    # it; a rise above is judged at asv's default 5%. Instruction counts cannot see either
+    # part (a child's instructions are not the measured process's; a wait executes none), so
+    # neither refutes a rise for want of more counted work, and no knob is searched.
+    Metric("compile_children", r"^(bench_)?compile\..*_children_cpu\b",
+           "compile children's CPU time", "s", 0.05, probe="compile_time", probe_unit="s",
+           clock="CPU time of the compile's child processes", display="ms", per_stage=True,
+           wait_part="children_cpu", reproducer_compiles=3,
+           change="the child processes of {where} now take {delta} more CPU per compile "
+                  "({good} → {bad})", stage_figure="children's CPU time"),
+    Metric("compile_blocked", r"^(bench_)?compile\..*_blocked\b", "compile blocked time", "s",
+           0.05, probe="compile_time", probe_unit="s",
+           clock="blocked time (wall time less CPU, children's CPU and run-queue wait)",
+           display="ms", per_stage=True, wait_part="blocked", reproducer_compiles=3,
+           change="{where} now waits {delta} more per compile, blocked ({good} → {bad})",
+           stage_figure="blocked time"),
     # Cold compile CPU time: asv's default regressions_threshold (asv/config.py, 0.05).
     Metric("compile_time", r"^(bench_)?compile\.", "compile time", "s", 0.05,
            probe="compile_time", probe_unit="s", clock="CPU time", display="ms",
            per_stage=True, counts_instructions=True, knob_baseline="stage_clock",
            knob_quantity="wall time of the {stage} stage per cold compile (a clock: it "
                          "moves with the machine's load)",
-           refuted_without_more_work=True, reproducer_compiles=3),
+           refuted_without_more_work=True, reproducer_compiles=3, wait_part="cpu"),
     # Numerical error against float64: deterministic under fixed seeds; asv's default 5%.
     Metric("numerics", r"^(bench_)?numerics\.", "numerical error", "", 0.05,
            probe="numerics", deterministic=True, display="error",

@@ -160,6 +160,29 @@ def confirmation_sentence(found: Investigation) -> str:
             f"({samples}): {confirmation_figure(c)}")
 
 
+def change_sentence(metric: metrics.Metric, where: str, good: float | None,
+                    bad: float | None) -> str:
+    """What grew, in the metric's words (`Metric.change`): "the sdsc stage now waits 250.12
+    ms more per compile, blocked (0.01 ms → 250.13 ms)"."""
+    if good is None or bad is None:
+        return ""
+    text = metric.change.format(where=where, delta=quantity(bad - good, "s"),
+                                good=quantity(good, "s"), bad=quantity(bad, "s"))
+    return text[:1].upper() + text[1:]
+
+
+def part_change(found: Investigation) -> str:
+    """For a regression in a part of a compile's wall time other than its CPU (its
+    children's CPU, its blocked time): which part moved and by how much, per compile, as the
+    confirmation measured it."""
+    metric, c, target = found.target.measures, found.confirmation, found.target
+    if metric.wait_part in (None, "cpu") or c is None:
+        return ""
+    where = f"the {target.stage} stage" if target.stage else \
+        f"a compile of {c.program.describe()}"
+    return change_sentence(metric, where, c.good_median, c.bad_median) + "."
+
+
 def has_device_clock(timing: Timing) -> bool:
     """Whether the compiler measured reads a device clock: False only when both builds ran
     and neither gave a device time (Inductor's CPU code), so a failed build is still shown as
@@ -224,6 +247,9 @@ def _stage_clause(found: Investigation) -> str:
     if first and stages.basis == "compile_clock":
         return (f"no stage artifact differs; the first stage whose compile time grew "
                 f"significantly is {first}")
+    if first and stages.basis == "wait":
+        return (f"no stage artifact differs; the stage whose "
+                f"{found.target.measures.stage_figure} grew most is {first}")
     return ("no compiler stage artifact or stage compile time differs, so the divergence lies "
             "outside the compile stages")
 
@@ -267,6 +293,13 @@ def _what_changed(found: Investigation, kernels: KernelChanges,
                          f"{benchmark_program(found).describe()}, counted under callgrind "
                          f"(repeat runs agree within "
                          f"{metrics.instruction_counts().tolerance:.0%}).")
+    if found.stages.basis == "wait":
+        delta = next(d for d in found.stages.stages
+                     if d.stage == found.stages.first_divergent_stage)
+        sentences.append(change_sentence(found.target.measures, f"the {delta.stage} stage",
+                                         delta.compile_s_good, delta.compile_s_bad)
+                         + f" (on {benchmark_program(found).describe()}, medians of repeated "
+                         f"compiles; p = {pvalue(delta.compile_p)}, two-sided Mann-Whitney).")
     if found.stages.basis == "compile_clock":
         delta = next(d for d in found.stages.stages
                      if d.stage == found.stages.first_divergent_stage)
@@ -294,6 +327,7 @@ def causal_statement(found: Investigation, kernels: KernelChanges,
                    "(`spyre-regress alerts`)." if found.alert.provisional else "")
     parts = [
         f"{_where(found)}; {_stage_clause(found)}.",
+        part_change(found),
         _what_changed(found, kernels, changes, numerics_rows),
         f"Measured: {confirmation_sentence(found)}; "
         f"{timing_sentence(found.timing, found.target.measures, wording(found))}.",

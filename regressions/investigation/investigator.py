@@ -205,7 +205,7 @@ class Investigator:
             instructions = self.prober.work((good, bad), target)
         return stages.bisect_stages(good_capture, bad_capture, good_probe, bad_probe, good, bad,
                                     target.workload, target.seq, good_probe.width,
-                                    instructions)
+                                    instructions, target.measures.wait_part)
 
     # -- 3. knob bisection ---------------------------------------------------------------
     def knobs(self, bad: str, target: Target, regression: knobs.Regression,

@@ -76,6 +76,9 @@ class ProbeRequest:
     metric: str = ""
     stage: str | None = None
     error: str | None = None
+    # a compile metric's part of the compile's wall time (benchmarks/waits.py: cpu,
+    # children_cpu, blocked); None: the compile's seconds as its backend reports them
+    wait_part: str | None = None
     # discover, bench: the suite copy; bench: one benchmark at one parameter combination
     suite: str = ""
     benchmark: str = ""
@@ -163,6 +166,10 @@ class StageAnswer:
     detail: str = ""
     host_s: float | None = None  # median warm call, when the request asked for the host clock
     backend: Mapping[str, Any] = field(default_factory=dict)  # the backend's versions
+    # per compile of `compile_times`: the parts of each region's wall time (a backend's
+    # `compile_in_regions`: spyre_sim's stages, Inductor's one "compile") and of the whole
+    # compile ("total"), by part (benchmarks/waits.py's Wait fields), in seconds
+    compile_waits: tuple[Mapping[str, Mapping[str, float]], ...] = ()
 
 
 @dataclass(frozen=True)
