@@ -130,24 +130,11 @@ PAIRS: dict[str, tuple[str, str, tuple[Edit, ...]]] = {
              "    config = config or Config()\n"
              "    time.sleep(0.25)  # let the device's compile lock settle\n"
              "    torch._dynamo.reset()\n"),)),
-    "stage-sleep": ("slowdown", "the sdsc stage waits 50 ms (blocked time of one stage)", (
-        Edit("spyre_sim/stages/sdsc.py", "import math\nfrom typing import Any\n",
-             "import math\nimport time\nfrom typing import Any\n"),
-        Edit("spyre_sim/stages/sdsc.py",
-             "def run(program: KernelProgram, config: Config) -> SdscBundle:\n    del config\n",
-             "def run(program: KernelProgram, config: Config) -> SdscBundle:\n    del config\n"
-             "    time.sleep(0.05)  # back off before the descriptor cache is read\n"),)),
+    "stage-sleep": ("slowdown", "the sdsc stage waits 50 ms (blocked time of one stage)",
+                    INJECTIONS["sdsc_wait"].edits),
     "stage-child": ("slowdown", "the backend stage runs a child process that burns 0.2 s of "
-                                "CPU (children's CPU of one stage)", (
-        Edit("spyre_sim/stages/backend.py", "import math\nfrom typing import Any\n",
-             "import math\nimport subprocess\nimport sys\nfrom typing import Any\n"),
-        Edit("spyre_sim/stages/backend.py",
-             "def run(bundle: SdscBundle, config: Config) -> Binary:\n    del config\n",
-             "def run(bundle: SdscBundle, config: Config) -> Binary:\n    del config\n"
-             "    subprocess.run([sys.executable, \"-c\", \"import time\\n\"  # a self-check\n"
-             "                    \"start = time.process_time()\\n\"\n"
-             "                    \"while time.process_time() - start < 0.2:\\n    pass\\n\"],\n"
-             "                   check=True)\n"),)),
+                                "CPU (children's CPU of one stage)",
+                    INJECTIONS["backend_child"].edits),
     # The example Inductor-based project (`--project inductor`).
     "inductor-docs": ("nochange", "a docs change in the example project (README)", (
         Edit("README.md", "# inductor-example\n", "# inductor-example\n\nStart here.\n"),)),
