@@ -17,6 +17,8 @@ import typing
 from dataclasses import dataclass
 from typing import Final, Literal, NamedTuple
 
+from benchmarks import waits
+
 # Alert kinds: one per metric, and "failure" (a series that stops running).
 Kind = Literal["compile_work", "device_time", "host_time", "compile_blocked", "compile_children",
                "compile_time", "numerics", "track", "memory", "time", "failure"]
@@ -244,6 +246,12 @@ def moves_with_runner(benchmark: str) -> bool:
     a simulated clock nor for a deterministic metric (environment alerts count on it)."""
     metric = metric_for(benchmark)
     return metric.runner_bound and metric.deterministic is not True
+
+
+def wait_floor(metric: Metric) -> float:
+    """The least a sample of the metric's part of a compile's wall time reads (the floor
+    the benchmarks apply, benchmarks/waits.py): a value at it says "this much or less"."""
+    return waits.FLOORS.get(metric.wait_part or "", 0.0)
 
 
 def numerics_error(benchmark: str) -> str:

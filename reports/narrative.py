@@ -161,13 +161,18 @@ def confirmation_sentence(found: Investigation) -> str:
 
 
 def change_sentence(metric: metrics.Metric, where: str, good: float | None,
-                    bad: float | None) -> str:
-    """What grew, in the metric's words (`Metric.change`): "the sdsc stage now waits 250.12
-    ms more per compile, blocked (0.01 ms → 250.13 ms)"."""
+                    bad: float | None, floor: float = 0.0) -> str:
+    """What grew, in the metric's words (`Metric.change`): "the sdsc stage now waits 50.08
+    ms more per compile, blocked (0.01 ms → 50.09 ms)". A good value at the part's `floor`
+    (the least a benchmark sample reads) is that much or less, so the growth is at least the
+    rest."""
     if good is None or bad is None:
         return ""
-    text = metric.change.format(where=where, delta=quantity(bad - good, "s"),
-                                good=quantity(good, "s"), bad=quantity(bad, "s"))
+    at_floor = floor > 0 and good <= floor * (1 + 1e-6)
+    delta = ("at least " if at_floor else "") + quantity(bad - good, "s")
+    before = f"{quantity(good, 's')} or less, the floor" if at_floor else quantity(good, "s")
+    text = metric.change.format(where=where, delta=delta, good=before,
+                                bad=quantity(bad, "s"))
     return text[:1].upper() + text[1:]
 
 
@@ -180,7 +185,8 @@ def part_change(found: Investigation) -> str:
         return ""
     where = f"the {target.stage} stage" if target.stage else \
         f"a compile of {c.program.describe()}"
-    return change_sentence(metric, where, c.good_median, c.bad_median) + "."
+    return change_sentence(metric, where, c.good_median, c.bad_median,
+                           metrics.wait_floor(metric)) + "."
 
 
 def has_device_clock(timing: Timing) -> bool:
@@ -436,9 +442,9 @@ def notes(found: Investigation) -> dict[str, str]:
                      f"{words.eager} and max abs error of the stage's output against "
                      "float64."),
         "stages": (f"Per stage, on {program}: whether the canonical artifact changed, and the "
-                   "stage's wall time per cold compile (median of repeated compiles of the "
-                   "whole pipeline in one process, p a two-sided Mann-Whitney test; "
-                   "compile_stages.csv, compile_stages.png). Wall times move with the "
+                   f"stage's {found.target.measures.stage_figure} per cold compile (median "
+                   "of repeated compiles of the whole pipeline, p a two-sided Mann-Whitney "
+                   "test; compile_stages.csv, compile_stages.png). Wall times move with the "
                    "machine's load: a time that moved without p < 0.05 measured the load, "
                    "not the compiler."),
         "kernels": (f"Kernels of {program}: each kernel's execution time per call, noise-free "

@@ -325,16 +325,20 @@ def _waits_module(clocks_path: str) -> Any:
 
 def _compile_processes(backend, request, program, inputs, values, count
                        ) -> list[CompileMeasured]:
-    """`count` cold compiles, each measured twice over: the backend's compile, timed, and
-    the same compile region by region (`compile_in_regions`) for the parts of each region's
-    wall time. With the suite's clocks module, each is one forked process's, after a
-    discarded compile, its seconds timed between two runs of the reference workload and
-    scaled by it, as the suite's compile benchmarks are (benchmarks/clocks.py); else
-    `count` compiles in this process."""
+    """`count` cold compiles: the backend's compile, timed, with the parts of its whole wall
+    time; and, for a request on a part other than the CPU (`wait_part`), the same compile
+    once more region by region (`compile_in_regions`) for the parts of each region's wall
+    time. With the suite's clocks module, each is one forked process's, after a discarded
+    compile, its seconds timed between two runs of the reference workload and scaled by it,
+    as the suite's compile benchmarks are (benchmarks/clocks.py); else `count` compiles in
+    this process."""
     clocks = _clocks(request)
     waits = _waits_module(request.clocks)
+    by_region = request.wait_part not in (None, "cpu")
 
     def regions_of() -> dict[str, dict[str, float]]:
+        if not by_region:
+            return {}
         regions = waits.Regions()
         backend.compile_in_regions(program, inputs, values, regions.region)
         return {name: wait._asdict() for name, wait in regions.waits.items()}

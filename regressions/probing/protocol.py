@@ -166,9 +166,10 @@ class StageAnswer:
     detail: str = ""
     host_s: float | None = None  # median warm call, when the request asked for the host clock
     backend: Mapping[str, Any] = field(default_factory=dict)  # the backend's versions
-    # per compile of `compile_times`: the parts of each region's wall time (a backend's
-    # `compile_in_regions`: spyre_sim's stages, Inductor's one "compile") and of the whole
-    # compile ("total"), by part (benchmarks/waits.py's Wait fields), in seconds
+    # per compile of `compile_times`: the parts of the whole compile's wall time ("total") and,
+    # when the request names a part other than the CPU (`wait_part`), of each region's (a
+    # backend's `compile_in_regions`: spyre_sim's stages, Inductor's one "compile"), by part
+    # (benchmarks/waits.py's Wait fields), in seconds
     compile_waits: tuple[Mapping[str, Mapping[str, float]], ...] = ()
 
 
