@@ -384,7 +384,7 @@ def report(runs: list[dict]) -> None:
               f"{len(chosen)} runs, {sum(r['exit'] != 0 for r in chosen)} exited non-zero, "
               f"{sum(bool(r['rows']) for r in chosen)} printed a changed row")
         names = sorted({name for r in chosen for name in r["families"]})
-        print(f"  {'family':14s} {'rows':>5s} {'false rows':>10s} {'rate':>7s} "
+        print(f"  {'family':30s} {'rows':>5s} {'false rows':>10s} {'rate':>7s} "
               f"{'flags at (median, p90)':>24s}")
         for name in names:
             figures = [r["families"][name] for r in chosen if name in r["families"]]
@@ -392,7 +392,7 @@ def report(runs: list[dict]) -> None:
             smallest = sorted(s if s is not None else float("inf")
                               for f in figures for s in f["smallest"])
             p90 = smallest[min(len(smallest) - 1, int(0.9 * len(smallest)))]
-            print(f"  {name:14s} {rows // len(figures):>5d} {flagged:>10d} "
+            print(f"  {name:30s} {rows // len(figures):>5d} {flagged:>10d} "
                   f"{flagged / rows:>7.2%}   x{statistics.median(smallest):.2f}, x{p90:.2f}")
 
 
