@@ -334,7 +334,7 @@ def capture(fn_or_module: Callable, example_inputs: Sequence[Any],
                "graph_breaks": traced.graph_breaks,
                "inductor_config": dict(sorted((inductor_config or {}).items()))}
     return debug_capture.write(Path(out_dir), STAGES, stage_texts(traced.graphs), traced.wall_s,
-                               [], [], summary)
+                               binaries=[], log_lines=[], summary=summary)
 
 
 # --- the backend interface --------------------------------------------------------------------
@@ -369,7 +369,7 @@ class Knob:
     default: Any
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Execution:
     outputs: tuple[Any, ...]
     host_s: float
@@ -397,7 +397,7 @@ class Compiled:
             start = time.perf_counter()
             result = self.function(*inputs)
             took = time.perf_counter() - start
-        return Execution(_tuple(result), took, None)
+        return Execution(outputs=_tuple(result), host_s=took, device_us=None)
 
     def baselines(self, *inputs: Any) -> tuple[Any, Any, None]:
         """The first output in float64, and eager in the program's own precision (what the

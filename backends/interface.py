@@ -33,7 +33,16 @@ the names are; `tests/test_backends.py` holds both implementations to them on on
   checkout ran; never recorded in a report);
 - `WORK_REGIONS` and `compile_in_regions(program, inputs, values, region)`: one compile with
   each region inside the caller's `region(name)` context, so a reproducer under callgrind
-  counts instructions per region (spyre_sim: per stage; Inductor: the whole compile).
+  counts instructions per region (spyre_sim: per stage; Inductor: the whole compile;
+  torch-spyre: per stage and pass, a stage entered once per slice of it);
+- `EXECUTES` (optional, True when absent): whether a compiled program can run here at all
+  (torch-spyre's needs a card: its compile is measured, its outputs and host time are not);
+- `COMPANIONS` (optional): modules of this folder the backend loads beside it by name (the
+  reproducer embeds them with it);
+- `GRAPH_PROGRAMS` (optional, True when absent): whether a program given as its ATen graph
+  (`graph`: the minimizer's candidates, a report's program) compiles as the workload it came
+  from; where not (torch-spyre), the investigation measures the catalogue's own program and
+  does not minimize.
 
 A reproducer embeds the backend module's source and loads it as a module, so the module is
 also what a maintainer runs: it imports nothing of this project at module level.
@@ -65,7 +74,8 @@ class Execution(Protocol):
 
     `kernels` are the compiler's own records, each with the fields of the probe protocol's
     `KernelTime` (`name`, `time_us`, `bound`, `cores`; regressions/probing/protocol.py),
-    which the probe reads them into: a backend module imports nothing of this tool."""
+    which the probe reads them into: a backend module imports nothing of this tool. A kernel
+    the backend's model cannot time has a NaN `time_us` and a name that says why."""
 
     outputs: tuple[Any, ...]
     host_s: float
@@ -130,7 +140,7 @@ class Backend(Protocol):
 
 
 # The backends this tree ships, by the name a request gives, as file names in this package.
-MODULES = {"spyre_sim": "spyre.py", "inductor": "inductor.py"}
+MODULES = {"spyre_sim": "spyre.py", "inductor": "inductor.py", "torch_spyre": "torch_spyre.py"}
 
 
 def load(name: str) -> Backend:
@@ -162,6 +172,10 @@ WORDING: dict[str, Wording] = {
     "inductor": Wording("eager PyTorch", "the program run eagerly by PyTorch in its own "
                         "dtypes", "torch._inductor.config",
                         "torch._inductor.config.{name} = {value!r}"),
+    # torch-spyre's programs do not run here (no card): no eager baseline is ever quoted
+    "torch_spyre": Wording("eager PyTorch", "the program run eagerly by PyTorch in its own "
+                           "dtypes", "torch_spyre._inductor.config",
+                           "torch_spyre._inductor.config.{name} = {value!r}"),
 }
 
 
@@ -169,6 +183,35 @@ def wording(name: str) -> Wording:
     """How reports name backend `name`'s baselines and settings."""
     module_path(name)  # an unknown name fails here, with the known ones
     return WORDING[name]
+
+
+def companion_paths(name: str) -> dict[str, Path]:
+    """The modules backend `name` loads beside it (`COMPANIONS`), by module name: read from
+    its source, so nothing is imported."""
+    import ast
+
+    for node in ast.parse(module_path(name).read_text()).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "COMPANIONS"
+                                                for t in node.targets):
+            names = ast.literal_eval(node.value)
+            return {n: module_path(name).with_name(f"{n}.py") for n in names}
+    return {}
+
+
+def load_file(name: str, path: Path) -> Any:
+    """The module at `path`, imported under the bare `name` and registered in `sys.modules`:
+    a backend's companions import one another by bare name, as they do beside a suite's
+    benchmarks, and a dataclass under future annotations looks its module up there."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"no Python module at {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def module_path(name: str) -> Path:

@@ -39,7 +39,7 @@ class Knob:
     default: Any
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Execution:
     outputs: tuple[Any, ...]
     host_s: float
@@ -61,9 +61,10 @@ class Compiled:
         result = self.program.run(*inputs)
         took = time.perf_counter() - start
         nonfinite = getattr(result, "nonfinite", None)  # builds before the check: none
-        return Execution(tuple(result.outputs), took, float(result.device_time_us),
-                         tuple(result.kernels), result.trace,
-                         None if nonfinite is None else nonfinite.describe())
+        return Execution(outputs=tuple(result.outputs), host_s=took,
+                         device_us=float(result.device_time_us),
+                         kernels=tuple(result.kernels), trace=result.trace,
+                         nonfinite=None if nonfinite is None else nonfinite.describe())
 
     def baselines(self, *inputs: Any) -> tuple[Any, Any, Any]:
         """The first output in float64, and eager with every op rounded to the device's

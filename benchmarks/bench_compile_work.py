@@ -48,8 +48,9 @@ def grid_shares(points: list) -> list[list]:
 
 def cache_key(points: list) -> str | None:
     """A digest of what the grid's counts depend on (`kept.digest`): the compiler's sources,
-    the measuring code (compile_work.py, workloads.py), valgrind's version, the way the grid
-    is dealt into processes and what they import first. None when spyre_sim is absent."""
+    the measuring code (compile_work.py, its child and manifest, workloads.py), valgrind's
+    version, the way the grid is dealt into processes and what they import first. None when
+    spyre_sim is absent."""
     try:
         valgrind = subprocess.run(["valgrind", "--version"], capture_output=True, text=True,
                                   timeout=30).stdout.strip()
@@ -59,7 +60,8 @@ def cache_key(points: list) -> str | None:
     return kept.digest({"format": compile_work.COMPILE_WORK_VERSION,
                         "shares": grid_shares(points), "preload": prepare.LAZY_TORCH_MODULES,
                         "valgrind": valgrind, "instrument": compile_work.default_instrument()},
-                       [here, here.with_name("workloads.py")])
+                       [here, compile_work.CHILD, compile_work.EXCHANGE,
+                        here.with_name("workloads.py")])
 
 
 def measure_grid(points: list, shares: int = SHARES, **options) -> compile_work.Measurement:
@@ -75,7 +77,7 @@ def measure_cached(points: list) -> compile_work.Measurement:
     unchanged compiler (main in every `asv continuous main HEAD`, both sides of a docs-only
     change) would otherwise spend a valgrind run per commit on the same numbers."""
     return kept.kept("compile-work", cache_key(points), lambda: measure_grid(points),
-                     compile_work.Measurement.to_json, compile_work.Measurement.from_json)
+                     compile_work.Measurement.to_json, decode=compile_work.Measurement.from_json)
 
 
 def lookup_table(measurement: compile_work.Measurement) -> dict:
@@ -108,7 +110,7 @@ class CompileWork:
             return {"missing": str(missing)}
         return lookup_table(measured)
 
-    setup_cache.timeout = MEASURE_TIMEOUT_S + 60
+    prepare.asv_attributes(setup_cache, timeout=MEASURE_TIMEOUT_S + 60)
 
     def setup(self, values: dict, workload: str, seq: int, stage: str) -> None:
         if "missing" in values:
@@ -121,4 +123,4 @@ class CompileWork:
     def track_instructions(self, values: dict, workload: str, seq: int, stage: str) -> int:
         return values[workload, seq, stage]
 
-    track_instructions.unit = "instructions"
+    prepare.asv_attributes(track_instructions, unit="instructions")

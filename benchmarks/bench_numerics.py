@@ -136,7 +136,7 @@ def kept_grid(workload_names, seq_lengths, stages) -> dict:
                       [Path(__file__), Path(workloads.__file__)])
     return kept.kept("numerics", key,
                      lambda: numerics_grid(workload_names, seq_lengths, stages),
-                     grid_document, grid_values)
+                     grid_document, decode=grid_values)
 
 
 class _NumericsGrid:
@@ -156,7 +156,8 @@ class _NumericsGrid:
         stages = [s for s in prepare.EXECUTABLE_STAGES if s in spyre_sim.EXECUTABLE_STAGES]
         return kept_grid(WORKLOAD_NAMES, SEQ_LENGTHS, stages)
 
-    setup_cache.timeout = 900  # the whole grid: 35 compiles and references (docs/benchmarks.md)
+    # the whole grid: 35 compiles and references (docs/benchmarks.md)
+    prepare.asv_attributes(setup_cache, timeout=900)
 
     def setup(self, values: dict, workload: str, seq: int, stage: str) -> None:
         if "missing" in values:
@@ -180,18 +181,18 @@ class NumericsStageError(_NumericsGrid):
     def track_max_abs_error(self, values: dict, workload: str, seq: int, stage: str) -> float:
         return values[workload, seq, stage]["max_abs"]
 
-    track_max_abs_error.unit = "abs error"
+    prepare.asv_attributes(track_max_abs_error, unit="abs error")
 
     def track_max_rel_error(self, values: dict, workload: str, seq: int, stage: str) -> float:
         return values[workload, seq, stage]["max_rel"]
 
-    track_max_rel_error.unit = "rel error"
+    prepare.asv_attributes(track_max_rel_error, unit="rel error")
 
     def track_rmse_vs_eager_fp16(self, values: dict, workload: str, seq: int,
                                  stage: str) -> float:
         return values[workload, seq, stage]["rmse_vs_eager_fp16"]
 
-    track_rmse_vs_eager_fp16.unit = "x eager fp16"
+    prepare.asv_attributes(track_rmse_vs_eager_fp16, unit="x eager fp16")
 
 
 class NumericsStageErrorDLFloat16(_NumericsGrid):
@@ -209,4 +210,4 @@ class NumericsStageErrorDLFloat16(_NumericsGrid):
                                       stage: str) -> float:
         return values[workload, seq, stage]["rmse_vs_eager_dlfloat16"]
 
-    track_rmse_vs_eager_dlfloat16.unit = "x eager dlfloat16"
+    prepare.asv_attributes(track_rmse_vs_eager_dlfloat16, unit="x eager dlfloat16")

@@ -284,6 +284,13 @@ def _one_thread() -> None:
         torch.set_num_threads(1)
 
 
+def advance(seconds: float) -> None:
+    """Move `process_clock` by a sample taken elsewhere: the compile of a grid point that
+    another benchmark process of the same round timed (the torch-spyre suite's rows)."""
+    global _elapsed
+    _elapsed += seconds
+
+
 def sample(prepare: Callable[[], object], call: Callable[[], object],
            clock: Callable[[], float], min_calls: int = 1, discarded: int = 1) -> float:
     """One asv sample of `call`: a fresh process's `relative_seconds`. Advances
@@ -389,7 +396,7 @@ class ProcessSampled:
         self._warm = True
 
     def sample(self) -> None:
-        sample(self.fresh, self.call, self.clock, self.min_calls, self.discarded_calls)
+        sample(self.fresh, self.call, self.clock, self.min_calls, discarded=self.discarded_calls)
 
     def prepare_row(self) -> None:
         """Everything the measuring row needs before it forks (a part row that takes its
@@ -407,7 +414,7 @@ class ProcessSampled:
         if value is None:
             self.prepare_row()
             figures = sample_waits(self.fresh, self.call, self.clock, self.min_calls,
-                                   self.discarded_calls)
+                                   discarded=self.discarded_calls)
             judged = {p: waits.judged(p, figures[p]) for p in waits.JUDGED_PARTS}
             value = judged.pop(part)
             leave_pending(row, judged)

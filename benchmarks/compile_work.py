@@ -17,41 +17,30 @@ instructions, so the discarded compiles need not be instrumented: they pay torch
 first-use costs, which are program instructions. (Forking one process per share after a
 single import was tried: counts then moved between runs by up to 0.85%, in the parent's share
 too, against 0.13% for the same shares measured in one process.) `instrument="from_start"`
-instruments from the first instruction instead. The parent side
-(this module imported anywhere) uses the standard library only; the child (this file run as a
-script under valgrind) imports torch, the `spyre_sim` found on its path and the workload
-catalogue `workloads.py` beside this file, loaded by path. So a probe can copy the current
-`benchmarks/` directory and measure a historical commit's compiler by putting that commit's
-checkout on PYTHONPATH, as asv does.
+instruments from the first instruction instead.
 
-Public API (parent side):
+Three files, by role, all loaded by path where no package holds them: this one, the parent,
+deals the grid and launches the processes (standard library only); the child,
+`compile_work_child.py`, runs as a script under valgrind and imports torch, the `spyre_sim`
+found on its path and the workload catalogue `workloads.py` beside this file; and
+`compile_work_manifest.py` is what the two hand each other (requests, manifests, dumps). So a
+probe can copy the current `benchmarks/` directory and measure a historical commit's compiler
+by putting that commit's checkout on PYTHONPATH, as asv does.
 
-    measure(points, *, config=None, python=None, env=None, timeout=..., stages=None)
-        -> Measurement
-        `points`: (workload, seq, width) tuples, width None for the workload's default.
-        Counts instructions per stage for every point, `shares` valgrind processes
-        side by side (one by default).
-        Raises ValgrindUnavailable (a NotImplementedError, so asv records "skipped") when
-        valgrind is not installed, and CompileWorkError when the child fails as a whole.
-    Measurement.counts[(workload, seq, width)][stage] -> int instructions
-    Measurement.errors[(workload, seq, width)] -> "Type: message" of a point that failed
-    Measurement.missing -> why nothing was measured at this commit (spyre_sim lacks the API)
-    Measurement.to_json() / Measurement.from_json(doc): a JSON document with a version field
-    valgrind_missing() -> str | None: the install hint, or None when valgrind is on PATH
-    parse_dump(text) -> int: the instruction total of one callgrind dump
+Public API: `measure(points, ...) -> Measurement`, `points` being (workload, seq, width)
+tuples (width None for the workload's default); it raises ValgrindUnavailable (a
+NotImplementedError, so asv records "skipped") without valgrind, and CompileWorkError when a
+child fails as a whole. `Measurement.counts[point][stage]` is the instructions,
+`.errors[point]` a failed point's "Type: message", `.missing` why nothing was measured at
+this commit; `to_json`/`from_json` give it a versioned JSON form. `valgrind_missing()` is the
+install hint or None, `parse_dump(text)` one callgrind dump's total.
 
-What is pinned, because it made counts vary or would:
+What the parent pins, because it made counts vary or would (the child's pins: its docstring):
 - address-space randomisation (off: `setarch -R`, see `no_aslr_prefix`);
 - PYTHONHASHSEED (string hashes order sets and dicts of names);
 - the interpreter's path: the child runs with `-P`, so no directory whose listing changes
   between runs (a scratch directory) is scanned by imports; such a directory moved the small
-  stages by up to 1%;
-- one intra-op thread (OpenMP threads spinning inside a measured region are counted too), and
-  glibc's malloc thresholds, as `prepare.steady_process` sets them;
-- the cyclic garbage collector: off inside each measured stage, since a collection costs in
-  proportion to the whole heap and would charge a stage for objects it does not own;
-- Dynamo's caches (reset before each capture) and the process's one-time costs (a discarded
-  capture + pipeline of every workload of the share before its first counted point).
+  stages by up to 1%.
 What remains is measured in docs/benchmarks.md. Counts depend on what ran before in the same
 process (warm caches, specialised bytecode): compare counts of the same grid dealt the same
 way, e.g. one probe point against the same probe point at another commit.
@@ -60,6 +49,7 @@ way, e.g. one probe point against the same probe point at another commit.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import json
 import os
 import platform
@@ -72,9 +62,31 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, TypeVar
 
-COMPILE_WORK_VERSION = 2  # 2: the grid dealt into shares, one valgrind process each
+# The valgrind-side child, a script beside this module, and what the two hand each other.
+CHILD = Path(__file__).resolve().with_name("compile_work_child.py")
+EXCHANGE = Path(__file__).resolve().with_name("compile_work_manifest.py")
+
+
+def _beside(path: Path) -> ModuleType:
+    """A module of this folder, loaded by path: this file also runs as a copy in a suite's
+    folder or a probe's, where no package holds it (the child loads the exchange so too)."""
+    spec = importlib.util.spec_from_file_location(f"compile_work_{path.stem}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+if TYPE_CHECKING:  # the same file, as the type checker finds it
+    from benchmarks import compile_work_manifest as exchange
+else:
+    exchange = _beside(EXCHANGE)
+COMPILE_WORK_VERSION = exchange.COMPILE_WORK_VERSION
+CompileWorkError = exchange.CompileWorkError
+parse_dump, dump_totals, merged = exchange.parse_dump, exchange.dump_totals, exchange.merged
 # Literal copy of spyre_sim.STAGES: the grid must not depend on the commit under test.
 STAGES = ("dynamo", "decompose", "lower", "layout", "kernel", "sdsc", "backend", "runtime")
 # Nothing is counted until the first CALLGRIND_TOGGLE_COLLECT client request, as in
@@ -97,9 +109,8 @@ PINNED_ENV = {"PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": 
               "OPENBLAS_NUM_THREADS": "1", "TORCH_COMPILE_DEBUG": "0"}
 # Variables that would make torch log, trace or change what it compiles.
 DROPPED_ENV_PREFIXES = ("TORCH_LOGS", "TORCH_TRACE", "TORCHDYNAMO_", "TORCHINDUCTOR_")
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt() parameters, glibc's malloc.h
 
-Point = tuple[str, int, "int | None"]
+Point = exchange.Point
 Item = TypeVar("Item")
 
 
@@ -108,11 +119,7 @@ class ValgrindUnavailable(NotImplementedError):
     to install it."""
 
 
-class CompileWorkError(RuntimeError):
-    """The measuring process failed as a whole (valgrind, torch or the interpreter)."""
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Measurement:
     """Instructions per stage for each point of one valgrind run."""
 
@@ -147,8 +154,9 @@ class Measurement:
                 counts[point] = dict(entry["instructions"])
             if entry.get("error") is not None:
                 errors[point] = entry["error"]
-        return cls(counts, errors, tuple(doc["stages"]), doc.get("missing"), doc["seconds"],
-                   doc.get("cpu_seconds", 0.0), dict(doc.get("phases", {})))
+        return cls(counts=counts, errors=errors, stages=tuple(doc["stages"]),
+                   missing=doc.get("missing"), seconds=doc["seconds"],
+                   cpu_seconds=doc.get("cpu_seconds", 0.0), phases=dict(doc.get("phases", {})))
 
 
 # --- parent side: pure helpers ----------------------------------------------------------------
@@ -156,19 +164,6 @@ class Measurement:
 def valgrind_missing() -> str | None:
     """The install hint when `valgrind` is not on PATH, else None."""
     return None if shutil.which("valgrind") else INSTALL_HINT
-
-
-def parse_dump(text: str) -> int:
-    """The instruction total of one callgrind dump (its `summary:`, else `totals:` line)."""
-    totals = None
-    for line in text.splitlines():
-        if line.startswith("summary:"):
-            return int(line.split()[1])
-        if line.startswith("totals:"):
-            totals = int(line.split()[1])
-    if totals is None:
-        raise CompileWorkError("callgrind dump has neither a summary: nor a totals: line")
-    return totals
 
 
 def deal(weights: Mapping[Item, float], shares: int) -> list[list[Item]]:
@@ -217,8 +212,11 @@ def child_env(base: Mapping[str, str]) -> dict[str, str]:
 # asv's installs byte-compile the package already; a checkout being edited or probed does not.
 COMPILE_SOURCES = (
     "import compileall, importlib.util, sys\n"
-    "spec = importlib.util.find_spec('spyre_sim')\n"
-    "for folder in [*((spec and spec.submodule_search_locations) or ()), *sys.argv[1:]]:\n"
+    "for name in ('spyre_sim', 'torch_spyre'):  # the compilers a count may import\n"
+    "    spec = importlib.util.find_spec(name)\n"
+    "    for folder in (spec and spec.submodule_search_locations) or ():\n"
+    "        compileall.compile_dir(folder, quiet=2)\n"
+    "for folder in sys.argv[1:]:\n"
     "    compileall.compile_dir(folder, quiet=2)\n")
 
 
@@ -235,56 +233,18 @@ def valgrind_command(python: str, request: Path, manifest: Path, dumps: Path,
                for o in VALGRIND_OPTIONS]
     # %p: every process writes dumps and log of its own, named by its pid
     return [*no_aslr_prefix(), "valgrind", *options, f"--callgrind-out-file={dumps}.%p",
-            f"--log-file={dumps}.%p.valgrind.log", python, "-P",
-            str(Path(__file__).resolve()), str(request), str(manifest)]
-
-
-def dump_totals(dumps: Path, manifest: Mapping[str, Any]) -> dict[int, list[int]]:
-    """Each share's dump totals in dump order: `<dumps>.<pid>.1`, `.2`, ... (callgrind's
-    numbering of explicit dumps; `<dumps>.<pid>` alone is the empty dump at exit)."""
-    totals = {}
-    for share in manifest.get("shares", []):
-        pid, found = share["pid"], []
-        while (path := Path(f"{dumps}.{pid}.{len(found) + 1}")).exists():
-            found.append(parse_dump(path.read_text()))
-        totals[pid] = found
-    return totals
-
-
-def merged(manifests: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The manifests of a grid's processes as one: their shares in order; the first
-    process's stages and check; what any of them found missing."""
-    first = manifests[0]
-    return {**first, "shares": [share for m in manifests for share in m.get("shares", [])],
-            "missing": next((m["missing"] for m in manifests if m.get("missing")), None),
-            "running_on_valgrind": min((m.get("running_on_valgrind", 1) for m in manifests),
-                                       default=1)}
+            f"--log-file={dumps}.%p.valgrind.log", python, "-P", str(CHILD), str(request),
+            str(manifest)]
 
 
 def assemble(manifest: Mapping[str, Any], totals: Mapping[int, Sequence[int]],
              seconds: float = 0.0, cpu_seconds: float = 0.0) -> Measurement:
-    """Pair each share's labels (one per dump, in dump order) with its dumps' totals."""
-    counts: dict[Point, dict[str, int]] = {}
-    errors: dict[Point, str] = {}
-    for share in manifest.get("shares", []):
-        labels, dumped = share["labels"], totals.get(share["pid"], ())
-        if len(labels) != len(dumped):
-            raise CompileWorkError(f"{len(labels)} measured stages but {len(dumped)} callgrind "
-                                   "dumps: was the child really running under callgrind?")
-        for (workload, seq, width, stage, error), total in zip(labels, dumped, strict=True):
-            point = (workload, seq, width)
-            if error is None:
-                counts.setdefault(point, {})[stage] = total
-            else:
-                errors[point] = f"{stage}: {error}"
-        for workload, seq, width, error in share.get("failed_points", []):
-            errors[workload, seq, width] = error
-    for point in errors:  # a point that failed somewhere reports no partial pipeline
-        counts.pop(point, None)
-    phases = {"shares": [{k: round(v, 1) for k, v in share.get("seconds", {}).items()}
-                         for share in manifest.get("shares", [])]}
-    return Measurement(counts, errors, tuple(manifest.get("stages", ())),
-                       manifest.get("missing"), seconds, cpu_seconds, phases)
+    """The processes' `manifest` and their dumps' `totals` as one Measurement
+    (`compile_work_manifest.paired`)."""
+    counts, errors, phases = exchange.paired(manifest, totals)
+    return Measurement(counts=counts, errors=errors, stages=tuple(manifest.get("stages", ())),
+                       missing=manifest.get("missing"), seconds=seconds, cpu_seconds=cpu_seconds,
+                       phases=phases)
 
 
 # --- parent side: the valgrind run ------------------------------------------------------------
@@ -318,13 +278,7 @@ def default_instrument() -> str:
     return "after_imports" if platform.machine() in ("x86_64", "AMD64") else "from_start"
 
 
-def _write_request(path: Path, share: Sequence[Point], config, stages, instrument,
-                   preload: Sequence[str] = ()) -> None:
-    path.write_text(json.dumps({
-        "version": COMPILE_WORK_VERSION, "points": share, "config": dict(config or {}),
-        "stages": list(stages) if stages else None, "instrument": instrument,
-        "preload": list(preload),
-        "workloads": str(Path(__file__).resolve().with_name("workloads.py"))}))
+CATALOGUE = Path(__file__).resolve().with_name("workloads.py")  # the suite's, beside this
 
 
 def _points(points: Iterable[Point]) -> list[Point]:
@@ -360,12 +314,15 @@ def _run(commands: Sequence[list[str]], manifests: Sequence[Path], env, timeout:
 
 
 def _requests(work: Path, shares: Sequence[Sequence[Point]], config, stages, instrument,
-              preload) -> list[tuple[Path, Path]]:
+              preload, backend: str | None = None, workloads: Path = CATALOGUE
+              ) -> list[tuple[Path, Path]]:
     """One request file per share, and where its process writes its manifest."""
     pairs = []
     for index, share in enumerate(shares or [[]]):
         request, manifest = work / f"request-{index}.json", work / f"manifest-{index}.json"
-        _write_request(request, share, config, stages, instrument, preload)
+        exchange.write_request(request, share, config=config, stages=stages,
+                               instrument=instrument, preload=preload, backend=backend,
+                               workloads=workloads)
         pairs.append((request, manifest))
     return pairs
 
@@ -375,10 +332,15 @@ def measure(points: Iterable[Point], *, config: Mapping[str, Any] | None = None,
             timeout: float = DEFAULT_TIMEOUT_S, stages: Sequence[str] | None = None,
             instrument: str | None = None, shares: int = 1,
             weights: Mapping[str, float] | None = None,
-            preload: Sequence[str] = ()) -> Measurement:
+            preload: Sequence[str] = (), backend: str | None = None,
+            workloads: Path = CATALOGUE) -> Measurement:
     """Instructions per stage for every (workload, seq, width) point, in one valgrind run.
 
-    `config` is passed to `spyre_sim.Config` (defaults when None); `python` defaults to this
+    `workloads` is the catalogue the points are built from (the one beside this module by
+    default: a suite's own); `backend` names a backend module by path (`backends.interface`)
+    whose `compile_in_regions` is counted, with `config` as its values; without it, spyre_sim's
+    stages are counted and `config` is passed to `spyre_sim.Config` (defaults when None);
+    `python` defaults to this
     interpreter and `env` to this process's environment (PYTHONPATH picks the spyre_sim under
     test); `stages` limits the measured stages (the pipeline still runs all of them);
     `instrument` is a key of INSTRUMENT_MODES (default: `default_instrument()`); `shares` and
@@ -392,11 +354,12 @@ def measure(points: Iterable[Point], *, config: Mapping[str, Any] | None = None,
     with tempfile.TemporaryDirectory(prefix="compile-work-") as scratch:
         work, dumps = Path(scratch), Path(scratch) / "cg"
         pairs = _requests(work, shares_of(_points(points), shares, weights), config, stages,
-                          instrument, preload)
+                          instrument=instrument, preload=preload, backend=backend,
+                          workloads=workloads)
         commands = [valgrind_command(python or sys.executable, request, manifest, dumps,
-                                     instrument) for request, manifest in pairs]
+                                     instrument=instrument) for request, manifest in pairs]
         compile_sources(python or sys.executable, child_env(os.environ if env is None else env))
-        found, seconds, cpu = _run(commands, [m for _, m in pairs], env, timeout, work)
+        found, seconds, cpu = _run(commands, [m for _, m in pairs], env, timeout, work=work)
         labels = merged(found)
         if instrument == "after_imports" and labels.get("running_on_valgrind") == 0:
             raise CompileWorkError("the child's client requests did not reach valgrind, so "
@@ -409,7 +372,7 @@ def run_natively(points: Iterable[Point], *, config: Mapping[str, Any] | None = 
                  python: str | None = None, env: Mapping[str, str] | None = None,
                  timeout: float = DEFAULT_TIMEOUT_S, shares: int = 1,
                  weights: Mapping[str, float] | None = None,
-                 preload: Sequence[str] = ()) -> dict[str, Any]:
+                 preload: Sequence[str] = (), backend: str | None = None) -> dict[str, Any]:
     """The measuring child's work without valgrind (same imports, builds, discarded and
     counted compiles): what the grid costs natively, the yardstick of `measure`'s wall time
     (in one process unless `shares` says otherwise). Returns "seconds" and "cpu_seconds" of
@@ -417,214 +380,11 @@ def run_natively(points: Iterable[Point], *, config: Mapping[str, Any] | None = 
     with tempfile.TemporaryDirectory(prefix="compile-work-") as scratch:
         work = Path(scratch)
         pairs = _requests(work, shares_of(_points(points), shares, weights), config, None,
-                          "from_start", preload)
-        commands = [[python or sys.executable, "-P", str(Path(__file__).resolve()),
-                     str(request), str(manifest)] for request, manifest in pairs]
-        found, seconds, cpu = _run(commands, [m for _, m in pairs], env, timeout, work)
-    shares = merged(found)["shares"]
+                          instrument="from_start", preload=preload, backend=backend)
+        commands = [[python or sys.executable, "-P", str(CHILD), str(request), str(manifest)]
+                    for request, manifest in pairs]
+        found, seconds, cpu = _run(commands, [m for _, m in pairs], env, timeout, work=work)
+    counted = merged(found)["shares"]
     return {"seconds": seconds, "cpu_seconds": cpu,
-            "phases": {"shares": [share["seconds"] for share in shares]},
-            "failed_points": [p for share in shares for p in share["failed_points"]]}
-
-
-# --- child side: runs under callgrind ---------------------------------------------------------
-
-def _steady_child() -> None:
-    """One intra-op thread and fixed malloc thresholds, as prepare.steady_process pins them."""
-    import ctypes
-
-    import torch
-
-    torch.set_num_threads(1)
-    try:
-        libc = ctypes.CDLL(None)
-        libc.mallopt(_M_MMAP_THRESHOLD, 32 << 20)
-        libc.mallopt(_M_TRIM_THRESHOLD, 1 << 30)
-    except (OSError, AttributeError):  # not glibc: nothing to pin
-        pass
-
-
-# valgrind.h's client request on amd64, as a function `uint64 request(uint64 args[6])`: the
-# special-instruction preamble (`rolq` of %rdi by 3, 13, 61 and 51 bits: 128, a no-op) then
-# `xchgq %rbx,%rbx`, with %rax pointing at the arguments and the result in %rdx, whose default
-# (0) is what a program gets when it runs natively. Bytes checked with GNU as and objdump.
-_AMD64_CLIENT_REQUEST = bytes.fromhex(
-    "4889f8" "31d2" "48c1c703" "48c1c70d" "48c1c73d" "48c1c733" "4887db" "4889d0" "c3")
-_RUNNING_ON_VALGRIND = 0x1001  # valgrind.h
-_CALLGRIND_BASE = ord("C") << 24 | ord("T") << 16  # callgrind.h: VG_USERREQ_TOOL_BASE('C','T')
-CALLGRIND_START_INSTRUMENTATION = _CALLGRIND_BASE + 4
-CALLGRIND_STOP_INSTRUMENTATION = _CALLGRIND_BASE + 5
-
-
-@functools.cache
-def _request_function():
-    """`_AMD64_CLIENT_REQUEST` in an executable page, callable through ctypes.
-
-    torch exposes only callgrind's collection toggle and dump (`torch._C._valgrind_toggle*`),
-    not CALLGRIND_START_INSTRUMENTATION, so the child issues that request itself.
-    """
-    import ctypes
-    import mmap
-
-    page = mmap.mmap(-1, mmap.PAGESIZE, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
-    page.write(_AMD64_CLIENT_REQUEST)
-    address = ctypes.addressof(ctypes.c_char.from_buffer(page))
-    return page, ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_void_p)(address)
-
-
-def client_request(request: int, *args: int) -> int:
-    """Issue one valgrind client request from Python (amd64 only); 0 when not under valgrind."""
-    import ctypes
-
-    if platform.machine() not in ("x86_64", "AMD64"):
-        raise CompileWorkError(f"no valgrind client request from Python on {platform.machine()}")
-    _, function = _request_function()
-    return int(function((ctypes.c_uint64 * 6)(request, *args)))
-
-
-class _Counted:
-    """A measured region: callgrind collects inside it, the cyclic GC stays off; on leaving,
-    the region's instructions are dumped (one dump per region, in order) and labelled."""
-
-    def __init__(self, labels: list, label: tuple) -> None:
-        import gc
-
-        import torch
-
-        self.labels, self.label = labels, label
-        self.gc_disable, self.gc_enable = gc.disable, gc.enable
-        self.start = torch._C._valgrind_toggle
-        self.stop = torch._C._valgrind_toggle_and_dump_stats
-
-    def __enter__(self) -> None:
-        self.gc_disable()
-        self.start()
-
-    def __exit__(self, kind, error, _traceback) -> bool:
-        self.stop()
-        self.gc_enable()
-        self.labels.append([*self.label, None if error is None else f"{kind.__name__}: {error}"])
-        return False
-
-
-class _Uncounted:
-    def __enter__(self) -> None:
-        pass
-
-    def __exit__(self, *_exc) -> bool:
-        return False
-
-
-def _pipeline(spyre_sim, fn, inputs, config, region) -> None:
-    """Capture, then stages 2-8 over every captured graph; `region(stage)` wraps each stage."""
-    import torch
-
-    torch._dynamo.reset()
-    with region("dynamo"):
-        artifacts = list(spyre_sim.capture(fn, inputs).graphs)
-    for stage in spyre_sim.STAGES[1:]:
-        with region(stage):
-            artifacts = [spyre_sim.run_stage(stage, artifact, config) for artifact in artifacts]
-
-
-def _count_share(spyre_sim, workloads, points: Sequence[tuple], config, wanted: set,
-                 late: bool) -> dict[str, Any]:
-    """One share: build its workloads and run one discarded compile of each, uninstrumented;
-    then instrument and count every point. A point that fails is reported and skipped."""
-    started, labels, failed = time.monotonic(), [], []
-    built = {}
-    for point in points:
-        try:
-            built[point] = workloads.build(*point)
-        except Exception as error:  # this point fails; the others are still measured
-            failed.append([*point, f"{type(error).__name__}: {error}"])
-    warm_up_failed: dict[tuple, str] = {}
-    for point, (fn, inputs) in built.items():
-        workload = (point[0], point[2])
-        if workload not in warm_up_failed:
-            try:
-                _pipeline(spyre_sim, fn, inputs, config, lambda stage: _Uncounted())
-                warm_up_failed[workload] = ""
-            except Exception as error:  # the workload's points fail; the others are measured
-                warm_up_failed[workload] = f"{type(error).__name__}: {error}"
-    for point in [p for p in built if warm_up_failed[p[0], p[2]]]:
-        failed.append([*point, warm_up_failed[point[0], point[2]]])
-        del built[point]
-    prepared = time.monotonic()
-    if late:
-        client_request(CALLGRIND_START_INSTRUMENTATION)
-    for point, (fn, inputs) in built.items():
-
-        def region(stage: str, point=point):
-            return _Counted(labels, (*point, stage)) if stage in wanted else _Uncounted()
-
-        try:
-            _pipeline(spyre_sim, fn, inputs, config, region)
-        except Exception as error:
-            failed.append([*point, f"{type(error).__name__}: {error}"])
-    if late:  # the interpreter's shutdown need not be instrumented either
-        client_request(CALLGRIND_STOP_INSTRUMENTATION)
-    return {"pid": os.getpid(), "labels": labels, "failed_points": failed,
-            "seconds": {"prepare": prepared - started, "counted": time.monotonic() - prepared}}
-
-
-def _load_workloads(path: str):
-    """The workload catalogue beside this file, by path (never the tree under test's copy)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("compile_work_workloads", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up here
-    spec.loader.exec_module(module)
-    return module
-
-
-def child_main(request_path: str, manifest_path: str) -> int:
-    """Measure the requested points (one share); write the labels of its dumps, in dump
-    order, as the manifest's one share.
-
-    With `"instrument": "after_imports"` callgrind instruments nothing until the share's
-    workloads are built and compiled once (see `_count_share`); the counted runs translate
-    the grid's code again, instrumented, which is valgrind's time and not a counted
-    instruction.
-    """
-    import importlib
-    import warnings
-
-    started = time.monotonic()
-    warnings.simplefilter("ignore")  # FallbackWarning and friends: no output, same work
-    request = json.loads(Path(request_path).read_text())
-    manifest: dict[str, Any] = {"version": COMPILE_WORK_VERSION, "shares": [], "stages": [],
-                                "missing": None}
-    try:
-        import spyre_sim
-    except ImportError as error:  # a commit from before the package existed
-        spyre_sim, manifest["missing"] = None, f"spyre_sim is not importable here: {error}"
-    absent = [n for n in ("capture", "run_stage", "Config", "STAGES") if not hasattr(spyre_sim, n)]
-    if spyre_sim is not None and absent:
-        manifest["missing"] = f"spyre_sim.{absent[0]} is missing at this commit"
-    elif spyre_sim is not None:
-        _steady_child()
-        for name in request.get("preload") or ():
-            try:  # torch imports these on a first compile; a name this torch lacks is skipped
-                importlib.import_module(name)
-            except ImportError:
-                pass
-        workloads = _load_workloads(request["workloads"])
-        config = spyre_sim.Config(**request["config"])
-        manifest["stages"] = list(spyre_sim.STAGES)
-        wanted = set(request["stages"] or spyre_sim.STAGES)
-        late = request.get("instrument") == "after_imports"
-        if late:
-            manifest["running_on_valgrind"] = client_request(_RUNNING_ON_VALGRIND)
-        imports = time.monotonic() - started
-        share = _count_share(spyre_sim, workloads, [tuple(p) for p in request["points"]],
-                             config, wanted, late)
-        share["seconds"] = {"imports": imports, **share["seconds"]}
-        manifest["shares"] = [share]
-    Path(manifest_path).write_text(json.dumps(manifest))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(child_main(*sys.argv[1:]))
+            "phases": {"shares": [share["seconds"] for share in counted]},
+            "failed_points": [p for share in counted for p in share["failed_points"]]}

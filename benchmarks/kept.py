@@ -49,7 +49,7 @@ def processor() -> str:
     except OSError:
         return platform.processor()
     wanted = ("model name", "flags", "Features", "CPU part")
-    seen = {}
+    seen: dict[str, str] = {}
     for line in lines:
         name, _, value = line.partition(":")
         if name.strip() in wanted:

@@ -130,14 +130,14 @@ WORKLOADS: dict[str, Workload] = {w.name: w for w in (
     Workload("linear", "one Linear layer (a matmul plus bias)", 4096, _linear),
     Workload("mlp", "Linear -> GELU -> Linear", 4096, MLPBlock),
     Workload("attention", "causal self-attention, fused QKV, 8 heads", 1024,
-             lambda w: AttentionBlock(w, 8), "batched"),
+             lambda w: AttentionBlock(w, 8), input_kind="batched"),
     Workload("rmsnorm", "RMSNorm over the hidden dim", 4096, RMSNorm),
     Workload("layernorm", "LayerNorm over the hidden dim", 4096, lambda w: nn.LayerNorm(w)),
     Workload("softmax", "softmax over the hidden dim", 4096, lambda w: _softmax),
     Workload("embedding", "token embedding (CPU fallback) then a projection", 1024,
-             lambda w: EmbeddingProjection(4 * w, w), "tokens"),
+             lambda w: EmbeddingProjection(4 * w, w), input_kind="tokens"),
     Workload("block", "attention then MLP with residuals (8 heads)", 1024,
-             lambda w: TransformerBlock(w, 8), "batched"),
+             lambda w: TransformerBlock(w, 8), input_kind="batched"),
 )}
 
 

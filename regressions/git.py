@@ -149,3 +149,10 @@ def commit_all(repo: Path | str, subject: str, timestamp: int) -> str:
     _run(repo, "commit", "--quiet", "--allow-empty", "-m", subject,
          what=f"commit {subject!r}", env=env)
     return resolve(repo, "HEAD")
+
+
+def abbreviated(name: str) -> str:
+    """How output names a point of history: a commit's hash by its first 8 digits; any other
+    name (a table of results without commits names its points by their dates) whole."""
+    is_hash = len(name) >= 12 and all(c in "0123456789abcdef" for c in name.lower())
+    return name[:8] if is_hash else name

@@ -21,7 +21,7 @@ from benchmarks import waits
 
 # Alert kinds: one per metric, and "failure" (a series that stops running).
 Kind = Literal["compile_work", "device_time", "host_time", "compile_blocked", "compile_children",
-               "compile_time", "numerics", "track", "memory", "time", "failure"]
+               "compile_time", "numerics", "track", "memory", "count", "time", "failure"]
 # How the probes measure a metric inside one build (probing/probe.py implements each).
 Probe = Literal["device_time", "host_time", "compile_time", "compile_work", "numerics"]
 Section = Literal["timing", "correctness", "evidence"]
@@ -42,7 +42,7 @@ FAILURE: Final = "failure"  # a Kind, and the failure of BisectResult.kind
 EVIDENCE_FIRST: tuple[Section, ...] = ("evidence", "timing", "correctness")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Metric:
     """One benchmark family: what it measures, in which unit, and how it is judged.
 
@@ -98,23 +98,25 @@ METRICS: tuple[Metric, ...] = (
     # 0.1-0.6 M instructions; docs/benchmarks.md), so a change beyond 1% is real and a few
     # percent is worth an alert; PyTorch counts instructions for compile-time PR benchmarks
     # for the same reason (torch._C._instruction_counter).
-    Metric("compile_work", r"\.CompileWork\.", "compile work", "instructions", 0.02,
-           probe="compile_work", tolerance=0.01, deterministic=True,
-           probe_unit="instructions", clock="instructions counted under callgrind",
+    Metric(name="compile_work", pattern=r"\.CompileWork\.", label="compile work",
+           unit="instructions", floor=0.02, probe="compile_work", tolerance=0.01,
+           deterministic=True, probe_unit="instructions",
+           clock="instructions counted under callgrind",
            display="instructions", width="stage_width", per_stage=True, bisect_by_count=True,
            counts_instructions=True, shares_host=True),
     # Simulated device time: seeded-noise samples from the timing model (1.5% CV). 1% is the
     # smallest step Chromium's dashboard reports (catapult find_change_points.py).
-    Metric("device_time", r"\.ExecuteDeviceTime\.", "simulated device time", "s", 0.01,
-           probe="device_time", probe_unit="us", clock="the simulator's device clock",
+    Metric(name="device_time", pattern=r"\.ExecuteDeviceTime\.", label="simulated device time",
+           unit="s", floor=0.01, probe="device_time", probe_unit="us",
+           clock="the simulator's device clock",
            display="us", sections=("timing", "correctness", "evidence"),
            knob_baseline="device_clock", minimizable=True, timing_row="device",
            knob_quantity="noise-free simulated device time per call",
            runner_bound=False, shares_host=True),
     # Host wall time of a warm call on a shared machine: 10%, the asv suite's own
     # publish threshold for it (asv.conf.json regressions_thresholds).
-    Metric("host_time", r"HostTime\.", "host wall time", "s", 0.10, probe="host_time",
-           probe_unit="s", clock="wall time", display="ms",
+    Metric(name="host_time", pattern=r"HostTime\.", label="host wall time", unit="s", floor=0.10,
+           probe="host_time", probe_unit="s", clock="wall time", display="ms",
            sections=("timing", "correctness", "evidence"), with_numerics=True,
            knob_baseline="host_clock",
            knob_quantity="host wall time per warm call (median of 21; a clock: it moves "
@@ -130,36 +132,41 @@ METRICS: tuple[Metric, ...] = (
     # see either part (a child's instructions are not the measured process's; a wait
     # executes none), so neither refutes a rise for want of more counted work, and no knob
     # is searched.
-    Metric("compile_children", r"^(bench_)?compile\..*_children_cpu\b",
-           "compile children's CPU time", "s", 0.10, probe="compile_time", probe_unit="s",
-           deterministic=False, clock="CPU time of the compile's child processes",
+    Metric(name="compile_children", pattern=r"^(bench_)?compile\..*_children_cpu\b",
+           label="compile children's CPU time", unit="s", floor=0.10, probe="compile_time",
+           probe_unit="s", deterministic=False, clock="CPU time of the compile's child processes",
            display="ms", per_stage=True, wait_part="children_cpu", reproducer_compiles=3,
            change="the child processes of {where} now take {delta} more CPU per compile "
                   "({good} → {bad})", stage_figure="children's CPU time"),
-    Metric("compile_blocked", r"^(bench_)?compile\..*_blocked\b", "compile blocked time", "s",
-           0.10, probe="compile_time", probe_unit="s", deterministic=False,
+    Metric(name="compile_blocked", pattern=r"^(bench_)?compile\..*_blocked\b",
+           label="compile blocked time", unit="s", floor=0.10, probe="compile_time",
+           probe_unit="s", deterministic=False,
            clock="blocked time (wall time less CPU, children's CPU and run-queue wait)",
            display="ms", per_stage=True, wait_part="blocked", reproducer_compiles=3,
            change="{where} now waits {delta} more per compile, blocked ({good} → {bad})",
            stage_figure="blocked time"),
     # Cold compile CPU time: asv's default regressions_threshold (asv/config.py, 0.05).
-    Metric("compile_time", r"^(bench_)?compile\.", "compile time", "s", 0.05,
-           probe="compile_time", probe_unit="s", clock="CPU time", display="ms",
+    Metric(name="compile_time", pattern=r"^(bench_)?compile\.", label="compile time", unit="s",
+           floor=0.05, probe="compile_time", probe_unit="s", clock="CPU time", display="ms",
            per_stage=True, counts_instructions=True, knob_baseline="stage_clock",
            knob_quantity="wall time of the {stage} stage per cold compile (a clock: it "
                          "moves with the machine's load)",
            refuted_without_more_work=True, reproducer_compiles=3, wait_part="cpu"),
     # Numerical error against float64: deterministic under fixed seeds; asv's default 5%.
-    Metric("numerics", r"^(bench_)?numerics\.", "numerical error", "", 0.05,
-           probe="numerics", deterministic=True, display="error",
+    Metric(name="numerics", pattern=r"^(bench_)?numerics\.", label="numerical error", unit="",
+           floor=0.05, probe="numerics", deterministic=True, display="error",
            sections=("correctness", "evidence", "timing"),
            width="numerics_width", with_numerics=True, errors=True, knob_baseline="runtime_error",
            knob_quantity="numerical error of the output (deterministic)",
            minimizable=True, shares_host=True),
     # Generic families of any asv suite (the kinds asv itself distinguishes).
-    Metric("track", r"\.track_", "tracked value", "", 0.01),
-    Metric("memory", r"\.(peak)?mem_", "memory", "bytes", 0.05),
-    Metric("time", r"", "time", "s", 0.01, display="ms"),
+    Metric(name="track", pattern=r"\.track_", label="tracked value", unit="", floor=0.01),
+    Metric(name="memory", pattern=r"\.(peak)?mem_", label="memory", unit="bytes", floor=0.05),
+    # A count (operations, instructions, allocations) of a table of results that says so
+    # (records/tables.py `kind`): no name matches it, and a change of runner does not move it.
+    Metric(name="count", pattern=r"(?!)", label="count", unit="", floor=0.01,
+           runner_bound=False),
+    Metric(name="time", pattern=r"", label="time", unit="s", floor=0.01, display="ms"),
 )
 KINDS: tuple[Kind, ...] = tuple(m.name for m in METRICS) + (FAILURE,)
 # The metrics the probes can measure, by name (the CLI's --metric choices): a compile
@@ -181,19 +188,19 @@ class NumericsError(NamedTuple):
 
 NUMERICS_ERRORS: tuple[NumericsError, ...] = (
     NumericsError(r"max_abs", "max_abs", " max abs error", "max abs error",
-                  "max |out - ref| over the output's elements"),
+                  definition="max |out - ref| over the output's elements"),
     NumericsError(r"max_rel", "max_rel", " max rel error", "max rel error",
-                  "max |out - ref| / max |ref|: relative to the output's scale, so elements "
-                  "near zero do not dominate"),
+                  definition="max |out - ref| / max |ref|: relative to the output's scale, so "
+                             "elements near zero do not dominate"),
     # against IEEE fp16 eager (the older baseline)
     NumericsError(r"rmse_vs_eager_fp16$", "rmse_ratio_fp16", "× eager IEEE fp16's RMSE",
                   "RMSE ratio vs eager IEEE fp16",
-                  "RMSE(out, ref) / RMSE(the program run eagerly in IEEE fp16, ref)"),
+                  definition="RMSE(out, ref) / RMSE(the program run eagerly in IEEE fp16, ref)"),
     # against the backend's eager run: in the device's own format, DLFloat16, for spyre_sim;
     # in the program's dtypes for Inductor ({eager} and {eager_run}: `error_words`)
     NumericsError(r"", "rmse_ratio", "× {eager}'s RMSE", "RMSE ratio vs {eager}",
-                  "RMSE(out, ref) / RMSE({eager_run}, ref): about 1 is as accurate as "
-                  "{eager}"),
+                  definition="RMSE(out, ref) / RMSE({eager_run}, ref): about 1 is as accurate as "
+                             "{eager}"),
 )
 ERRORS: tuple[str, ...] = tuple(dict.fromkeys(e.field for e in NUMERICS_ERRORS))
 
@@ -232,19 +239,26 @@ def label_of(kind: str) -> str:
     return "a failure" if kind == FAILURE else by_name(kind).label
 
 
-def floor_for(benchmark: str, floors: tuple[tuple[str, float], ...] = ()) -> float:
+def metric_of(benchmark: str, kind: str | None = None) -> Metric:
+    """The metric of a series: the one its source declared (`kind`, a table's), else the
+    one its name matches (`metric_for`)."""
+    return by_name(kind) if kind else metric_for(benchmark)
+
+
+def floor_for(benchmark: str, floors: tuple[tuple[str, float], ...] = (),
+              kind: str | None = None) -> float:
     """The magnitude floor for a series named `benchmark(params)`: the first user override
-    whose regex matches (re.search), else its metric's."""
+    whose regex matches (re.search), else its metric's (`metric_of`)."""
     for pattern, floor in floors:
         if re.search(pattern, benchmark):
             return floor
-    return metric_for(benchmark).floor
+    return metric_of(benchmark, kind).floor
 
 
-def moves_with_runner(benchmark: str) -> bool:
+def moves_with_runner(benchmark: str, kind: str | None = None) -> bool:
     """Whether a change of the machine that runs the benchmark can move its values: not for
     a simulated clock nor for a deterministic metric (environment alerts count on it)."""
-    metric = metric_for(benchmark)
+    metric = metric_of(benchmark, kind)
     return metric.runner_bound and metric.deterministic is not True
 
 

@@ -127,6 +127,12 @@ class NightResult(Generic[P]):
     def transients(self) -> list[Transient]:
         return list(self.remeasurement.detection.transients)
 
+    @property
+    def awaiting(self) -> list[Regression]:
+        """Changes too few commits hold yet: never investigated; a later night, with more
+        commits (or, where the store keeps samples, more samples), reports or drops each."""
+        return list(self.remeasurement.detection.awaiting)
+
 
 def run_night(commits: Sequence[str], history: Sequence[str], bench: Bench,
               store: AlertRecords, investigations: Investigations[P], now: Callable[[], str],
@@ -167,10 +173,7 @@ def run_night(commits: Sequence[str], history: Sequence[str], bench: Bench,
     phases.seconds["detect"] = timer() - started - took - phases.seconds.get("re-measure", 0.0)
     alerts = cluster_alerts(found.detection.regressions)
     environment_alerts = found.detection.environment
-    progress(f"detect: {len(found.series)} series, {len(alerts)} alert(s), "
-             f"{len(environment_alerts)} environment alert(s), "
-             f"{len(found.detection.transients)} transient(s); "
-             + (remeasurement_line(found) if settings.rounds else "no re-measurement"))
+    progress(_detect_line(found, alerts, settings))
     place = {c: i for i, c in enumerate(history)}
     state = lifecycle.advance(records, alerts, place, now())
     store.save(state.records)
@@ -179,21 +182,35 @@ def run_night(commits: Sequence[str], history: Sequence[str], bench: Bench,
     store.save_environment(kept)
     by_id = {r.id: r for r in state.records}
     todo = [i for i in state.investigate if i in state.alerts]
-    failures = _investigate(todo, state.alerts, by_id, store, investigations, now, progress,
-                            phases)
+    failures = _investigate(todo, state.alerts, by_id, store, investigations=investigations,
+                            now=now, progress=progress,
+                            phases=phases)
     with phases.of("check at head"):
         fixed = _still_regressed_at_head(todo, state.alerts, by_id,
-                                         commits[-1] if commits else history[-1], found.series,
-                                         store, investigations, now, progress)
+                                         commits[-1] if commits else history[-1],
+                                         series=found.series,
+                                         store=store, investigations=investigations, now=now,
+                                         progress=progress)
     with phases.of("publish"):
         published, not_published = _publish(list(by_id.values()), set(todo), store,
-                                            investigations, progress)
+                                            investigations, progress=progress)
     return NightResult(benchmarked=list(commits), base_samples=base, remeasurement=found,
                        alerts=alerts, records=store.records(),
                        events=[*state.events, *fixed], investigated=todo, published=published,
                        failures=[*failures, *not_published],
                        environment=list(environment_alerts),
                        environment_events=environment_events, phases=phases.seconds)
+
+
+def _detect_line(found: remeasure.Remeasured, alerts: Sequence[Alert],
+                 settings: Settings) -> str:
+    """What detection found tonight, and what re-measuring it cost."""
+    detection = found.detection
+    return (f"detect: {len(found.series)} series, {len(alerts)} alert(s), "
+            f"{len(detection.environment)} environment alert(s), "
+            f"{len(detection.transients)} transient(s), "
+            f"{len(detection.awaiting)} awaiting more commits; "
+            + (remeasurement_line(found) if settings.rounds else "no re-measurement"))
 
 
 @dataclass(frozen=True)

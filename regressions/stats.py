@@ -183,7 +183,7 @@ def ratio_interval(
     return RatioInterval(1 + diff / base, 1 + (diff - half) / base, 1 + (diff + half) / base)
 
 
-def welch_pvalue(before: Sequence[float], after: Sequence[float],
+def welch_pvalue(before: Values, after: Values,
                  alternative: Alternative = "two-sided") -> float | None:
     """The p-value of the test behind `ratio_interval`: Welch's t-test on the log samples
     (on the values themselves where one is not positive), `after` against `before`. A report
@@ -346,13 +346,14 @@ def compare(
     if len(before) == 0 or len(after) == 0:
         # Pinpoint returns UNKNOWN when a side has no values (every run failed).
         return Comparison("unknown", math.nan, math.nan, (math.nan, math.nan),
-                          low_threshold, 1.0, 0)
+                          low_threshold=low_threshold, high_threshold=1.0, samples_cap=0)
     interval = ratio_interval(before, after)
     ci = (interval.low, interval.high)
     if is_constant(before) and is_constant(after):
         differs = not is_constant([before[0], after[0]])
         return Comparison("different" if differs else "same", 0.0 if differs else 1.0,
-                          interval.ratio, ci, low_threshold, low_threshold, 1)
+                          interval.ratio, ci, low_threshold=low_threshold,
+                          high_threshold=low_threshold, samples_cap=1)
     a, b = np.asarray(before, dtype=float), np.asarray(after, dtype=float)
     if (a > 0).all() and (b > 0).all():
         a, b = np.log(a), np.log(b)
@@ -368,7 +369,7 @@ def compare(
         high = low_threshold
     else:
         effect = delta / sigma if sigma > 0 else math.inf
-        high = high_threshold(a.size, b.size, effect, low_threshold, miss_rate)
+        high = high_threshold(a.size, b.size, effect, low_threshold, miss_rate=miss_rate)
     pvalue = mann_whitney(before, after).pvalue
     if pvalue <= low_threshold:
         verdict: Verdict = "different"
@@ -376,7 +377,8 @@ def compare(
         verdict = "same"
     else:
         verdict = "unknown"
-    return Comparison(verdict, pvalue, interval.ratio, ci, low_threshold, high, cap)
+    return Comparison(verdict, pvalue, interval.ratio, ci, low_threshold=low_threshold,
+                      high_threshold=high, samples_cap=cap)
 
 
 def asv_verdict(before: Sequence[float], after: Sequence[float], factor: float = 1.1) -> int:
@@ -392,8 +394,8 @@ def asv_verdict(before: Sequence[float], after: Sequence[float], factor: float =
     value_before, stats_before = compute_stats(list(before), 1)
     value_after, stats_after = compute_stats(list(after), 1)
     kept_before, kept_after = (stats_before, list(before)), (stats_after, list(after))
-    if _is_result_better(value_after, value_before, kept_after, kept_before, factor):
+    if _is_result_better(value_after, value_before, kept_after, kept_before, factor=factor):
         return -1
-    if _is_result_better(value_before, value_after, kept_before, kept_after, factor):
+    if _is_result_better(value_before, value_after, kept_before, kept_after, factor=factor):
         return 1
     return 0

@@ -246,9 +246,9 @@ def bundle_files(found: Investigation, repo_name: str,
     usage = reproducer.usage_commands(report)
     files["summary.json"] = _json(_summary(report, name, names))
     files["report.md"] = markdown.render(report, names, usage, diff_file,
-                                         environment).encode()
-    files["report.html"] = html.render(report, figures, names, usage, diff_file,
-                                       environment).encode()
+                                         environment=environment).encode()
+    files["report.html"] = html.render(report, figures, names, usage, diff_file=diff_file,
+                                       environment=environment).encode()
     leaks = secrets.find_leaks(files, secret_values)
     if leaks:  # scrubbing happens on input; reaching this is a bug, so refuse to write
         raise SpyreRegressError(f"refusing to write the bundle: a secret value from the "

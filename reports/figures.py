@@ -33,7 +33,7 @@ from reports.narrative import (
 )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Figure:
     quantity: str
     program: str
@@ -65,13 +65,13 @@ def confirmation(found: Investigation) -> list[Figure]:
         name += f" ({error_words(words, target.error).name})"
     if metric.per_stage and target.stage:
         name += f" of the {target.stage} stage alone"
-    return [Figure(name, c.program.describe(),
-                   f"the benchmark {target.label}" + (f", {metric.clock}" if metric.clock
-                                                       else ""), statistic,
-                   metric_value(c.good_median, c.unit, metric, target.error, words),
-                   metric_value(c.bad_median, c.unit, metric, target.error, words),
-                   confirmation_figure(c),
-                   "exact" if c.pvalue is None else f"{pvalue(c.pvalue)} ({WELCH_ONE_SIDED})")]
+    return [Figure(quantity=name, program=c.program.describe(),
+                   measured_by=f"the benchmark {target.label}"
+                   + (f", {metric.clock}" if metric.clock else ""), statistic=statistic,
+                   good=metric_value(c.good_median, c.unit, metric, target.error, words=words),
+                   bad=metric_value(c.bad_median, c.unit, metric, target.error, words=words),
+                   change=confirmation_figure(c),
+                   p="exact" if c.pvalue is None else f"{pvalue(c.pvalue)} ({WELCH_ONE_SIDED})")]
 
 
 def _timed(c: Comparison, program: str, measured_by: str) -> Figure:
@@ -84,10 +84,10 @@ def _timed(c: Comparison, program: str, measured_by: str) -> Figure:
     change = "" if c.ratio is None else \
         f"×{c.ratio:.3f} ({c.confidence:.0%} CI {interval(c.ci)})"
     n = max((s.n for s in (c.good, c.bad) if s), default=0)
-    return Figure(c.name, program, measured_by,
-                  f"median of {n} synchronized iterations; ratio of geometric means",
-                  median(c.good), median(c.bad), change,
-                  "" if c.pvalue is None else f"{pvalue(c.pvalue)} ({WELCH})")
+    return Figure(quantity=c.name, program=program, measured_by=measured_by,
+                  statistic=f"median of {n} synchronized iterations; ratio of geometric means",
+                  good=median(c.good), bad=median(c.bad), change=change,
+                  p="" if c.pvalue is None else f"{pvalue(c.pvalue)} ({WELCH})")
 
 
 def timing(found: Investigation) -> list[Figure]:
@@ -102,12 +102,12 @@ def timing(found: Investigation) -> list[Figure]:
     if good is not None and bad is not None:
         for error in ("rmse_ratio", "max_abs", "max_rel"):
             named = error_words(words, error)
-            rows.append(Figure(named.name, program,
-                               f"the output against float64 ({named.definition})",
-                               "one deterministic value per build (fixed seeds)",
-                               error_value(getattr(good, error), error, words),
-                               error_value(getattr(bad, error), error, words),
-                               _ratio(getattr(good, error), getattr(bad, error))))
+            rows.append(Figure(quantity=named.name, program=program,
+                               measured_by=f"the output against float64 ({named.definition})",
+                               statistic="one deterministic value per build (fixed seeds)",
+                               good=error_value(getattr(good, error), error, words),
+                               bad=error_value(getattr(bad, error), error, words),
+                               change=_ratio(getattr(good, error), getattr(bad, error))))
     return rows
 
 
@@ -118,37 +118,44 @@ def evidence(found: Investigation, kernels: KernelChanges) -> list[Figure]:
     rows = []
     device = stages.device_time_us or {}
     if device.get("good") is not None and device.get("bad") is not None:
-        rows.append(Figure("noise-free simulated device time per call (kernels, launch gaps "
-                           "and transfers)", program, "the simulator, noise off (stage probe)",
-                           "one deterministic run", quantity(device["good"], "us"),
-                           quantity(device["bad"], "us"),
-                           _ratio(device["good"], device["bad"])))
+        rows.append(Figure(quantity="noise-free simulated device time per call (kernels, launch "
+                                    "gaps and transfers)", program=program,
+                           measured_by="the simulator, noise off (stage probe)",
+                           statistic="one deterministic run", good=quantity(device["good"], "us"),
+                           bad=quantity(device["bad"], "us"),
+                           change=_ratio(device["good"], device["bad"])))
     if kernels.any:
-        rows.append(Figure("kernel execution time per call, summed over the kernels", program,
-                           "the simulator, noise off (stage probe)", "sum over kernels",
-                           f"{kernels.good_total_us:.1f} us", f"{kernels.bad_total_us:.1f} us",
-                           _ratio(kernels.good_total_us, kernels.bad_total_us)))
+        rows.append(Figure(quantity="kernel execution time per call, summed over the kernels",
+                           program=program,
+                           measured_by="the simulator, noise off (stage probe)",
+                           statistic="sum over kernels",
+                           good=f"{kernels.good_total_us:.1f} us",
+                           bad=f"{kernels.bad_total_us:.1f} us",
+                           change=_ratio(kernels.good_total_us, kernels.bad_total_us)))
     row = next((d for d in stages.stages if d.stage == stages.first_divergent_stage), None)
     if row is not None and found.target.measures.per_stage:  # compile alerts quote these
-        rows.append(Figure(f"{found.target.measures.stage_figure} of the {row.stage} stage per "
-                           "cold compile", program,
-                           ("the host's wall clock" if stages.wait_part is None else
-                            "the kernel's accounting of the compile's wall time") +
-                           " (stage probe: repeated compiles of the whole pipeline)",
-                           "median of repeated compiles",
-                           quantity(row.compile_s_good, "s"), quantity(row.compile_s_bad, "s"),
-                           _ratio(row.compile_s_good, row.compile_s_bad),
-                           "" if row.compile_p is None else
-                           f"{pvalue(row.compile_p)} (two-sided Mann-Whitney)"))
+        rows.append(Figure(quantity=f"{found.target.measures.stage_figure} of the {row.stage} "
+                                    "stage per cold compile",
+                           program=program,
+                           measured_by=("the host's wall clock" if stages.wait_part is None else
+                                        "the kernel's accounting of the compile's wall time") +
+                                       " (stage probe: repeated compiles of the whole pipeline)",
+                           statistic="median of repeated compiles",
+                           good=quantity(row.compile_s_good, "s"),
+                           bad=quantity(row.compile_s_bad, "s"),
+                           change=_ratio(row.compile_s_good, row.compile_s_bad),
+                           p="" if row.compile_p is None else
+                             f"{pvalue(row.compile_p)} (two-sided Mann-Whitney)"))
         if row.instructions_good is not None and row.instructions_bad is not None:
-            rows.append(Figure(f"instructions executed by the {row.stage} stage per cold "
-                               "compile", program, "callgrind (valgrind), counted per stage",
-                               "one count per build (repeat runs agree within "
-                               f"{metrics.instruction_counts().tolerance:.0%})",
-                               quantity(row.instructions_good, "instructions"),
-                               quantity(row.instructions_bad, "instructions"),
-                               f"{row.work_growth:+.2%}" if row.work_growth is not None
-                               else ""))
+            rows.append(Figure(quantity=f"instructions executed by the {row.stage} stage per cold "
+                                        "compile", program=program,
+                               measured_by="callgrind (valgrind), counted per stage",
+                               statistic="one count per build (repeat runs agree within "
+                                         f"{metrics.instruction_counts().tolerance:.0%})",
+                               good=quantity(row.instructions_good, "instructions"),
+                               bad=quantity(row.instructions_bad, "instructions"),
+                               change=f"{row.work_growth:+.2%}" if row.work_growth is not None
+                                      else ""))
     return rows + _drift(found, program)
 
 
@@ -161,12 +168,12 @@ def _drift(found: Investigation, program: str) -> list[Figure]:
         return []
     words = wording(found)
     named = error_words(words, "rmse_ratio")
-    return [Figure(f"{named.name} of the {stage} stage's output", program,
-                   f"the output against float64 ({named.definition}; stage probe)",
-                   "one deterministic value per build",
-                   error_value(good["rmse_ratio"], "rmse_ratio", words),
-                   error_value(bad["rmse_ratio"], "rmse_ratio", words),
-                   _ratio(good["rmse_ratio"], bad["rmse_ratio"]))]
+    return [Figure(quantity=f"{named.name} of the {stage} stage's output", program=program,
+                   measured_by=f"the output against float64 ({named.definition}; stage probe)",
+                   statistic="one deterministic value per build",
+                   good=error_value(good["rmse_ratio"], "rmse_ratio", words),
+                   bad=error_value(bad["rmse_ratio"], "rmse_ratio", words),
+                   change=_ratio(good["rmse_ratio"], bad["rmse_ratio"]))]
 
 
 def workaround(found: Investigation) -> list[Figure]:
@@ -176,13 +183,14 @@ def workaround(found: Investigation) -> list[Figure]:
     metric, words = metrics.by_name(w.metric), wording(found)
 
     def value(x: float) -> str:
-        return metric_value(x, w.unit, metric, found.target.error, words)
+        return metric_value(x, w.unit, metric, found.target.error, words=words)
 
     name = knob_quantity(metric, found.target.stage)
-    return [Figure(name, w.program.describe(), "the knob probe at the bad build (the good "
-                   "build's: its level times the stage probe's good/bad ratio)",
-                   "one run per knob value", value(w.metric_good),
-                   value(w.metric_bad), f"with {words.knob_setting(w.knob, w.value)}: "
+    return [Figure(quantity=name, program=w.program.describe(),
+                   measured_by="the knob probe at the bad build (the good build's: its level "
+                               "times the stage probe's good/bad ratio)",
+                   statistic="one run per knob value", good=value(w.metric_good),
+                   bad=value(w.metric_bad), change=f"with {words.knob_setting(w.knob, w.value)}: "
                    f"{value(w.metric_with_knob)}, recovering {w.recovered:.0%}")]
 
 
@@ -191,11 +199,12 @@ def minimized(found: Investigation) -> list[Figure]:
     if m is None:
         return []
     label = found.target.measures.label
-    return [Figure(f"bad / good ratio of the noise-free {label}",
-                   f"the captured program ({m.ops_before} ATen op(s)) and the minimized one "
-                   f"({m.ops_after})", "the minimizer's probes (noise off)",
-                   "one deterministic run per build and program", "", "",
-                   f"{m.ratio_before:.3f} captured → {m.ratio_after:.3f} minimized")]
+    return [Figure(quantity=f"bad / good ratio of the noise-free {label}",
+                   program=f"the captured program ({m.ops_before} ATen op(s)) and the "
+                           f"minimized one ({m.ops_after})",
+                   measured_by="the minimizer's probes (noise off)",
+                   statistic="one deterministic run per build and program", good="", bad="",
+                   change=f"{m.ratio_before:.3f} captured → {m.ratio_after:.3f} minimized")]
 
 
 def related(found: Investigation) -> list[Figure]:
@@ -208,15 +217,17 @@ def related(found: Investigation) -> list[Figure]:
         metric = metrics.by_name(c.metric)
         # the related alert's own error (max rel, RMSE ratio, ...), not the target's
         error = metrics.numerics_error(r.alert.probe.benchmark) if metric.errors else None
-        rows.append(Figure(metric.label, c.program.describe(),
-                           f"the benchmark {r.alert.probe.name} (another alert of this culprit)",
-                           "one deterministic value per build" if c.pvalue is None else
-                           f"median of {c.good_n} / {c.bad_n} samples; ratio of geometric "
-                           "means", metric_value(c.good_median, c.unit, metric, error, words),
-                           metric_value(c.bad_median, c.unit, metric, error, words),
-                           confirmation_figure(c),
-                           "exact" if c.pvalue is None else
-                           f"{pvalue(c.pvalue)} ({WELCH_ONE_SIDED})"))
+        rows.append(Figure(quantity=metric.label, program=c.program.describe(),
+                           measured_by=f"the benchmark {r.alert.probe.name} (another alert of "
+                                       "this culprit)",
+                           statistic="one deterministic value per build" if c.pvalue is None
+                           else f"median of {c.good_n} / {c.bad_n} samples; ratio of geometric "
+                                "means",
+                           good=metric_value(c.good_median, c.unit, metric, error, words=words),
+                           bad=metric_value(c.bad_median, c.unit, metric, error, words=words),
+                           change=confirmation_figure(c),
+                           p="exact" if c.pvalue is None else
+                             f"{pvalue(c.pvalue)} ({WELCH_ONE_SIDED})"))
     return rows
 
 

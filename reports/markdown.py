@@ -100,7 +100,7 @@ def render(report: Report, files: Sequence[str], usage: str, diff_file: str | No
     """The issue body, under `MAX_CHARS`: long blocks shrink until it fits."""
     budget = 24_000
     while True:
-        body = _render(report, files, usage, diff_file, environment, budget)
+        body = _render(report, files, usage, diff_file, environment=environment, budget=budget)
         if len(body) <= MAX_CHARS or budget < 500:
             break
         budget //= 2
@@ -154,7 +154,7 @@ def minimized_text(report: Report) -> str:
     minimized = found.minimized
     assert minimized is not None, "the text of a minimized program"
     captured = Program(found.target.workload, found.target.seq, found.timing.program.width,
-                       "full", minimized.ops_before)
+                       "full", ops=minimized.ops_before)
     return (f"{minimized.ops_before} → {minimized.ops_after} ops in {minimized.queries} "
             f"queries, keeping the regression: the bad/good ratio of the noise-free "
             f"{report.metric.label} was {minimized.ratio_before:.3f} on "

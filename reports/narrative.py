@@ -26,7 +26,7 @@ WELCH_ONE_SIDED = "one-sided Welch t-test on log samples"
 MAX_INLINE_MEMBERS = 8
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Report:
     investigation: Investigation
     repo_name: str
@@ -153,10 +153,10 @@ def confirmation_sentence(found: Investigation) -> str:
                f"{clock + ', ' if clock else ''}medians of {c.good_n} and {c.bad_n} samples, "
                f"p = {pvalue(c.pvalue)}, {WELCH_ONE_SIDED}")
     words = wording(found)
-    return (f"the benchmark {target.label}, on {c.program.describe()}, measured "
-            f"{metric_value(c.good_median, c.unit, metric, target.error, words)} at the "
-            f"parent and {metric_value(c.bad_median, c.unit, metric, target.error, words)} at "
-            "the culprit "
+    good = metric_value(c.good_median, c.unit, metric, target.error, words=words)
+    bad = metric_value(c.bad_median, c.unit, metric, target.error, words=words)
+    return (f"the benchmark {target.label}, on {c.program.describe()}, measured {good} at the "
+            f"parent and {bad} at the culprit "
             f"({samples}): {confirmation_figure(c)}")
 
 
@@ -214,6 +214,9 @@ def timing_sentence(timing: Timing, metric: metrics.Metric, words: interface.Wor
                 f"{good.rmse_ratio:.4g}× to {bad.rmse_ratio:.4g}× {words.eager}'s (max abs "
                 f"error {good.max_abs:.4g} → {bad.max_abs:.4g}; fixed seeds, so these repeat "
                 "exactly)")
+    if timing.good.ok and timing.bad.ok and not (timing.good.host_s or timing.good.device_us):
+        return (f"on {program} the compiled program does not run here (its device is not "
+                "on this machine): the compile is what was measured")
     if not has_device_clock(timing):
         host = timing.host
         if host.ratio is None or host.good is None or host.bad is None:
@@ -256,6 +259,9 @@ def _stage_clause(found: Investigation) -> str:
     if first and stages.basis == "wait":
         return (f"no stage artifact differs; the stage whose "
                 f"{found.target.measures.stage_figure} grew most is {first}")
+    if first and stages.basis == "compile_error":
+        return (f"the bad build's compile fails in the {first} stage, where the good build's "
+                "compiles")
     return ("no compiler stage artifact or stage compile time differs, so the divergence lies "
             "outside the compile stages")
 
@@ -280,6 +286,9 @@ def _what_changed(found: Investigation, kernels: KernelChanges,
                          f"{kernels.good_total_us:.1f} us to {kernels.bad_total_us:.1f} us "
                          f"(noise-free, on {benchmark_program(found).describe()}; the device "
                          "time per call adds launch gaps and transfers).")
+    if kernels.unmodelled:
+        sentences.append(f"{len(kernels.unmodelled)} kernel(s) the timing model could not time "
+                         f"are in none of these figures: {listing(list(kernels.unmodelled))}.")
     stage = found.stages.numerics_first_divergent_stage
     if stage:
         row = next((r for r in numerics_rows if r["stage"] == stage), None)
@@ -306,6 +315,9 @@ def _what_changed(found: Investigation, kernels: KernelChanges,
                                          delta.compile_s_good, delta.compile_s_bad)
                          + f" (on {benchmark_program(found).describe()}, medians of repeated "
                          f"compiles; p = {pvalue(delta.compile_p)}, two-sided Mann-Whitney).")
+    if found.stages.basis == "compile_error" or (found.confirmation is None
+                                            and found.stages.log_excerpt):
+        sentences.append(f"The error: {found.stages.log_excerpt}")
     if found.stages.basis == "compile_clock":
         delta = next(d for d in found.stages.stages
                      if d.stage == found.stages.first_divergent_stage)
@@ -326,8 +338,10 @@ def causal_statement(found: Investigation, kernels: KernelChanges,
              if len(members) <= MAX_INLINE_MEMBERS else
              f"The alert covers {len(members)} benchmarks, all listed below.")
     good, bad = found.timing.correctness
-    verdict = (f"Correctness against float64 at the stated tolerance: good "
-               f"{'PASS' if good.passed else 'FAIL'}, bad {'PASS' if bad.passed else 'FAIL'}.")
+    verdict = (f"Correctness against float64 at the stated tolerance: good {good.verdict}, "
+               f"bad {bad.verdict}." if {good.verdict, bad.verdict} != {"not measured"} else
+               "Correctness against float64: not measured (the compiled program runs only on "
+               "the device).")
     provisional = ("Provisional: the change is in the newest benchmarked commit, so one "
                    "commit holds the new level; later nights confirm or withdraw it "
                    "(`spyre-regress alerts`)." if found.alert.provisional else "")
@@ -374,7 +388,7 @@ def workaround_statement(workaround: Workaround | None, words: interface.Wording
     metric = metrics.by_name(workaround.metric)
 
     def value(x: float) -> str:
-        return metric_value(x, workaround.unit, metric, error, words)
+        return metric_value(x, workaround.unit, metric, error, words=words)
 
     text = (f"Workaround (local, not a fix): set "
             f"{words.knob_setting(workaround.knob, workaround.value)}, a decision of the "
@@ -485,8 +499,10 @@ def build_report(found: Investigation, repo_name: str) -> Report:
     figure = f" {confirmation_figure(found.confirmation)}" if found.confirmation else ""
     title = (f"[{repo_name}] {metrics.by_name(found.target.metric).label} regression{figure}"
              f"{f' in {first}' if first else ''}: {found.target.label} ({sha})")
-    return Report(found, repo_name, title, headline(found),
-                  causal_statement(found, kernels, changes, rows),
-                  workaround_statement(found.workaround, wording(found), found.target.error,
-                                       found.target.stage), kernels, changes,
-                  rows, notes(found))
+    return Report(investigation=found, repo_name=repo_name, title=title, headline=headline(found),
+                  causal_statement=causal_statement(found, kernels, changes, rows),
+                  workaround_statement=workaround_statement(found.workaround, wording(found),
+                                                            found.target.error,
+                                                            found.target.stage), kernels=kernels,
+                  config_changes=changes,
+                  numerics_rows=rows, notes=notes(found))

@@ -53,7 +53,7 @@ def timing_figure(good: BuildRun | None, bad: BuildRun | None, title: str) -> by
                                            ("bad", bad, BAD_COLOR, 1.4)):
             if timing:
                 values = getattr(timing, key)
-                _ecdf(axes, values, f"{name} (n={len(values)})", color, scale, width)
+                _ecdf(axes, values, f"{name} (n={len(values)})", color, scale=scale, width=width)
         axes.set_xlabel(label)
         axes.set_ylabel("fraction of iterations")
         axes.set_ylim(0, 1.02)

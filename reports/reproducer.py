@@ -46,27 +46,46 @@ def _harness_parts() -> tuple[str, str]:
     return "\n".join(standard) + "\n\nimport torch\n", body + "\n"
 
 
+def _source_literal(source: str) -> str:
+    """A raw triple-quoted string keeps a module readable; `repr` where its text could end
+    one."""
+    quotes = "'" * 3
+    return (f"r{quotes}{source}{quotes}"
+            if quotes not in source and not source.endswith(("\\", "'")) else repr(source))
+
+
 def backend_section(name: str) -> str:
-    """The backend module `name` as text, and the function that loads it as a module: the
-    reproducer reaches the compiler only through it, as the probes did. A raw triple-quoted
-    string keeps the module readable; `repr` where its text could end one."""
+    """The backend module `name` as text (and the modules it loads beside it, its
+    companions), and the function that loads it as a module: the reproducer reaches the
+    compiler only through it, as the probes did."""
     from backends import interface
 
     source = interface.module_path(name).read_text()
-    quotes = "'" * 3
-    literal = (f"r{quotes}{source}{quotes}"
-               if quotes not in source and not source.endswith(("\\", "'")) else repr(source))
-    return (f"# The compiler under test, {name}, as the investigation measured it: "
-            "spyre-regress's backend module for it.\n"
-            f"BACKEND_SOURCE = {literal}\n\n\n"
-            "def load_backend():\n"
-            "    spec = importlib.util.spec_from_loader('reproducer_backend', loader=None)\n"
-            "    module = importlib.util.module_from_spec(spec)\n"
-            "    sys.modules[spec.name] = module  # dataclasses look their module up\n"
-            f"    exec(compile(BACKEND_SOURCE, '<backend {name}>', 'exec'), module.__dict__)\n"
-            "    if SETTINGS.get('compiler'):  # the project's module in the compiler's place\n"
-            "        module.COMPILER = SETTINGS['compiler']\n"
-            "    return module\n")
+    companions = {module: path.read_text()
+                  for module, path in interface.companion_paths(name).items()}
+    lines = [f"# The compiler under test, {name}, as the investigation measured it: "
+             "spyre-regress's backend module for it.",
+             f"BACKEND_SOURCE = {_source_literal(source)}"]
+    if companions:
+        lines.append("# The modules it loads beside it, by name.")
+        lines.append("COMPANION_SOURCES = {" + ", ".join(
+            f"{module!r}: {_source_literal(text)}" for module, text in companions.items())
+            + "}")
+    loader = ["", "", "def load_backend():"]
+    if companions:
+        loader += ["    for name, text in COMPANION_SOURCES.items():",
+                   "        companion = importlib.util.module_from_spec(",
+                   "            importlib.util.spec_from_loader(name, loader=None))",
+                   "        sys.modules[name] = companion",
+                   "        exec(compile(text, f'<{name}>', 'exec'), companion.__dict__)"]
+    loader += ["    spec = importlib.util.spec_from_loader('reproducer_backend', loader=None)",
+               "    module = importlib.util.module_from_spec(spec)",
+               "    sys.modules[spec.name] = module  # dataclasses look their module up",
+               f"    exec(compile(BACKEND_SOURCE, '<backend {name}>', 'exec'), module.__dict__)",
+               "    if SETTINGS.get('compiler'):  # the project's module in the compiler's place",
+               "        module.COMPILER = SETTINGS['compiler']",
+               "    return module"]
+    return "\n".join([*lines, *loader]) + "\n"
 
 
 def docstring_text(value: str) -> str:
@@ -133,10 +152,14 @@ def program_section(source: str) -> str:
         return ("# The program under test (embedded as text: its names would clash with the "
                 "harness's).\n"
                 f"PROGRAM_SOURCE = {source!r}\n"
-                "_program_namespace = {'__name__': 'reproducer_program'}\n"
-                "exec(compile(PROGRAM_SOURCE, '<program>', 'exec'), _program_namespace)\n"
-                "program = _program_namespace['program']\n"
-                "make_inputs = _program_namespace['make_inputs']\n")
+                "# a module of its own, registered: a dataclass under `from __future__ import "
+                "annotations` looks its module up\n"
+                "import sys as _sys, types as _types\n"
+                "_program_module = _types.ModuleType('reproducer_program')\n"
+                "_sys.modules['reproducer_program'] = _program_module\n"
+                "exec(compile(PROGRAM_SOURCE, '<program>', 'exec'), _program_module.__dict__)\n"
+                "program = _program_module.program\n"
+                "make_inputs = _program_module.make_inputs\n")
     return ("# " + "-" * 30 + " the program under test " + "-" * 30 + "\n"
             + source.rstrip() + "\n# " + "-" * 84 + "\n")
 
@@ -181,8 +204,7 @@ def expected_summary(report: Report) -> str:
         text = (f"device time median {device.good.median:.1f} us (good) vs "
                 f"{device.bad.median:.1f} us (bad), x{device.ratio:.3f} "
                 f"({device.confidence:.0%} CI {device.ci[0]:.3f}-{device.ci[1]:.3f}); ")
-    return text + (f"correctness good {'PASS' if good.passed else 'FAIL'}, bad "
-                   f"{'PASS' if bad.passed else 'FAIL'}")
+    return text + f"correctness good {good.verdict}, bad {bad.verdict}"
 
 
 def settings(report: Report) -> dict:

@@ -81,9 +81,9 @@ def correctness(report: Report) -> Table:
     for c in correctness:
         rows.append((c.build, *(number(getattr(c.errors, f) if c.errors else None, ".4g")
                                 for f in fields),
-                     "PASS" if c.passed else "FAIL: " + "; ".join(c.reasons)))
+                     "FAIL: " + "; ".join(c.reasons) if c.verdict == "FAIL" else c.verdict))
     return Table(("build", *columns, "verdict"), tuple(rows),
-                 tuple(not c.passed for c in correctness))
+                 tuple(c.verdict == "FAIL" for c in correctness))
 
 
 def numerics(report: Report) -> Table:
@@ -121,8 +121,8 @@ def kernels(report: Report) -> Table:
     rows, marks = [], []
     changed = {name for name, _, _ in report.kernels.changed}
     for k in report.investigation.stages.kernels:
-        change = ("removed" if k.bad_us is None else "added" if k.good_us is None
-                  else f"{k.bad_us - k.good_us:+.2f}")
+        change = ("not timed (unmodelled)" if k.unmodelled else "removed" if k.bad_us is None
+                  else "added" if k.good_us is None else f"{k.bad_us - k.good_us:+.2f}")
         rows.append((k.name, number(k.good_us, ".1f"), number(k.bad_us, ".1f"), change))
         marks.append(k.good_us is None or k.bad_us is None or k.name in changed)
     return Table(("kernel", "execution time good (us)", "execution time bad (us)",
@@ -135,7 +135,7 @@ def bisect_steps(report: Report) -> Table:
     metric = found.target.measures
     unit = metric.unit
     rows = tuple((short(s.commit), str(s.n),
-                  metric_value(s.median, unit, metric, found.target.error, report.wording),
+                  metric_value(s.median, unit, metric, found.target.error, words=report.wording),
                   s.reference, number(s.pvalue, ".2g"), s.verdict, s.note) for s in steps)
     culprit = found.commits.culprit.sha if found.commits.culprit else None
     return Table(("commit", "samples", "median", "compared with", "p (Mann-Whitney)",

@@ -1,7 +1,8 @@
 """Where the wall time of an asv run goes: seconds per phase and per benchmark family.
 
 Runs asv (this interpreter's) with the given arguments, stamps every line of its output with
-the seconds since the start, and then reads the results files of the commits it ran. Prints:
+the seconds since the start, and then reads the results of the commits it ran (through the
+results store, `ResultsStore`). Prints:
 
 - environment and discovery: from the start to asv's first "For ... commit" line;
 - per commit and round, the install (when the round's commit is not the one installed) and
@@ -23,7 +24,6 @@ the seconds since the start, and then reads the results files of the commits it 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import resource
@@ -32,6 +32,8 @@ import sys
 import time
 from collections import defaultdict
 from pathlib import Path
+
+from regressions.records.results_store import ResultsStore, rows
 
 FOR_COMMIT = re.compile(r"For \S+ commit ([0-9a-f]{8}).*\(round (\d+)/(\d+)\)")
 ROUND = re.compile(r"\(round (\d+)/(\d+)\)")
@@ -76,39 +78,31 @@ def phases(lines: list[tuple[float, str]]
     return first, rounds_seen, rounds
 
 
-def benchmark_rounds(results: Path) -> dict[str, int]:
-    """Each time benchmark's own `rounds` attribute, from asv's benchmarks.json."""
-    listed = results / "benchmarks.json"
-    if not listed.exists():
-        return {}
-    return {name: int(entry.get("rounds") or 1) for name, entry in
-            json.loads(listed.read_text()).items() if isinstance(entry, dict)}
-
-
 def family_costs(results: Path, commits: set[str], rounds: int,
                  since_ms: float = 0.0) -> dict[str, dict[str, float]]:
     """Per family: benchmark seconds over all commits (a time benchmark's duration times the
-    rounds it ran in) and setup_cache seconds, from the results files of `commits`; only the
+    rounds it ran in, at most its own `rounds` attribute from benchmarks.json) and
+    setup_cache seconds, from the results store's documents of `commits`; only the
     benchmarks started at or after `since_ms` (ms since the epoch): a results file also holds
     what earlier runs measured at the commit."""
     costs: dict[str, dict[str, float]] = defaultdict(lambda: {"benchmarks": 0.0,
                                                                "setup_cache": 0.0})
-    own_rounds = benchmark_rounds(results)
-    for path in results.glob("*/*.json"):
-        if path.name == "machine.json" or path.name[:8] not in commits:
+    store = ResultsStore(results)
+    own_rounds = {name: int(entry.get("rounds") or 1)
+                  for name, entry in store.benchmarks().items()}
+    for document in store.documents():
+        if str(document.get("commit_hash", ""))[:8] not in commits:
             continue
-        doc = json.loads(path.read_text())
-        columns = doc["result_columns"]
-        for name, row in doc["results"].items():
+        for name, cells in rows(document):
             family = name.split(".")[0]
-            cells = dict(zip(columns, row, strict=False))
             if (cells.get("started_at") or 0) < since_ms:
                 continue
             duration = cells.get("duration") or 0.0
             timed = name.split(".")[-1].startswith("time_")
             ran = min(rounds, own_rounds.get(name, rounds)) if timed else 1
             costs[family]["benchmarks"] += duration * ran
-        for key, seconds in doc.get("durations", {}).items():
+        durations = document.get("durations")
+        for key, seconds in (durations.items() if isinstance(durations, dict) else ()):
             found = re.match(r"<setup_cache (\w+):\d+>", key)
             if found:
                 costs[found[1]]["setup_cache"] += seconds

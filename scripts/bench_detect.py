@@ -109,8 +109,9 @@ def main() -> None:
     root, truth = args.out / "results", args.out / "planted.json"
     if not args.reuse:
         start = time.perf_counter()
-        planted = write_results(root, args.benchmarks, args.params, args.commits, args.samples,
-                                args.runner_changes, args.seed)
+        planted = write_results(root, args.benchmarks, args.params, args.commits,
+                                samples=args.samples,
+                                runner_changes=args.runner_changes, seed=args.seed)
         truth.write_text(json.dumps(planted))
         size = sum(f.stat().st_size for f in root.rglob("*.json")) / 1e6
         print(f"wrote {args.benchmarks * args.params} series x {args.commits} commits "

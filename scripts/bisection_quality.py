@@ -38,7 +38,7 @@ def main() -> int:
         search = math.ceil(math.log(args.commits) / math.log(probes + 1))
         for untestable in (0, 3):
             q = bisection_quality(args.trials, args.commits, args.step, args.noise,
-                                  untestable, probes)
+                                  untestable=untestable, probes=probes)
             print(f"probes {probes}, untestable commits {untestable}: culprit right "
                   f"{q['right']:.1%} (named or bracketed by skipped commits "
                   f"{q['bracketed']:.1%}), commits measured mean "

@@ -28,8 +28,10 @@ STEP, FLAT = "execute.Panel.time_step", "execute.Panel.time_flat"
 def panel_series(name: str, panel: list, seed: int) -> list[detect.Series]:
     commits = tuple(f"{c:040x}" for c in range(synthetic.PANEL_COMMITS))
     return [
-        detect.Series("panel", "synthetic", name, f"({seed + i})", commits,
-                      tuple(range(len(commits))), tuple(tuple(s) for s in samples))
+        detect.Series(machine="panel", env="synthetic", benchmark=name, params=f"({seed + i})",
+                      commits=commits,
+                      positions=tuple(range(len(commits))),
+                      samples=tuple(tuple(s) for s in samples))
         for i, (samples, _) in enumerate(panel)
     ]
 

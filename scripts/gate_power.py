@@ -50,8 +50,8 @@ def main() -> int:
     print(f"cv {args.cv}, step x{args.step}, factor {args.factor}, "
           f"{args.comparisons} comparisons each")
     for samples in (int(n) for n in args.samples.split(",")):
-        share = flagged_share(args.cv, args.step, samples, args.comparisons, args.factor,
-                              args.seed)
+        share = flagged_share(args.cv, args.step, samples, args.comparisons, factor=args.factor,
+                              seed=args.seed)
         print(f"{samples:3d} a side: flagged worse in {share:.1%}")
     return 0
 

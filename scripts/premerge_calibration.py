@@ -438,8 +438,8 @@ def main() -> int:
     repo, base = scratch_clone(args.out, args.project)
     for index in range(args.runs):
         for name in names:
-            run = run_pair(repo, base, name, args.bench, args.factor, args.neighbour,
-                           args.project)
+            run = run_pair(repo, base, name, args.bench, factor=args.factor,
+                           neighbour=args.neighbour, project=args.project)
             run["families"] = sample_figures(repo, run, args.factor or 1.1)
             runs.append(run)
             store.write_text(json.dumps({"version": CALIBRATION_VERSION, "runs": runs},

@@ -51,10 +51,11 @@ from regressions.detection import changepoints, detect
 from regressions.detection.alerts import Alert, cluster_alerts
 from regressions.detection.detect import Candidate
 from regressions.records import results, standing
+from regressions.records.results_store import ResultsStore
 
 
 def run(results_dir: Path, machine: str, mirrored: bool) -> tuple[detect.Detection, list]:
-    frame = results.load_results(results_dir, machine=machine)
+    frame = ResultsStore(results_dir, machine).frame()
     series = results.series_from_frame(frame, higher_is_better=(".",) if mirrored else ())
     found = detect.run_detection(series)
     return found, cluster_alerts(found.regressions)
@@ -166,6 +167,10 @@ def untested(entry: dict, found: detect.Detection, revision: dict[str, int], min
         reason = f"q above {detect.FDR}"
     elif not detect.excludes_no_change(c):
         reason = f"its interval {c.ci[0]:.3f}-{c.ci[1]:.3f} holds no change"
+    elif c.p is not None and c.p > detect.REPORT_PVALUE and \
+            detect.one_value_per_commit(c.series):
+        reason = (f"p above {detect.REPORT_PVALUE}, the ceiling of a series judged on one value "
+                  "per commit")
     else:
         reason = "a one-commit excursion of its kind took it"
     p = "exact" if c.p is None else f"{c.p:.3g}"
@@ -233,15 +238,15 @@ def agreement(entry: dict, found: detect.Detection, known: dict[standing.Key, st
     if ours:
         return "other range", "detect: " + ", ".join(
             f"{r.bad_commit[:8]} ({known[standing.key_of(r)].status})" for r in ours) + \
-            "; at asv's jump: " + untested(entry, found, revision, mine, series)
-    return "not reported", untested(entry, found, revision, mine, series)
+            "; at asv's jump: " + untested(entry, found, revision, mine, series=series)
+    return "not reported", untested(entry, found, revision, mine, series=series)
 
 
 def agreement_table(results_dir: Path, machine: str, site: Path, history: str = "dates",
                     repo: Path | None = None) -> None:
     """detect once, as is; one line per regression asv lists, then the counts."""
     entries, revision = site_entries(site, machine)
-    frame = results.load_results(results_dir, machine=machine, repo=repo)
+    frame = ResultsStore(results_dir, machine, repo).frame()
     if history == "site":
         frame = in_site_order(frame, revision)
     series = results.series_from_frame(frame)
@@ -256,7 +261,7 @@ def agreement_table(results_dir: Path, machine: str, site: Path, history: str = 
           f"{'the site' if history == 'site' else '--repo' if repo else 'the stored dates'}")
     tally: defaultdict[str, int] = defaultdict(int)
     for entry in entries:
-        verdict, why = agreement(entry, found, known, revision, series)
+        verdict, why = agreement(entry, found, known, revision, series=series)
         tally[verdict] += 1
         print(f"  x{entry['ratio']:.2f} {entry['name'][:90]} (py{entry['python']}) at "
               f"{entry['after_hash'][:8]}: {verdict}: {why}")
@@ -279,7 +284,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.agreement is not None:
         for machine in args.machine:
-            agreement_table(args.results, machine, args.agreement, args.history, args.repo)
+            agreement_table(args.results, machine, args.agreement, args.history, repo=args.repo)
         return
     for machine in args.machine:
         outcome = {}

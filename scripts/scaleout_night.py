@@ -44,7 +44,7 @@ from pathlib import Path
 
 from regressions import metrics
 from regressions.groundtruth import scratch
-from regressions.records import alert_store, results
+from regressions.records import alert_store
 from regressions.records.results_store import ResultsStore
 
 SCRIPT = Path(sys.executable).with_name("spyre-regress")
@@ -131,7 +131,7 @@ def stores(serial: Path, distributed: Path, repo: Path, spent: list[int]) -> dic
     (median) from the serial store's, the numerics' exact equality, and the samples each
     store holds against what its night says it measured (`spent`: the extra samples each
     re-measurement reports; the rest, the night's own samples, must be equal in both)."""
-    frames = [results.load_results(d, repo=repo, machine=MACHINE) for d in (serial, distributed)]
+    frames = [ResultsStore(d, MACHINE, repo).frame() for d in (serial, distributed)]
     keyed = [{(r.benchmark, r.params, r.commit): r for r in f.itertuples()} for f in frames]
     both = sorted(keyed[0].keys() & keyed[1].keys())
     families: dict[str, list[float]] = {}
@@ -210,7 +210,7 @@ def main() -> int:
         root.mkdir()
         subprocess.run(["git", "clone", "--quiet", str(origin), str(root / "repo")], check=True)
         print(f"{name}: nightly {' '.join(flags) or '(serial)'} ...", flush=True)
-        runs[name] = night(root, root / "repo", extra + flags, env, args.stride)
+        runs[name] = night(root, root / "repo", extra + flags, env, stride=args.stride)
         print(f"  {runs[name]['seconds']:.0f} s, exit {runs[name]['exit']}", flush=True)
     units = json.loads((out / "workers" / "state" / "units.json").read_text())
     shared_phase = units["phases"][0]

@@ -8,5 +8,5 @@ cd "$(dirname "$0")/.."
 python3 -m venv .venv
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
 .venv/bin/ruff check .
-.venv/bin/mypy  # the files and the baseline: [tool.mypy] in pyproject.toml
+.venv/bin/mypy  # the files and the settings: [tool.mypy] in pyproject.toml
 .venv/bin/python -m pytest -q -n 2 --dist loadfile "$@"

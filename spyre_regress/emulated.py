@@ -71,18 +71,16 @@ def _config_defaults(changes: Mapping[str, Any]) -> Iterator[None]:
     from spyre_sim import config as config_module
 
     init = spyre_sim.Config.__init__
-    names = [f.name for f in dataclasses.fields(spyre_sim.Config) if f.init]
-    saved = init.__defaults__
-    defaults = list(saved)
-    offset = len(names) - len(defaults)
-    for name, value in changes.items():
-        defaults[names.index(name) - offset] = value
-    init.__defaults__ = tuple(defaults)
+    saved = init.__kwdefaults__  # a keyword-only dataclass's __init__ keeps its defaults here
+    unknown = sorted(set(changes) - set(saved or {}))
+    if saved is None or unknown:
+        raise ValueError(f"spyre_sim.Config has no field {unknown[0] if unknown else changes!r}")
+    init.__kwdefaults__ = {**saved, **changes}
     config_module._DEFAULTS.clear()  # the cached default Config of knob scopes
     try:
         yield
     finally:
-        init.__defaults__ = saved
+        init.__kwdefaults__ = saved
         config_module._DEFAULTS.clear()
 
 
@@ -142,7 +140,8 @@ class InProcessProber:
         request = dataclasses.replace(self.request(target),
                                       samples=max(samples or 0, self.samples))
         answer = self._run(commit, "sample", request, BenchAnswer)
-        return Measurement(commit, "ok", answer.samples, answer.deterministic)
+        return Measurement(commit=commit, status="ok", samples=answer.samples,
+                           deterministic=answer.deterministic)
 
     def stages(self, commits: Sequence[str], target: Target,
                traces: Sequence[Path | None] | None = None
@@ -176,7 +175,7 @@ class InProcessProber:
             with self.history.active(commit):
                 program, inputs = probe._program(request)
                 return probe._metric(backend, request, program, inputs,
-                                     probe._values(request, **backend.QUIET))
+                                     values=probe._values(request, **backend.QUIET))
 
         def ratio_of(source: str) -> float | None:
             try:
@@ -196,3 +195,7 @@ class InProcessProber:
     def full_candidate(self, target: Target) -> minimize.Candidate:
         program, inputs = probe._program(ProbeRequest(source=self.source))
         return minimize.from_graph(*interface.load("spyre_sim").graph(program, inputs))
+
+    def program_source(self, target: Target) -> tuple[str, int, bool]:
+        candidate = self.full_candidate(target)
+        return minimize.to_source(candidate, "The probe program."), candidate.op_count, True

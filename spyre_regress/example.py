@@ -38,10 +38,12 @@ def detected_alert(prober: InProcessProber, history: ListHistory, target: Target
     before, after = (prober.bench(commit, target).samples for commit in (good, bad))
     interval = stats.ratio_interval(before, after)
     p = None if len(before) == 1 else stats.mann_whitney(before, after, "greater").pvalue
-    member = Regression("emulated", "in-process", target.benchmark, params, target.measures.name,
-                        good, bad, 0, len(history.order) - 1, interval.ratio,
-                        (interval.low, interval.high), p, p, float(min(before)))
-    return Alert(target.measures.name, good, bad, (member,), member)
+    member = Regression(machine="emulated", env="in-process", benchmark=target.benchmark,
+                        params=params, kind=target.measures.name,
+                        good_commit=good, bad_commit=bad, good_position=0,
+                        bad_position=len(history.order) - 1, ratio=interval.ratio,
+                        ci=(interval.low, interval.high), p=p, q=p, baseline=float(min(before)))
+    return Alert(target.measures.name, good, bad, (member,), probe=member)
 
 
 def investigate(target: Target, params: str, source: str, builds: Sequence[EmulatedBuild],
@@ -71,10 +73,12 @@ def fusion_example(work_dir: Path, progress: Callable[[str], None] = lambda _: N
               torch.randn(512, 512, generator=generator) * 0.04, torch.zeros(512),
               torch.randn(512, 512, generator=generator) * 0.04, torch.zeros(512))
     source = captured_source(mlp, inputs, "MLP block (Linear -> GELU -> Linear) at [127, 512].")
-    target = Target("bench_execute.ExecuteDeviceTime.time_device", ("'mlp'", "127"), "mlp",
-                    127, 512, "device_time")
+    target = Target(benchmark="bench_execute.ExecuteDeviceTime.time_device",
+                    params=("'mlp'", "127"), workload="mlp",
+                    seq=127, width=512, metric="device_time")
     change = EmulatedBuild("config: turn pointwise fusion off by default", {"fusion": False})
     history = [EmulatedBuild("lower: name the fusion groups"),
                EmulatedBuild("docs: explain sticks"), change,
                EmulatedBuild("sdsc: comment the core-to-slice map")]
-    return investigate(target, "('mlp', 127)", source, history, work_dir, progress), change
+    return investigate(target, "('mlp', 127)", source, history, work_dir=work_dir,
+                       progress=progress), change

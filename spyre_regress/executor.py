@@ -238,8 +238,8 @@ class Executor:
                     self._hand_out(waiting, running, finished)
                     self.timed.append(Timed(work.name, work.alone, seconds, worker))
                     done += 1
-                    self.progress(self._finished(work, seconds, worker, done, len(works),
-                                                 started))
+                    self.progress(self._finished(work, seconds, worker, done, total=len(works),
+                                                 started=started))
                     yield work, result
             except BaseException:
                 self.client.cancel(list(running))

@@ -34,6 +34,7 @@ from regressions.detection import detect, remeasure
 from regressions.detection.detect import Series
 from regressions.errors import SpyreRegressError
 from regressions.investigation import investigator
+from regressions.probing import suite
 from regressions.records import alert_store, files, lifecycle
 from regressions.records.results_store import ResultsStore
 from spyre_regress import dashboard
@@ -47,7 +48,7 @@ UNITS_VERSION = 3  # 2: the phases of each executor run; 3: `alone` (was `clock`
 UNFINISHED_NIGHT_VERSION = 1  # STATE/unfinished-night.json: what a night found measured
 
 
-@dataclass
+@dataclass(kw_only=True)
 class NightlyOptions:
     repo: Path
     state_dir: Path
@@ -66,10 +67,16 @@ class NightlyOptions:
     workers: int | None = None  # an embedded cluster of this many worker processes
     scheduler: str | None = None  # or a running Dask cluster, tcp://HOST:PORT
     dashboard: bool = False  # the embedded cluster's dashboard, on localhost
+    since: str | None = None  # the oldest commit to benchmark (None: the branch's first)
 
     @property
     def results_dir(self) -> Path:
         return self.repo / ".asv" / "results"
+
+    @property
+    def history(self) -> Path:
+        """The git repository whose commits the suite measures (`suite.history_repo`)."""
+        return suite.history_repo(self.repo)
 
     @property
     def reporting(self) -> Reporting:
@@ -82,7 +89,7 @@ class NightlyOptions:
     @property
     def store(self) -> ResultsStore:
         """The nightly's results store: asv's, of its machine, in the branch's order."""
-        return ResultsStore(self.results_dir, self.machine, self.repo)
+        return ResultsStore(self.results_dir, self.machine, self.history)
 
 
 @dataclass(kw_only=True)
@@ -96,6 +103,7 @@ class NightlyRun:
     dashboard: Path | None  # asv's dashboard, made to work offline
     failures: list[str]
     environment_events: list[lifecycle.Event] = field(default_factory=list)  # new ones
+    awaiting: list[detect.Regression] = field(default_factory=list)  # not yet confirmed
     # wall seconds per step, in order (`night.NightResult.phases`; with asv, "asv set-up"
     # apart from "benchmark", and "dashboard")
     phases: dict[str, float] = field(default_factory=dict)
@@ -103,6 +111,24 @@ class NightlyRun:
     @property
     def new_reports(self) -> bool:
         return bool(self.published)
+
+
+def branch_history(repo: Path, branch: str, since: str | None = None) -> list[str]:
+    """The branch's first-parent commits, oldest first; from `since` on when given (a project
+    whose early history the suite cannot build: torch-spyre's commits before its torch
+    2.13 upgrade pin another torch).
+
+    Raises:
+        SpyreRegressError: `since` is not on the branch's first-parent chain.
+    """
+    history = git.first_parent_history(repo, branch)
+    if since is None:
+        return history
+    start = git.resolve(repo, since)
+    if start not in history:
+        raise SpyreRegressError(f"--since {since} is not on {branch}'s first-parent history; "
+                                "pass a commit of the branch itself")
+    return history[history.index(start):]
 
 
 def select_commits(history: list[str], stride: int) -> list[str]:
@@ -166,7 +192,7 @@ def run(options: NightlyOptions, progress: Progress) -> NightlyRun:
         stack.callback(database.close)
         executor = None
         try:
-            history = git.first_parent_history(options.repo, options.branch)
+            history = branch_history(options.history, options.branch, options.since)
             commits = select_commits(history, options.stride)
             if options.workers is not None or options.scheduler is not None:
                 executor = stack.enter_context(Executor.start(
@@ -180,12 +206,13 @@ def run(options: NightlyOptions, progress: Progress) -> NightlyRun:
                                 1 if executor is None else executor.workers)
             runner = AsvRunner(options, progress) if executor is None else \
                 DistributedRunner(options.store, options.repo, options.asv_env, options.bench,
-                                  executor, options.state_dir / "work", progress)
+                                  executor=executor, work_dir=options.state_dir / "work",
+                                  progress=progress)
             bench = Bench(options.store, runner, options.state_dir)
             tonight = night.run_night(
-                commits, history, bench, database, reporter, utc_now,
-                night.Settings(budget=options.budget, rounds=options.remeasure_rounds,
-                               floors=options.floors), progress)
+                commits, history, bench, database, investigations=reporter, now=utc_now,
+                settings=night.Settings(budget=options.budget, rounds=options.remeasure_rounds,
+                                        floors=options.floors), progress=progress)
             bench.finished()
         finally:
             if executor is not None:
@@ -201,7 +228,8 @@ def run(options: NightlyOptions, progress: Progress) -> NightlyRun:
             remeasurement_note=f"{night.remeasurement_line(tonight.remeasurement)} (measured "
                                f"in {bench.remeasuring_seconds:.0f} s)",
             dashboard=published_dashboard, failures=tonight.failures,
-            environment_events=tonight.environment_events, phases=phases)
+            environment_events=tonight.environment_events, awaiting=tonight.awaiting,
+            phases=phases)
 
 
 def _phases(night_phases: dict[str, float], runner: Runner) -> dict[str, float]:

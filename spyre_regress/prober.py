@@ -29,9 +29,8 @@ from regressions import codec, git, processes
 from regressions.bisection import minimize
 from regressions.bisection.commits import Measurement
 from regressions.bisection.stages import Capture
-from regressions.errors import SpyreRegressError
 from regressions.investigation import model
-from regressions.investigation.investigator import Progress, RatioOf
+from regressions.investigation.investigator import BuildFailed, Progress, RatioOf
 from regressions.investigation.model import Target
 from regressions.probing import answers, suite
 from regressions.probing.protocol import (
@@ -90,7 +89,7 @@ class GitHistory:
     """First-parent history and commit metadata of a repository."""
 
     def __init__(self, repo: Path) -> None:
-        self.repo = Path(repo).resolve()
+        self.repo = suite.history_repo(Path(repo).resolve())
 
     def resolve(self, ref: str) -> str:
         return git.resolve(self.repo, ref)
@@ -118,7 +117,8 @@ class SubprocessProber:
         self.results_dir, self.machine, self.progress = results_dir, machine, progress
         self.env = dict(env or {})  # for every probe, e.g. the benchmark grid
         self.runner = runner or local_probe
-        self.checkouts = processes.Checkouts(self.repo, self.work_dir / "checkouts")
+        self.history = suite.history_repo(self.repo)  # where the commits are
+        self.checkouts = processes.Checkouts(self.history, self.work_dir / "checkouts")
         self.suite = suite.copy_suite(self.repo, self.work_dir)
         self.workloads = self.suite / suite.CATALOGUE
         self.backend = suite.backend_name(self.suite.parent)  # the compiler under test
@@ -135,8 +135,8 @@ class SubprocessProber:
 
     def _run(self, commit: str, command: str, request: ProbeRequest, timeout: float = 600.0,
              alone: bool = False) -> dict[str, Any]:
-        return self.runner(self.checkouts.path(commit), command, request, timeout, self.env,
-                           alone)
+        return self.runner(self.checkouts.path(commit), command, request, timeout=timeout,
+                           env=self.env, alone=alone)
 
     def _work(self, commit: str, target: Target) -> WorkAnswer | Failed:
         """The suite's compile_work measurement of the target's program at one commit."""
@@ -172,9 +172,10 @@ class SubprocessProber:
         if target.measures.bisect_by_count:  # one exact count per build, no asv grid
             counted = self._work(commit, target)
             if isinstance(counted, Failed):
-                return Measurement(commit, counted.status, detail=counted.detail)
-            return Measurement(commit, "ok", (float(counted.instructions[target.stage or ""]),),
-                               True, tolerance=target.measures.tolerance)
+                return Measurement(commit=commit, status=counted.status, detail=counted.detail)
+            return Measurement(commit=commit, status="ok",
+                               samples=(float(counted.instructions[target.stage or ""]),),
+                               deterministic=True, tolerance=target.measures.tolerance)
         started = time.monotonic()
         answer = answers.read(BenchAnswer, self._run(
             commit, "bench", ProbeRequest(suite=str(self.suite), benchmark=target.benchmark,
@@ -185,14 +186,15 @@ class SubprocessProber:
         self.progress(f"measured {commit[:10]}: {answer.status} ({len(measured)} samples, "
                       f"{time.monotonic() - started:.1f} s)")
         if isinstance(answer, Failed):
-            return Measurement(commit, answer.status, detail=answer.detail)
+            return Measurement(commit=commit, status=answer.status, detail=answer.detail)
         if self.results_dir is not None:
-            info = git.commit_info(self.repo, commit)
+            info = git.commit_info(self.history, commit)
             asv_documents.record_measurement(
                 self.results_dir, machine=self.machine, env_name=PROBE_ENV, commit=commit,
                 commit_date_ms=int(info.date.timestamp() * 1000), benchmark=target.benchmark,
                 measured=answer)
-        return Measurement(commit, "ok", answer.samples, answer.deterministic)
+        return Measurement(commit=commit, status="ok", samples=answer.samples,
+                           deterministic=answer.deterministic)
 
     def stages(self, commits: Sequence[str], target: Target,
                traces: Sequence[Path | None] | None = None
@@ -212,8 +214,7 @@ class SubprocessProber:
         answer = answers.read(StageAnswer, self._run(
             commit, "stages", request, alone=not target.measures.shares_host), "stages")
         if isinstance(answer, Failed):
-            raise SpyreRegressError(f"the stage probe failed at {commit[:12]}: "
-                                    f"{answer.detail}")
+            raise BuildFailed(commit, answer)
         return answer, captures.load_capture(captures.single_capture(root))
 
     def knobs(self, commit: str, target: Target, scope: KnobScope | None = None,
@@ -252,6 +253,18 @@ class SubprocessProber:
         # the report's host wall time: both builds on the clock worker, never beside other work
         return answers.read(TimingAnswer, self._run(commit, "timing", request, alone=True),
                             "timing")
+
+    def program_source(self, target: Target) -> tuple[str, int, bool]:
+        """The probe workload as a standalone module (`program`, `make_inputs`), its ATen op
+        count, and whether its source is the graph the minimizer cuts down: the ATen graph
+        the backend captures, or, for a backend whose programs are not graphs
+        (`GRAPH_PROGRAMS`), the catalogue's own program (the catalogue imports only torch)."""
+        candidate = self.full_candidate(target)
+        if getattr(interface.load(self.backend), "GRAPH_PROGRAMS", True):
+            return minimize.to_source(candidate, "The probe program."), candidate.op_count, True
+        return (minimize.catalogue_source(self.workloads.read_text(), target.workload,
+                                          target.seq, target.width),
+                candidate.op_count, False)
 
     def full_candidate(self, target: Target) -> minimize.Candidate:
         """The probe workload's ATen graph as the backend captures it, from today's catalogue

@@ -1,7 +1,7 @@
 """The nightly's investigations and reports: from tonight's new alerts to one bundle per culprit.
 
 Each new alert is investigated (`Investigator.investigate`); what its own measurement says
-becomes the lifecycle's `Evidence` (`regressions.records.evidence`), which decides `reported`
+becomes the lifecycle's `Evidence` (`regressions.investigation.evidence`), which decides `reported`
 or `not-reproduced` (`lifecycle.investigated`). Alerts whose bisection names the same
 culprit become one report listing every symptom: the bundle renders the first alert's
 investigation with the others attached as related findings. Investigations are kept
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from regressions.detection.alerts import Alert
 from regressions.errors import SpyreRegressError
-from regressions.investigation import model
+from regressions.investigation import evidence, model
 from regressions.investigation.investigator import (
     CONFIRM_SAMPLES,
     Investigator,
@@ -26,7 +26,7 @@ from regressions.investigation.investigator import (
 )
 from regressions.investigation.model import Investigation
 from regressions.probing import suite
-from regressions.records import evidence, files, lifecycle
+from regressions.records import files, lifecycle
 from regressions.records.results_store import ResultsStore
 from reports import scrub_investigation, write_bundle
 from reports.bundle import MARKER
@@ -82,11 +82,12 @@ class Reporter:
         self.floors, self.progress = where.floors, progress
         self.saved = where.state_dir / "investigations"
         prober = SubprocessProber(where.repo, where.state_dir / "work",
-                                  where.state_dir / "probe-results", where.machine, progress,
-                                  dict(where.env), runner)
+                                  where.state_dir / "probe-results", where.machine,
+                                  progress=progress,
+                                  env=dict(where.env), runner=runner)
         self.history = GitHistory(where.repo)
         self.investigator = Investigator(self.history, prober, progress, probes,
-                                         where.samples)
+                                         samples=where.samples)
         self.located: dict[int, tuple[Alert, model.Target, Located]] = {}  # tonight's
 
     def investigate(self, alert_id: int, alert: Alert) -> lifecycle.Outcome:
@@ -116,7 +117,7 @@ class Reporter:
         alert, target, located = self.located[alert_id]
         self.progress(f"alert {alert_id}: measuring the probe at the head {head[:12]}")
         return evidence.at_head(alert, located, lambda commit, n: self.investigator.prober.bench(
-            commit, target, n), head, self.floors)
+            commit, target, n), head, floors=self.floors)
 
     def publish(self, group: lifecycle.CulpritReport) -> Published:
         """The culprit's bundle: its first investigated alert, the others as related."""

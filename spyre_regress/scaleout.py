@@ -84,7 +84,7 @@ def worker_config(repo: Path, scratch: Path, results_dir: Path) -> Path:
     from asv.util import load_json  # asv's reader, which allows the file's comments
 
     conf = load_json(str(repo / "asv.conf.json"), js_comments=True)
-    conf.update(repo=str(repo.resolve()),
+    conf.update(repo=str(suite.history_repo(repo)),
                 benchmark_dir=str((repo / conf.get("benchmark_dir", "benchmarks")).resolve()),
                 env_dir=str(scratch / "env"), results_dir=str(results_dir),
                 html_dir=str(scratch / "html"))
@@ -157,7 +157,7 @@ class DistributedRunner:
 
     def _unit(self, commit: str, host: str, names: Sequence[str]) -> Work:
         unit = AsvUnit(str(self.repo), commit, self.machine, selection(names, self.bench),
-                       self.asv_env)
+                       env=self.asv_env)
         return Work(f"{host} at {commit[:8]}", run_asv_unit, unit, alone=host == CLOCK)
 
     def run(self, commits: Sequence[str]) -> None:
@@ -182,7 +182,7 @@ class DistributedRunner:
         for (commit, host), wanted in groups.items():
             names = sorted({f"{r.benchmark}{r.params}" for r in wanted})
             unit = AsvUnit(str(self.repo), commit, self.machine, "|".join(
-                f"^{re.escape(n)}$" for n in names), self.asv_env)
+                f"^{re.escape(n)}$" for n in names), env=self.asv_env)
             works.append(Work(f"again {host} at {commit[:8]}", run_asv_unit, unit,
                               alone=host == CLOCK))
         added: dict[tuple[str, str, str], tuple[float, ...] | None] = {}
@@ -220,7 +220,7 @@ class ExecutorProbes:
 
     def __call__(self, checkout: Path, command: str, request: ProbeRequest, timeout: float,
                  env: dict[str, str], alone: bool) -> dict[str, Any]:
-        unit = ProbeUnit(str(checkout), command, request, timeout, dict(env))
+        unit = ProbeUnit(str(checkout), command, request, timeout, env=dict(env))
         pin = None
         if alone:
             if self.pinned not in self.executor.addresses():  # first, or its worker is gone

@@ -22,6 +22,7 @@ import dataclasses
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -42,17 +43,17 @@ class Target:
 
 
 TARGETS: tuple[Target, ...] = (
-    Target("QO prefill", (512, 4096), (4096, 4096), 324.0, "m8 n4"),
-    Target("MLP prefill", (512, 4096), (4096, 12800), 1149.0, "m8 n4"),
-    Target("QO decode", (1, 4096), (4096, 4096), 247.0, "n32"),
-    Target("KV decode", (1, 4096), (4096, 1024), 62.0, "n16 k2"),
-    Target("Qwen KV decode", (1, 3584), (3584, 512), 28.0, "n8 k4"),
+    Target("QO prefill", (512, 4096), (4096, 4096), 324.0, measured_split="m8 n4"),
+    Target("MLP prefill", (512, 4096), (4096, 12800), 1149.0, measured_split="m8 n4"),
+    Target("QO decode", (1, 4096), (4096, 4096), 247.0, measured_split="n32"),
+    Target("KV decode", (1, 4096), (4096, 1024), 62.0, measured_split="n16 k2"),
+    Target("Qwen KV decode", (1, 3584), (3584, 512), 28.0, measured_split="n8 k4"),
 )
 HELD_OUT: tuple[Target, ...] = (
-    Target("KV prefill", (512, 4096), (4096, 1024), 115.0, "m8 n4"),
-    Target("QO bs4 decode", (4, 4096), (4096, 4096), 240.0, "m4 n8"),
-    Target("KV bs4 decode", (4, 4096), (4096, 1024), 62.0, "m4 n8"),
-    Target("MLP bs4 decode", (4, 4096), (4096, 12800), 761.0, "m4 n8"),
+    Target("KV prefill", (512, 4096), (4096, 1024), 115.0, measured_split="m8 n4"),
+    Target("QO bs4 decode", (4, 4096), (4096, 4096), 240.0, measured_split="m4 n8"),
+    Target("KV bs4 decode", (4, 4096), (4096, 1024), 62.0, measured_split="m4 n8"),
+    Target("MLP bs4 decode", (4, 4096), (4096, 12800), 761.0, measured_split="m4 n8"),
 )
 
 
@@ -114,7 +115,7 @@ def format_table(predictions: Sequence[Prediction], title: str) -> str:
 def _device_overrides(pairs: Sequence[str]) -> DeviceParams:
     numbers = {f.name: f.type for f in dataclasses.fields(DeviceParams)
                if f.type in ("int", "float")}
-    values: dict[str, float] = {}
+    values: dict[str, Any] = {}  # each an int or a float, as its field is
     for pair in pairs:
         name, _, raw = pair.partition("=")
         if name not in numbers or not raw:

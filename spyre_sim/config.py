@@ -64,7 +64,7 @@ def _cores_from_env() -> int:
         ) from None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Config:
     """Compiler decisions (see KNOBS) and run settings. Frozen: use `replace(**changes)`."""
 
@@ -148,7 +148,7 @@ class Decisions:
         self._log = logging.getLogger(f"spyre_sim.{stage}")
         self.applications: list[tuple[str, int, str, Any]] = []
 
-    def use(self, knob: str, describe: Callable[[], str]) -> Any:
+    def use(self, knob: str, describe: Callable[..., str]) -> Any:  # describe() takes none
         index = self._counts.get(knob, 0)
         self._counts[knob] = index + 1
         value = getattr(self._config, knob)

@@ -17,12 +17,14 @@ from typing import Literal
 from spyre_sim.device import DeviceParams
 from spyre_sim.ops import OPS
 
+KernelKind = Literal["matmul", "pointwise", "reduction", "softmax", "layernorm", "restickify",
+                     "constant"]
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, kw_only=True)
 class KernelWork:
     name: str
-    kind: Literal["matmul", "pointwise", "reduction", "softmax", "layernorm", "restickify",
-                  "constant"]
+    kind: KernelKind
     dims: tuple[tuple[str, int], ...]  # iteration space (stick dims counted in elements)
     splits: tuple[tuple[str, int], ...]  # cores per dim
     cores_used: int
@@ -54,7 +56,7 @@ class KernelWork:
         return cls(**values)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class KernelCost:
     compute_us: float  # PE array (matmul) time
     vector_us: float  # SFU/reduction time
@@ -205,10 +207,12 @@ def kernel_cost(work: KernelWork, device: DeviceParams) -> KernelCost:
     busy_us = _overlap(compute_us, vector_us, device)
     total_us = _overlap(busy_us, memory_us, device)
     total_us += psum_us + relayout_us
-    bound = "compute" if busy_us > memory_us + relayout_us else "memory"
+    bound: Literal["compute", "memory"] = \
+        "compute" if busy_us > memory_us + relayout_us else "memory"
     flops = 2 * work.macs + work.transcendental_elems + work.simple_elems + work.reduce_elems
-    return KernelCost(compute_us, vector_us, memory_us, psum_us, relayout_us, total_us, bound,
-                      flops, read + write, reread, chunks)
+    return KernelCost(compute_us=compute_us, vector_us=vector_us, memory_us=memory_us,
+                      psum_us=psum_us, relayout_us=relayout_us, total_us=total_us, bound=bound,
+                      flops=flops, bytes=read + write, reread_bytes=reread, output_chunks=chunks)
 
 
 def transfer_time_us(nbytes: int, device: DeviceParams) -> float:
@@ -244,7 +248,7 @@ class OpWork:
 
 def derive_work(
     name: str,
-    kind: str,
+    kind: KernelKind,
     dims: tuple[tuple[str, int], ...],
     splits: tuple[tuple[str, int], ...],
     read_bytes: int,
@@ -265,8 +269,10 @@ def derive_work(
     simple = sum(o.output_elems for o in ops if o.vector_class == "simple" and not o.reduces)
     reduce = sum(o.input_elems for o in ops if o.reduces)
     cores = math.prod(n for _, n in splits) if splits else 1
-    return KernelWork(name, kind, dims, splits, cores, read_bytes, write_bytes, macs,
-                      transcendental, simple, reduce, accumulation)
+    return KernelWork(name=name, kind=kind, dims=dims, splits=splits, cores_used=cores,
+                      hbm_read_bytes=read_bytes, hbm_write_bytes=write_bytes, macs=macs,
+                      transcendental_elems=transcendental, simple_elems=simple, reduce_elems=reduce,
+                      accumulation=accumulation)
 
 
 def op_work(op: str, output_shape: tuple[int, ...],
@@ -274,14 +280,16 @@ def op_work(op: str, output_shape: tuple[int, ...],
     """How one op loads the vector units: transcendental ops run at the SFU rate, simple ones
     faster; matmuls and data movement do no vector work; reductions count their inputs."""
     definition = OPS.get(op)
-    no_vector = definition is None or definition.kind == "matmul" \
-        or op in ("restickify", "pad_rows", "full")
+    vector: Literal["transcendental", "simple", "none"] = "none"
+    if definition is not None and definition.kind != "matmul" \
+            and op not in ("restickify", "pad_rows", "full"):
+        vector = definition.vector_class
     return OpWork(
         op,
-        "none" if no_vector else definition.vector_class,
+        vector,
         math.prod(output_shape),
         sum(math.prod(shape) for shape in input_shapes),
-        op in REDUCING_OPS,
+        reduces=op in REDUCING_OPS,
     )
 
 

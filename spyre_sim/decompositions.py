@@ -261,7 +261,7 @@ def _max_min(b: GraphBuilder, n, args, kwargs):
     values = b.emit(f"{n.name}_values", "amax" if name == "max" else "amin", (x,), dims=[dim],
                     keepdim=keepdim)
     indices = fallback(b, n, "argmax" if name == "max" else "argmin", [Ref(x), dim, keepdim],
-                       {}, f"{n.name}_indices", [n.meta["val"][1]])
+                       kwargs={}, base=f"{n.name}_indices", results=[n.meta["val"][1]])
     return (values, indices)
 
 

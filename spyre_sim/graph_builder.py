@@ -26,12 +26,20 @@ import torch
 
 from spyre_sim.config import Config
 from spyre_sim.errors import FallbackWarning, SpyreCompileError
-from spyre_sim.ir import CapturedGraph, Node, UniqueNames, Value, make_attrs
+from spyre_sim.ir import (
+    CapturedGraph,
+    DeviceDtype,
+    Node,
+    Placement,
+    UniqueNames,
+    Value,
+    make_attrs,
+)
 from spyre_sim.ops import FALLBACK_OPS, OPS, SPYRE_FP32_OPS, VIEW_OPS, apply_view
 
 STAGE = "decompose"
 
-_DEVICE_DTYPES = {
+_DEVICE_DTYPES: dict[torch.dtype, DeviceDtype] = {
     torch.float16: "f16", torch.float32: "f16", torch.bfloat16: "f16",
     torch.int64: "i32", torch.int32: "i32", torch.bool: "bool",
 }
@@ -46,7 +54,7 @@ def _warn_once(key: str, message: str, category: type[Warning] = UserWarning) ->
         warnings.warn(message, category, stacklevel=4)
 
 
-def device_dtype(dtype: torch.dtype, what: str, shape: tuple[int, ...]) -> str:
+def device_dtype(dtype: torch.dtype, what: str, shape: tuple[int, ...]) -> DeviceDtype:
     """The device dtype a host tensor of `dtype` is stored in."""
     if dtype not in _DEVICE_DTYPES:
         raise SpyreCompileError(
@@ -112,13 +120,13 @@ class GraphBuilder:
         self.constants.append((name, tensor))
         self.values[name] = (tuple(tensor.shape), "f16")
         self.inputs.append(Value(name, tuple(tensor.shape), "f16",
-                                 str(tensor.dtype).replace("torch.", ""), "constant"))
+                                 str(tensor.dtype).replace("torch.", ""), kind="constant"))
         return name
 
     def dtype(self, name: str) -> str:
         return self.values[name][1]
 
-    def emit(self, base: str, op: str, inputs: tuple, *, placement: str = "device",
+    def emit(self, base: str, op: str, inputs: tuple, *, placement: Placement = "device",
              out_shape: tuple[int, ...] | None = None, out_dtype: str | None = None,
              **attrs) -> str:
         """Append `op(inputs; attrs)`; its shape and dtype are inferred unless given."""
@@ -130,7 +138,8 @@ class GraphBuilder:
         dtype = out_dtype if out_dtype is not None else \
             self._infer_dtype(op, inputs, dict(attrs_t))
         name = self.fresh(base)
-        self.nodes.append(Node(name, op, tuple(inputs), attrs_t, tuple(shape), dtype, placement))
+        self.nodes.append(Node(name=name, op=op, inputs=tuple(inputs), attrs=attrs_t,
+                               shape=tuple(shape), dtype=dtype, placement=placement))
         self.values[name] = (tuple(shape), dtype)
         return name
 
@@ -217,6 +226,8 @@ def fallback(b: GraphBuilder, n: torch.fx.Node, op_name: str, args: list, kwargs
              base: str, results: list | None = None) -> str | tuple[str, ...]:
     """`op_name` run on the CPU; value arguments are `Ref`s. One node per tensor result
     (`results`: their meta tensors, by default the fx node's), each taking its own output."""
+    if not isinstance(n.target, torch._ops.OpOverload):
+        raise TypeError(f"{n.name}: a CPU fallback runs an ATen op, not {n.target!r}")
     target = f"aten.{op_name}.default" if op_name != n.target.overloadpacket.__name__ \
         else str(n.target)
     refs: list[str] = []
@@ -261,7 +272,7 @@ def convert_node(b: GraphBuilder, fx_node: torch.fx.Node) -> Any:
         raise SpyreCompileError(STAGE, str(fx_node.target), shapes_of(b, args),
                                 "only ATen ops are supported after AOTAutograd")
     if name in FALLBACK_OPS:
-        return fallback(b, fx_node, name, args, kwargs, fx_node.name)
+        return fallback(b, fx_node, name, args, kwargs=kwargs, base=fx_node.name)
     handler = HANDLERS.get(name)
     if handler is None:
         raise SpyreCompileError(

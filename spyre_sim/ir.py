@@ -21,6 +21,9 @@ from spyre_sim.executor import Binding, ExecPlan, HostStep, KernelStep, ViewStep
 from spyre_sim.layouts import TensorLayout
 
 Arg = str | float | int | bool | None  # a str names a value; anything else is a literal
+Placement = Literal["device", "cpu"]  # cpu: a fallback
+DeviceDtype = Literal["f16", "i32", "bool"]
+LoopKind = Literal["pointwise", "reduction", "matmul", "view", "constant", "fallback"]
 
 
 def _json(value: Any) -> str:
@@ -54,7 +57,7 @@ class Value:
 
     name: str
     shape: tuple[int, ...]
-    dtype: Literal["f16", "i32", "bool"]  # the device dtype
+    dtype: DeviceDtype
     host_dtype: str  # torch dtype name of the host tensor
     kind: Literal["input", "parameter", "constant"]
 
@@ -63,7 +66,7 @@ class Value:
                f"(host {self.host_dtype})"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Node:
     """One op: `name = op(inputs; attrs)` producing a tensor of `shape` and `dtype`."""
 
@@ -73,11 +76,20 @@ class Node:
     attrs: tuple[tuple[str, Any], ...]
     shape: tuple[int, ...]
     dtype: str
-    placement: Literal["device", "cpu"] = "device"  # cpu: a fallback
+    placement: Placement = "device"
 
     @property
     def attr(self) -> dict[str, Any]:
         return dict(self.attrs)
+
+    def value_input(self, index: int) -> str:
+        """The name of input `index`, where the op takes a value (a matmul's operands, a
+        view's or a reduction's source): a literal there is a malformed graph."""
+        name = self.inputs[index]
+        if not isinstance(name, str):
+            raise TypeError(f"%{self.name} = {self.op}: input {index} is the literal {name!r}, "
+                            "not a value")
+        return name
 
     @property
     def value_inputs(self) -> tuple[str, ...]:
@@ -125,7 +137,7 @@ class CapturedGraph:
 
     index: int
     graph_module: torch.fx.GraphModule = field(compare=False)
-    input_kinds: tuple[str, ...]  # per placeholder: input | parameter
+    input_kinds: tuple[Literal["input", "parameter"], ...]  # per placeholder
     # the real tensors Dynamo passed, in placeholder order (for minimizers and references)
     example_inputs: tuple = field(compare=False, default=(), repr=False)
 
@@ -167,7 +179,7 @@ class DynamoArtifact:
         return "\n".join(head) + "\n" + "".join(g.to_text() for g in self.graphs)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Graph:
     """Stage 2 (decompose): Spyre ops only; ops without a device kernel placed on the CPU."""
 
@@ -187,7 +199,7 @@ class Graph:
         return "\n".join(lines) + "\n"
 
     def to_plan(self) -> ExecPlan:
-        steps = []
+        steps: list[HostStep | ViewStep | KernelStep] = []
         for node in self.nodes:
             if node.placement == "cpu":
                 steps.append(HostStep(node, (None,) * len(node.value_inputs), None))
@@ -196,7 +208,7 @@ class Graph:
             else:
                 steps.append(KernelStep(node.name, (node,), "fp32"))
         return _plan(self.inputs, self.constants, steps, self.outputs,
-                     self.output_host_dtypes, {})
+                     output_host_dtypes=self.output_host_dtypes, layouts={})
 
 
 @dataclass(frozen=True)
@@ -204,7 +216,7 @@ class LoopNode:
     """A loop-level IR node: iteration `ranges`, and `reduction_ranges` for reductions/matmul."""
 
     node: Node
-    kind: Literal["pointwise", "reduction", "matmul", "view", "constant", "fallback"]
+    kind: LoopKind
     ranges: tuple[int, ...]
     reduction_ranges: tuple[int, ...] = ()
 
@@ -229,7 +241,7 @@ class FusionGroup:
         return f"group {self.name} {self.kind}: " + " ".join(f"%{n}" for n in self.nodes)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class LoopGraph:
     """Stage 3 (lower): loop-level IR with fusion groups."""
 
@@ -257,7 +269,7 @@ class LoopGraph:
         """Kernels in program order: a group runs where its last node sits."""
         by_name = {n.name: n for n in self.nodes}
         group_of = {name: g for g in self.groups for name in g.nodes}
-        steps = []
+        steps: list[HostStep | ViewStep | KernelStep] = []
         for loop_node in self.nodes:
             node = loop_node.node
             if loop_node.kind == "fallback":
@@ -272,7 +284,7 @@ class LoopGraph:
 
     def to_plan(self) -> ExecPlan:
         return _plan(self.inputs, self.constants, self.plan_steps(), self.outputs,
-                     self.output_host_dtypes, {})
+                     output_host_dtypes=self.output_host_dtypes, layouts={})
 
 
 @dataclass(frozen=True)
@@ -300,8 +312,9 @@ class LayoutGraph:
                                 layouts[node.name])
             steps.append(step)
         loop = self.loop
-        return _plan(loop.inputs, loop.constants, steps, loop.outputs, loop.output_host_dtypes,
-                     layouts)
+        return _plan(loop.inputs, loop.constants, steps, loop.outputs,
+                     output_host_dtypes=loop.output_host_dtypes,
+                     layouts=layouts)
 
 
 @dataclass(frozen=True)
@@ -316,7 +329,7 @@ class TensorArg:
         return f"arg %{self.name} {self.role} {self.memory} {self.nbytes}B {self.layout.to_text()}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class KernelSpec:
     """Stage 5 (kernel): one device kernel, like torch-spyre's OpSpec."""
 
@@ -348,7 +361,7 @@ class KernelSpec:
         return "\n".join(lines)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class KernelProgram:
     """Stage 5 (kernel) for one graph: kernels, host fallbacks and views in program order."""
 
@@ -384,25 +397,26 @@ class KernelProgram:
             KernelStep(s.name, s.ops, s.accumulation) if isinstance(s, KernelSpec) else s
             for s in self.steps
         ]
-        return _plan(self.inputs, self.constants, steps, self.outputs, self.output_host_dtypes,
-                     dict(self.layouts))
+        return _plan(self.inputs, self.constants, steps, self.outputs,
+                     output_host_dtypes=self.output_host_dtypes,
+                     layouts=dict(self.layouts))
 
 
 def _plan(inputs, constants, steps, outputs, output_host_dtypes, layouts) -> ExecPlan:
     constant_names = {name for name, _ in constants}
     return ExecPlan(
         inputs=tuple(
-            Binding(v.name, layouts.get(v.name), v.host_dtype, v.dtype, v.kind)
+            Binding(v.name, layouts.get(v.name), v.host_dtype, v.dtype, kind=v.kind)
             for v in inputs if v.name not in constant_names
         ),
         constants=tuple(
-            (Binding(v.name, layouts.get(v.name), v.host_dtype, v.dtype, v.kind),
+            (Binding(v.name, layouts.get(v.name), v.host_dtype, v.dtype, kind=v.kind),
              dict(constants)[v.name])
             for v in inputs if v.name in constant_names
         ),
         steps=tuple(steps),
         outputs=tuple(
-            None if name is None else Binding(name, layouts.get(name), dtype, "", "output")
+            None if name is None else Binding(name, layouts.get(name), dtype, "", kind="output")
             for name, dtype in zip(outputs, output_host_dtypes, strict=True)
         ),
     )
@@ -419,8 +433,9 @@ def node_to_dict(node: Node) -> dict[str, Any]:
 
 def node_from_dict(data: dict[str, Any]) -> Node:
     inputs = tuple(a["ref"] if isinstance(a, dict) else a for a in data["inputs"])
-    return Node(data["name"], data["op"], inputs, tuple(sorted(data["attrs"].items())),
-                tuple(data["shape"]), data["dtype"], data["placement"])
+    return Node(name=data["name"], op=data["op"], inputs=inputs,
+                attrs=tuple(sorted(data["attrs"].items())),
+                shape=tuple(data["shape"]), dtype=data["dtype"], placement=data["placement"])
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ def elems_per_stick(dtype: str) -> int:
     return STICK_BYTES // DTYPE_BYTES[dtype]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TensorLayout:
     host_size: tuple[int, ...]
     dim_order: tuple[int, ...]  # host dims, outer to inner; the last one is the stick dim
@@ -66,8 +66,10 @@ class TensorLayout:
     @classmethod
     def from_dict(cls, data: dict) -> TensorLayout:
         return cls(
-            tuple(data["host_size"]), tuple(data["dim_order"]), data["dtype"],
-            tuple(data["device_size"]), tuple(data["stride_map"]), tuple(data["device_dims"]),
+            host_size=tuple(data["host_size"]), dim_order=tuple(data["dim_order"]),
+            dtype=data["dtype"],
+            device_size=tuple(data["device_size"]), stride_map=tuple(data["stride_map"]),
+            device_dims=tuple(data["device_dims"]),
         )
 
 
@@ -104,7 +106,8 @@ def stick_layout(
     sizes.append(per_stick)
     strides.append(host_strides[stick])
     names.append(f"d{stick}.elem")
-    return TensorLayout(host_size, order, dtype, tuple(sizes), tuple(strides), tuple(names))
+    return TensorLayout(host_size=host_size, dim_order=order, dtype=dtype, device_size=tuple(sizes),
+                        stride_map=tuple(strides), device_dims=tuple(names))
 
 
 def permuted_layout(layout: TensorLayout, perm: tuple[int, ...]) -> TensorLayout:

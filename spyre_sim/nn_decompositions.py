@@ -69,7 +69,7 @@ def _layer_norm(b: GraphBuilder, n, args, kwargs):
             inputs = (x, None, bias)
         out = b.emit(n.name, "layernorm", inputs, ndims=ndims, eps=float(eps))
         return (out, None, None)
-    normed, mean, rstd = _explicit_norm(b, n.name, x, ndims, float(eps))
+    normed, mean, rstd = _explicit_norm(b, n.name, x, ndims, eps=float(eps))
     if weight is not None:
         normed = b.emit(f"{n.name}_scale", "mul", (normed, weight))
     if bias is not None:

@@ -11,11 +11,13 @@ Coverage follows torch-spyre: device ops from torch_spyre/ops/eager.py and spyre
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import torch
 import torch.nn.functional as F
+
+VectorClass = Literal["transcendental", "simple"]  # how an op loads the vector units
 
 
 @dataclass(frozen=True)
@@ -23,8 +25,8 @@ class OpDef:
     name: str
     kind: Literal["pointwise", "reduction", "matmul", "view", "constant"]
     opfunc: str  # SuperDSC opFuncName (spyre_kernel.py SpyreOpFuncs)
-    vector_class: str = "simple"  # transcendental ops run at the SFU rate; simple ones faster
-    compute: Callable[..., torch.Tensor] | None = None
+    vector_class: VectorClass = "simple"  # transcendental ops run at the SFU rate, simple faster
+    compute: Callable[..., torch.Tensor] = field(kw_only=True)
 
 
 def _as_tensor(value, like: torch.Tensor) -> torch.Tensor:
@@ -70,7 +72,7 @@ def _softmax(x, *, dim, **_):
 
 
 def _layernorm(x, weight=None, bias=None, *, ndims, eps, **_):
-    return F.layer_norm(x, x.shape[-ndims:], weight, bias, eps)
+    return F.layer_norm(x, x.shape[-ndims:], weight, bias, eps=eps)
 
 
 def _matmul(a, b, **_):
@@ -89,7 +91,7 @@ def _to_dtype(x, *, dtype, **_):
     return x.to(torch.float32)
 
 
-_POINTWISE: dict[str, tuple[str, str, Callable]] = {
+_POINTWISE: dict[str, tuple[str, VectorClass, Callable[..., torch.Tensor]]] = {
     # name: (opfunc, vector class, semantics)
     "abs": ("abs", "simple", lambda x, **_: torch.abs(x)),
     "neg": ("neg", "simple", lambda x, **_: torch.neg(x)),
@@ -127,21 +129,22 @@ _POINTWISE: dict[str, tuple[str, str, Callable]] = {
 }
 
 OPS: dict[str, OpDef] = {
-    name: OpDef(name, "pointwise", opfunc, vclass, fn)
+    name: OpDef(name, "pointwise", opfunc, vclass, compute=fn)
     for name, (opfunc, vclass, fn) in _POINTWISE.items()
 }
 OPS.update({
-    "sum": OpDef("sum", "reduction", "sum", "simple", _reduce(torch.sum)),
-    "mean": OpDef("mean", "reduction", "mean", "simple", _reduce(torch.mean)),
-    "amax": OpDef("amax", "reduction", "max", "simple", _reduce(torch.amax)),
-    "amin": OpDef("amin", "reduction", "min", "simple", _reduce(torch.amin)),
-    "softmax": OpDef("softmax", "reduction", "softmax", "transcendental", _softmax),
-    "layernorm": OpDef("layernorm", "reduction", "layernormnorm", "transcendental", _layernorm),
-    "mm": OpDef("mm", "matmul", "batchmatmul", "simple", _matmul),
-    "bmm": OpDef("bmm", "matmul", "batchmatmul", "simple", _matmul),
-    "full": OpDef("full", "constant", "identity", "simple", _full),
+    "sum": OpDef("sum", "reduction", "sum", "simple", compute=_reduce(torch.sum)),
+    "mean": OpDef("mean", "reduction", "mean", "simple", compute=_reduce(torch.mean)),
+    "amax": OpDef("amax", "reduction", "max", "simple", compute=_reduce(torch.amax)),
+    "amin": OpDef("amin", "reduction", "min", "simple", compute=_reduce(torch.amin)),
+    "softmax": OpDef("softmax", "reduction", "softmax", "transcendental", compute=_softmax),
+    "layernorm": OpDef("layernorm", "reduction", "layernormnorm", "transcendental",
+                       compute=_layernorm),
+    "mm": OpDef("mm", "matmul", "batchmatmul", "simple", compute=_matmul),
+    "bmm": OpDef("bmm", "matmul", "batchmatmul", "simple", compute=_matmul),
+    "full": OpDef("full", "constant", "identity", "simple", compute=_full),
     "cat": OpDef("cat", "pointwise", "identity", "simple",
-                 lambda *xs, dim, **_: torch.cat(list(xs), dim=dim)),
+                 compute=lambda *xs, dim, **_: torch.cat(list(xs), dim=dim)),
 })
 
 VIEW_OPS = ("view", "permute", "expand", "slice")

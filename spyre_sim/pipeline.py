@@ -16,7 +16,7 @@ import time
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import torch
 import torch._dynamo
@@ -126,11 +126,14 @@ def device_clock() -> float:
     return _device_clock_us[0] / 1e6
 
 
+# runtime, capture, reference, or a stage of EXECUTABLE_STAGES whose artifact runs
+ExecutionMode = Literal["runtime", "capture", "reference", "decompose", "lower", "layout",
+                        "kernel"]
+
+
 @dataclass
 class _Execution:
-    # runtime, capture, reference, or a stage of EXECUTABLE_STAGES whose artifact runs
-    mode: Literal["runtime", "capture", "reference", "decompose", "lower", "layout",
-                  "kernel"] = "runtime"
+    mode: ExecutionMode = "runtime"
     reference_dtype: torch.dtype | DLFloat16Format = torch.float64
     label_graphs: bool = False
     records: list[RunRecord] = field(default_factory=list)
@@ -181,9 +184,8 @@ def reference_outputs(captured: CapturedGraph, args: Sequence[Any],
     Results go back in the graph's own output dtypes, so values crossing a graph break keep the
     dtypes Dynamo guarded on (a float32 rounding, 2^-24 relative: far below 16-bit rounding).
     """
-    rounding = _round_dlfloat16 if isinstance(dtype, DLFloat16Format) \
-        else _round_ieee_fp16 if dtype == torch.float16 else None
-    if rounding is not None:
+    if isinstance(dtype, DLFloat16Format) or dtype == torch.float16:
+        rounding = _round_dlfloat16 if isinstance(dtype, DLFloat16Format) else _round_ieee_fp16
         cast = [rounding(a) if isinstance(a, torch.Tensor) and a.is_floating_point() else a
                 for a in args]
         results = list(_RoundingInterpreter(captured.graph_module, rounding).run(*cast))
@@ -203,7 +205,7 @@ def graph_runner(compiled: CompiledGraph) -> Callable[[list], list]:
         mode = execution.mode if execution else "runtime"
         if mode == "capture":
             return compiled.executable.placeholder_outputs()
-        if mode == "reference":
+        if mode == "reference" and execution is not None:
             return reference_outputs(compiled.captured, args, execution.reference_dtype)
         if mode == "runtime":
             label = f"g{compiled.captured.index}" if execution and execution.label_graphs else ""
@@ -253,7 +255,7 @@ def _merge(records: list[RunRecord], outputs: tuple,
     trace = {"traceEvents": events, "displayTimeUnit": "ms",
              "otherData": {"generator": "spyre_sim", "version": 1}}
     kernels = tuple(k for r in records for k in r.kernels)
-    return RunResult(outputs, offset, kernels, trace, nonfinite)
+    return RunResult(outputs, offset, kernels, trace, nonfinite=nonfinite)
 
 
 class Program:
@@ -306,7 +308,7 @@ class Program:
         if stage not in EXECUTABLE_STAGES:
             raise ValueError(f"stage {stage!r} is not executable; choose one of "
                              f"{list(EXECUTABLE_STAGES)}")
-        return self._call(_Execution(stage), inputs)
+        return self._call(_Execution(cast(ExecutionMode, stage)), inputs)  # checked above
 
     def reference(self, *inputs: Any,
                   dtype: torch.dtype | DLFloat16Format = torch.float64) -> tuple:
@@ -348,11 +350,11 @@ def compile(fn: Callable, example_inputs: Sequence[Any], config: Config | None =
                                                              compile_one)
     finally:
         _EXECUTION.reset(token)
-    program = Program(config, artifact, optimized, graphs, dynamo_seconds)
+    program = Program(config, artifact, optimized, graphs, dynamo_seconds=dynamo_seconds)
     if root is not None:
         debug_capture.write(root, STAGES, program.artifacts, program.compile_times,
-                      [g.artifacts["backend"].payload for g in graphs], log_lines,
-                      _capture_summary(artifact, len(graphs)))
+                            binaries=[g.artifacts["backend"].payload for g in graphs],
+                            log_lines=log_lines, summary=_capture_summary(artifact, len(graphs)))
     return program
 
 
@@ -371,9 +373,10 @@ def _compile_for_torch(captured: CapturedGraph) -> Callable[[list], list]:
         texts = {"dynamo": captured.to_text()}
         texts.update({s: compiled.artifacts[s].to_text() for s in STAGES[1:]})
         times = {"dynamo": 0.0, **compiled.compile_times}
-        debug_capture.write(root, STAGES, texts, times, [compiled.artifacts["backend"].payload],
-                      log_lines, {"graphs": 1, "graph_breaks": 0,
-                                  "wall_s": time.perf_counter() - start})
+        debug_capture.write(root, STAGES, texts, times,
+                            binaries=[compiled.artifacts["backend"].payload],
+                            log_lines=log_lines, summary={"graphs": 1, "graph_breaks": 0,
+                                                          "wall_s": time.perf_counter() - start})
     return graph_runner(compiled)
 
 

@@ -25,7 +25,7 @@ DEVICE_PID, HOST_PID = 1, 2
 DMA_TID = 100
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class JobStep:
     kind: Literal["compute", "d2h", "h2d", "host"]
     name: str
@@ -35,7 +35,7 @@ class JobStep:
     args: tuple[tuple[str, Any], ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class KernelRecord:
     name: str
     time_us: float
@@ -104,8 +104,9 @@ def run_record(steps: tuple[JobStep, ...], factor: float, label: str = "") -> Ru
             for core in range(step.cores):
                 events.append({"name": name, "ph": "X", "ts": now, "dur": duration,
                                "pid": DEVICE_PID, "tid": core, "cat": "kernel", "args": args})
-            kernels.append(KernelRecord(name, duration, step.cores, args.get("bound", ""),
-                                        args.get("bytes", 0), args.get("flops", 0)))
+            kernels.append(KernelRecord(name=name, time_us=duration, cores=step.cores,
+                                        bound=args.get("bound", ""),
+                                        bytes=args.get("bytes", 0), flops=args.get("flops", 0)))
         elif step.kind in ("d2h", "h2d"):
             events.append({"name": name, "ph": "X", "ts": now, "dur": duration,
                            "pid": DEVICE_PID, "tid": DMA_TID, "cat": step.kind, "args": args})

@@ -9,6 +9,7 @@ import pytest
 from doc_commands import expand, fenced_commands
 
 import spyre_sim
+from backends import interface
 from benchmarks import workloads
 from regressions.groundtruth import scratch
 
@@ -19,7 +20,8 @@ SCRIPT = Path(sys.executable).with_name("spyre-regress")
 # scheduled before the rest, so the two xdist workers (`--dist loadfile` hands out files in
 # collection order) finish together instead of one waiting on the other.
 SLOWEST_FIRST = (
-    "e2e/test_inductor_nightly.py",      # 485 (622 before its 4 commits were reordered)
+    "e2e/test_torch_spyre_nightly.py",   # 898 alone, 1078 beside the Inductor night
+    "e2e/test_inductor_nightly.py",      # 485 alone, 944 beside the torch-spyre night
     "e2e/test_documented_commands.py",   # 223 (the workflow step) + 122 (a report)
     "e2e/test_injected_regressions.py",  # 313 in all (370 before one workdiv history)
     "e2e/test_demo.py",                  # 268 (477 before the demo took 4 commits)
@@ -30,6 +32,7 @@ SLOWEST_FIRST = (
     "e2e/test_interrupted_nightly.py",   # 70 in all
     "e2e/test_asv_continuous.py",        # 38
     "test_inductor_capture.py",          # 34
+    "e2e/test_torch_spyre.py",           # 62
 )
 
 
@@ -43,6 +46,12 @@ def pytest_collection_modifyitems(items):
         return SLOWEST_FIRST.index(name) if name in SLOWEST_FIRST else len(SLOWEST_FIRST)
 
     items.sort(key=place)  # stable: within a file, and among the rest, the order stays
+
+
+def load_companion(name: str):
+    """A torch-spyre companion of backends/ (`backends/NAME.py`) loaded by path under its bare
+    name, as a suite's environment loads the files written beside the backend."""
+    return interface.load_file(name, Path(interface.__file__).with_name(f"{name}.py"))
 
 
 def compile_workload(name, seq, width, **config):
@@ -153,3 +162,36 @@ def _link_or_copy(source: str, destination: str) -> None:
         os.link(source, destination)
     except OSError:  # another file system, or one without hard links
         shutil.copy2(source, destination)
+
+
+# torch-spyre's history, for the tests that compile with its real front half: a git bundle
+# or a clone, by path. `.ci/run` sets both variables; elsewhere, without the first, those
+# tests skip and say how to run them.
+TORCH_SPYRE_HISTORY = "SPYRE_REGRESS_TORCH_SPYRE_BUNDLE"
+TORCH_SPYRE_REQUIRED = "SPYRE_REGRESS_REQUIRE_TORCH_SPYRE"
+
+
+@pytest.fixture(scope="session")
+def torch_spyre_history() -> Path:
+    """The torch-spyre history the tests compile from (a bundle or a clone)."""
+    given = os.environ.get(TORCH_SPYRE_HISTORY)
+    if not given:
+        message = (f"torch-spyre's history is needed: set {TORCH_SPYRE_HISTORY} to a git "
+                   "bundle or clone of torch-spyre (github.com/torch-spyre/torch-spyre) "
+                   "to run the tests that compile with it (docs/torch-spyre.md)")
+        if os.environ.get(TORCH_SPYRE_REQUIRED):
+            pytest.fail(message)
+        pytest.skip(message)
+    path = Path(given)
+    if not path.exists():
+        pytest.fail(f"{TORCH_SPYRE_HISTORY}={given} does not exist")
+    return path
+
+
+@pytest.fixture(scope="session")
+def torch_spyre_checkout(torch_spyre_history, tmp_path_factory) -> Path:
+    """A clone of torch-spyre's history, at its newest commit, made once per worker."""
+    clone = tmp_path_factory.mktemp("torch-spyre") / "torch-spyre"
+    subprocess.run(["git", "clone", "-q", str(torch_spyre_history), str(clone)], check=True,
+                   timeout=600)
+    return clone

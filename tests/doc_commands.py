@@ -57,7 +57,8 @@ def pages(root: Path = ROOT) -> list[Path]:
 
 def _blocks(text: str) -> Iterator[list[tuple[int, str]]]:
     """The (line number, line) pairs of each fenced code block."""
-    fence, block = None, []
+    fence: str | None = None
+    block: list[tuple[int, str]] = []
     for number, line in enumerate(text.splitlines(), 1):
         match = _FENCE.match(line)
         if fence is None:
@@ -154,8 +155,8 @@ def expand(command: DocCommand, values: Mapping[str, str | tuple[str, ...]],
         option = group[0]
         if optional and option not in values and not include_all:
             continue
-        given = values.get(option, ())
-        given = [given] if isinstance(given, str) else list(given)
+        value = values.get(option, ())
+        given = [value] if isinstance(value, str) else list(value)
         arguments.append(option)
         for word in group[1:]:
             if word == "...":

@@ -1,5 +1,5 @@
 """The shape of the code: imports point down the layers, roles keep to their rooms, the metric
-table decides, and modules stay small.
+table decides, modules stay small, and constructors and long calls take keywords.
 
 Layers, bottom to top: spyre_sim <- backends <- benchmarks <- regressions <- reports <-
 spyre_regress. The compilers under test sit at the bottom (`backends`, the other compilers,
@@ -7,11 +7,13 @@ may use spyre_sim's stage-capture writer). A module may import its own package a
 packages below it; `reports` renders and takes from `regressions` only the types it renders
 (and the errors); only `spyre_regress`, the orchestration, calls both. Inside `regressions`,
 the ground truth (synthetic data, planted scenarios, scratch histories, the month simulation)
-is imported by tests, scripts and the demo only; the night imports no command; nothing below
+is imported by tests, scripts and the demo only; the night imports no command; the records
+stand below the investigation (it turns what it measured into their evidence); nothing below
 the orchestration imports the executor or Dask; and its rooms (sub-packages and top-level
 modules) import one another in one direction only, with the probe protocol, stdlib-only, on
-the floor of `probing`. Each rule is checked on the real tree and shown to catch a violation
-written for the purpose.
+the floor of `probing`. A dataclass of more than five fields is keyword-only and no call
+passes more than four arguments by position (what counts: `positional_calls`). Each rule is
+checked on the real tree and shown to catch a violation written for the purpose.
 """
 
 from __future__ import annotations
@@ -38,9 +40,13 @@ EXECUTOR = ("spyre_regress.executor", "dask", "distributed")
 # backend interface, Inductor's capture (it writes the protocol with spyre_sim's writer),
 # spyre_sim's own asv suite, the ground truth, which plants regressions in spyre_sim, and the
 # emulated builds (example investigations without git), which patch spyre_sim in-process.
-NAMES_SPYRE_SIM = {"backends/spyre.py", "backends/inductor.py", "benchmarks/compile_work.py",
-                   "benchmarks/prepare.py", "regressions/groundtruth/month.py",
-                   "spyre_regress/emulated.py", "spyre_regress/example.py"}
+# (the other backends name it for the stage-capture protocol's writer, spyre_sim.debug_capture;
+# torch-spyre's timing, for spyre_sim's timing model, the one cost model there is)
+NAMES_SPYRE_SIM = {"backends/spyre.py", "backends/inductor.py", "backends/torch_spyre_texts.py",
+                   "backends/torch_spyre_timing.py",
+                   "benchmarks/compile_work_child.py", "benchmarks/prepare.py",
+                   "regressions/groundtruth/month.py", "spyre_regress/emulated.py",
+                   "spyre_regress/example.py"}
 # Still naming it until they go through the backend interface: none is left (the reproducer's
 # harness was the last). A module that starts naming spyre_sim fails the test.
 NAMES_SPYRE_SIM_FOR_NOW: set[str] = set()
@@ -79,6 +85,8 @@ def violations(package: str, source: str, module: str = "") -> list[str]:
             problems.append(f"imports {name} (ground truth is for tests, scripts, the demo)")
         if _within(module, "regressions.night") and _within(name, "spyre_regress.cli"):
             problems.append(f"imports {name} (the night knows no command)")
+        if _within(module, "regressions.records") and _within(name, "regressions.investigation"):
+            problems.append(f"imports {name} (records stand below the investigation)")
         if package != "spyre_regress" and any(_within(name, e) for e in EXECUTOR):
             problems.append(f"imports {name} (only the orchestration uses the executor)")
     return problems
@@ -126,6 +134,10 @@ def test_imports_point_down_the_layers_and_roles_keep_to_their_rooms():
     ("regressions", "regressions.night", "from regressions.groundtruth import month\n"),
     ("spyre_regress", "spyre_regress.nightly", "from regressions.groundtruth import planted\n"),
     ("regressions", "regressions.night", "from spyre_regress.cli import common\n"),
+    ("regressions", "regressions.records.evidence",
+     "from regressions.investigation.investigator import Located\n"),
+    ("regressions", "regressions.records.lifecycle",
+     "def f():\n    from regressions.investigation import model\n"),
     ("regressions", "regressions.detection.remeasure", "import distributed\n"),
     ("reports", "reports.bundle", "from dask import delayed\n"),
 ])
@@ -142,6 +154,8 @@ def test_the_layer_check_lets_allowed_imports_through():
                       "spyre_regress.demo") == []
     assert violations("regressions", "from regressions.groundtruth import month\n",
                       "regressions.groundtruth.planted") == []
+    assert violations("regressions", "from regressions.records import lifecycle\n",
+                      "regressions.investigation.evidence") == []
     assert violations("spyre_regress", "import distributed\n", "spyre_regress.executor") == []
 
 
@@ -211,7 +225,7 @@ def test_inside_regressions_no_room_imports_one_that_imports_it_back():
     # the probe protocol is the floor of the probing room: nothing but the standard library
     protocol = sources["regressions.probing.protocol"]
     assert {name.split(".")[0] for name in imported_modules(protocol)} <= {
-        "__future__", "collections", "dataclasses", "typing"}
+        "__future__", "collections", "dataclasses", "math", "typing"}
 
 
 def test_the_loop_check_catches_rooms_that_import_each_other():
@@ -282,3 +296,207 @@ def test_the_size_check_catches_a_long_function_and_a_long_module(tmp_path):
     assert done.returncode == 1
     assert "spyre_sim/long.py: f() has 62 code lines (budget 60)" in done.stderr
     assert "spyre_sim/big.py: 401 code lines (budget 400)" in done.stderr
+
+
+def test_compile_work_keeps_its_roles_in_files_of_at_most_400_lines():
+    """The parent that deals and launches, the valgrind-side child and what they hand each
+    other: separate files, each at most 400 lines as `wc -l` counts them, and the child loads
+    the exchange, never the parent."""
+    files = {role: ROOT / "benchmarks" / f"{role}.py"
+             for role in ("compile_work", "compile_work_child", "compile_work_manifest")}
+    lines = {role: len(path.read_text().splitlines()) for role, path in files.items()}
+    assert max(lines.values()) <= 400, lines
+    child = files["compile_work_child"].read_text()
+    assert '"compile_work_manifest.py"' in child and '"compile_work.py"' not in child
+
+
+# --- constructors and calls by keyword ----------------------------------------------------
+# What the keyword rules read: the project's packages, the suites it ships, its scripts and
+# its tests. Not examples/ (it stands for a user's project, and the ground truth plants
+# regressions by editing its text) nor tests/fixtures/ (data).
+KEYWORD_ROOTS = (*LAYERS, "suites", "scripts", "tests")
+MAX_FIELDS, MAX_POSITIONAL = 5, 4
+# Callables of other libraries whose positional arguments are items of one kind, not
+# distinct parameters: the iterables zip pairs up, the values print or max take, the path
+# parts join joins, a log call's %-arguments.
+LIBRARY_VARIADIC = {"zip", "print", "max", "min", "join", "debug", "info", "warning", "error",
+                    "exception", "critical"}
+
+
+def _is_dataclass_decorator(node: ast.expr) -> bool:
+    target = node.func if isinstance(node, ast.Call) else node
+    return (target.attr if isinstance(target, ast.Attribute)
+            else getattr(target, "id", None)) == "dataclass"
+
+
+def _init_fields(cls: ast.ClassDef) -> list[str]:
+    """The fields a dataclass's __init__ takes: annotated names, less ClassVars, the
+    KW_ONLY marker and `field(init=False)`."""
+    names = []
+    for item in cls.body:
+        if not (isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)):
+            continue
+        annotation = ast.unparse(item.annotation)
+        if "ClassVar" in annotation or "KW_ONLY" in annotation:
+            continue
+        if isinstance(item.value, ast.Call) and any(
+                k.arg == "init" and isinstance(k.value, ast.Constant) and k.value.value is False
+                for k in item.value.keywords):
+            continue
+        names.append(item.target.id)
+    return names
+
+
+def positional_dataclasses(source: str) -> list[str]:
+    """The dataclasses of more than MAX_FIELDS fields that take positional arguments: their
+    decorator does not say `kw_only=True` (fields of base classes are not counted)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.ClassDef):
+            continue
+        for decorator in filter(_is_dataclass_decorator, node.decorator_list):
+            fields = len(_init_fields(node))
+            keyword_only = isinstance(decorator, ast.Call) and any(
+                k.arg == "kw_only" and isinstance(k.value, ast.Constant) and k.value.value is True
+                for k in decorator.keywords)
+            if fields > MAX_FIELDS and not keyword_only:
+                found.append(f"line {node.lineno}: {node.name} ({fields} fields)")
+    return found
+
+
+def keyword_modules() -> dict[str, str]:
+    """Dotted module name -> source, for every file the keyword rules read; a script, and a
+    module at the top of tests/ (conftest), also by its bare name, as they are imported."""
+    modules = {}
+    for path in keyword_files():
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        modules[".".join(p for p in parts if p != "__init__")] = path.read_text()
+        if parts[0] in ("scripts", "tests") and len(parts) == 2:
+            modules[parts[-1]] = modules[".".join(parts)]
+    return modules
+
+
+def keyword_files() -> list[Path]:
+    return [path for root in KEYWORD_ROOTS for path in sorted((ROOT / root).rglob("*.py"))
+            if "fixtures" not in path.relative_to(ROOT).parts]
+
+
+def _named_parameters(tree: ast.Module) -> dict[str, int | None]:
+    """Per top-level function: how many named positional parameters precede its `*args`
+    (None for a function without one)."""
+    return {node.name: len(node.args.posonlyargs + node.args.args) if node.args.vararg else None
+            for node in tree.body if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)}
+
+
+def positional_calls(source: str, modules: dict[str, str] | None = None) -> list[str]:
+    """Calls that pass more than MAX_POSITIONAL arguments by position (a `*iterable` counts as
+    one). Arguments that land in a `*args` parameter are items of one kind and do not count:
+    where the callee is a function of this module, one imported by name from a module of
+    `modules`, or `module.function` of such a module, its named positional parameters are
+    what counts; a callee of another library counts in full unless LIBRARY_VARIADIC names
+    it."""
+    modules = modules or {}
+    tree = ast.parse(source)
+    local = _named_parameters(tree)
+    imported: dict[str, int | str | None] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                submodule = f"{node.module}.{alias.name}"
+                if submodule in modules:
+                    imported[alias.asname or alias.name] = submodule
+                elif node.module in modules:
+                    imported[alias.asname or alias.name] = _named_parameters(
+                        ast.parse(modules[node.module])).get(alias.name)
+        elif isinstance(node, ast.Import):
+            imported.update({(a.asname or a.name): a.name for a in node.names
+                             if a.name in modules})
+    found = []
+    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
+        function, positional = call.func, len(call.args)
+        named = _variadic_parameters(function, local, imported, modules)
+        name = function.attr if isinstance(function, ast.Attribute) else getattr(
+            function, "id", None)
+        if named is None and name in LIBRARY_VARIADIC and name not in local:
+            continue
+        if min(positional, named if named is not None else positional) > MAX_POSITIONAL:
+            found.append(f"line {call.lineno}: {ast.unparse(function)}() with {positional}")
+    return found
+
+
+def _variadic_parameters(function: ast.expr, local: dict[str, int | None],
+                         imported: dict[str, int | str | None],
+                         modules: dict[str, str]) -> int | None:
+    """How many named positional parameters precede the `*args` of a callee found in this
+    module or in one of `modules`; None where it has no `*args` or is not found."""
+    if isinstance(function, ast.Name):
+        found = local[function.id] if function.id in local else imported.get(function.id)
+        return found if isinstance(found, int) else None
+    if isinstance(function, ast.Attribute) and isinstance(function.value, ast.Name):
+        module = imported.get(function.value.id)
+        if isinstance(module, str):
+            return _named_parameters(ast.parse(modules[module])).get(function.attr)
+    return None
+
+
+def test_dataclasses_of_more_than_five_fields_are_keyword_only():
+    problems = [f"{path.relative_to(ROOT)}: {found}" for path in keyword_files()
+                for found in positional_dataclasses(path.read_text())]
+    assert problems == []
+
+
+def test_no_call_passes_more_than_four_positional_arguments():
+    modules = keyword_modules()
+    problems = [f"{path.relative_to(ROOT)}: {found}" for path in keyword_files()
+                for found in positional_calls(path.read_text(), modules)]
+    assert problems == []
+
+
+def test_the_keyword_checks_catch_a_positional_dataclass_and_a_long_call():
+    six = "\n".join(f"    f{i}: int" for i in range(6))
+    assert positional_dataclasses(f"@dataclass(frozen=True)\nclass A:\n{six}\n") == [
+        "line 2: A (6 fields)"]
+    assert positional_dataclasses(f"@dataclasses.dataclass\nclass A:\n{six}\n")
+    assert positional_dataclasses(f"@dataclass(kw_only=True)\nclass A:\n{six}\n") == []
+    assert positional_dataclasses(  # five fields, one not in __init__, one a ClassVar
+        "@dataclass\nclass A:\n" + "\n".join(f"    f{i}: int" for i in range(5))
+        + "\n    g: int = field(init=False)\n    h: ClassVar[int] = 0\n") == []
+    assert positional_calls("f(1, 2, 3, 4, 5)\n") == ["line 1: f() with 5"]
+    assert positional_calls("x = obj.method(a, b, c, d, e, f)\n") == [
+        "line 1: obj.method() with 6"]
+    assert positional_calls("f(1, 2, 3, 4, e=5)\nf(*many)\n") == []
+    # arguments that land in *args are items of one kind
+    assert positional_calls("def g(a, *rest):\n    pass\ng(1, 2, 3, 4, 5, 6)\n") == []
+    assert positional_calls("def g(a, b, c, d, e, *rest):\n    pass\ng(1, 2, 3, 4, 5)\n")
+    modules = {"helpers": "def run(script, *args):\n    pass\n"}
+    assert positional_calls("from helpers import run\nrun('s', 1, 2, 3, 4)\n", modules) == []
+    assert positional_calls("import helpers\nhelpers.run('s', 1, 2, 3, 4)\n", modules) == []
+    assert positional_calls("print(1, 2, 3, 4, 5)\nzip(a, b, c, d, e)\n") == []
+
+
+# The records' readers of asv's files, which everything above them reaches through the
+# results store (`records.results_store.ResultsStore`).
+ASV_FILE_READERS = {"load_results", "read_file", "read_document", "benchmarks_meta",
+                    "open_document", "read_store", "merge_into"}
+
+
+def reads_asv_files(source: str) -> list[str]:
+    """Calls of the records' readers of asv files, by name or as an attribute."""
+    return [f"line {node.lineno}: {ast.unparse(node.func)}()"
+            for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Call)
+            and (node.func.attr if isinstance(node.func, ast.Attribute)
+                 else getattr(node.func, "id", None)) in ASV_FILE_READERS]
+
+
+def test_asv_results_are_read_through_the_results_store_everywhere():
+    """Outside `regressions/records` (scripts included, tests aside: they pin the readers
+    themselves) nothing opens an asv result file but through `ResultsStore`."""
+    outside = [path for root in (*LAYERS, "suites", "scripts")
+               for path in sorted((ROOT / root).rglob("*.py"))
+               if not path.relative_to(ROOT).parts[:2] == ("regressions", "records")]
+    problems = [f"{path.relative_to(ROOT)}: {found}" for path in outside
+                for found in reads_asv_files(path.read_text())]
+    assert problems == []
+    assert reads_asv_files("frame = results.load_results(root, machine=m)\n") == [
+        "line 1: results.load_results()"]
+    assert reads_asv_files("frame = ResultsStore(root, m).frame()\n") == []

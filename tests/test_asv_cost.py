@@ -30,10 +30,11 @@ def test_only_what_this_run_measured_is_counted(tmp_path):
     machine.mkdir(parents=True)
     (tmp_path / "results" / "benchmarks.json").write_text(json.dumps(
         {"bench_compile.CompileStage.time_stage": {"rounds": 7},
-         "bench_numerics.NumericsStageError.track_max_abs_error": {"rounds": 1}}))
+         "bench_numerics.NumericsStageError.track_max_abs_error": {"rounds": 1},
+         "version": 2}))
     columns = ["result", "started_at", "duration"]
     (machine / "ff04926b-env.json").write_text(json.dumps({
-        "result_columns": columns,
+        "version": 2, "commit_hash": "ff04926b" + "0" * 32, "result_columns": columns,
         "results": {"bench_compile.CompileStage.time_stage": [[1.0], 2_000, 3.0],
                     "bench_numerics.NumericsStageError.track_max_abs_error": [[1.0], 10, 5.0]},
         "durations": {"<setup_cache bench_numerics:149>": 4.0}}))

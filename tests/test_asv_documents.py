@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 from pathlib import Path
 
 import pytest
 
+from regressions.probing.protocol import BenchAnswer
 from regressions.records import asv_documents, results
-from regressions.records.asv_documents import MergeRefused, Store
+from regressions.records.asv_documents import MergeRefused, Store, UnreadableDocument
+from regressions.records.results_store import ResultsStore
 
 FIXTURE = Path(__file__).parent / "fixtures" / "asv_results"
 
@@ -109,3 +112,37 @@ def test_a_machine_described_differently_is_refused(tmp_path):
                   {})
     with pytest.raises(MergeRefused, match="name the machines apart"):
         asv_documents.merge_into(into, [other])
+
+
+def test_an_unreadable_asv_file_is_left_out_by_readers_and_never_written_over(tmp_path, caplog):
+    """One way to open an asv file and one policy for one that cannot be read
+    (`asv_documents.open_document`): readers of the store leave it out and its series' read
+    says so once; a write into it and a merge of it refuse, and the file stays as it was."""
+    store = tmp_path / "store"
+    asv_documents.merge_into(store, [asv_documents.read_store(FIXTURE)])
+    machine = next(p for p in store.iterdir() if p.is_dir())
+    readable = len(list(ResultsStore(store).documents()))
+    broken = machine / "deadbeef-virtualenv-py3.11.json"
+    broken.write_text("{not json")
+    with pytest.raises(UnreadableDocument, match="deadbeef.*not readable JSON"):
+        asv_documents.open_document(broken)
+    (machine / "0badf00d-virtualenv-py3.11.json").write_text("[1, 2]")
+    with pytest.raises(UnreadableDocument, match="not a JSON object"):
+        asv_documents.open_document(machine / "0badf00d-virtualenv-py3.11.json")
+
+    assert len(list(ResultsStore(store).documents())) == readable
+    with caplog.at_level(logging.WARNING, logger="regressions.records.result_columns"):
+        assert not ResultsStore(store).frame()["commit"].str.startswith("deadbeef").any()
+    assert [r.message for r in caplog.records if r.levelno == logging.WARNING] == [
+        f"skipped 2 of {readable + 2} result file(s) (e.g. {machine / '0badf00d'}"
+        "-virtualenv-py3.11.json: not an asv JSON document (not a JSON object)); --verbose "
+        "lists each"]
+
+    answer = BenchAnswer(status="ok", samples=(1.0,), deterministic=False)
+    with pytest.raises(UnreadableDocument, match="deadbeef"):
+        asv_documents.record_measurement(store, machine=machine.name,
+                                         env_name="virtualenv-py3.11", commit="deadbeef" * 5,
+                                         commit_date_ms=0, benchmark="b.f", measured=answer)
+    assert broken.read_text() == "{not json"
+    with pytest.raises(MergeRefused, match="0badf00d.*not a JSON object"):
+        asv_documents.read_store(store)

@@ -197,9 +197,9 @@ def test_every_stage_benchmark_runs_once():
         benchmark = bench_compile.CompileStage()
         benchmark.setup(stage, "attention", 127)
         benchmark.time_stage(stage, "attention", 127)
-    benchmark = bench_compile.CompileTotal()
-    benchmark.setup("softmax", 127)
-    benchmark.time_compile("softmax", 127)
+    total = bench_compile.CompileTotal()
+    total.setup("softmax", 127)
+    total.time_compile("softmax", 127)
 
 
 def test_numerics_values_are_errors_against_float64():

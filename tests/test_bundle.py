@@ -69,12 +69,13 @@ GOOD, BAD = "a" * 40, "b" * 40
 
 def _run(rng, device_median: float, config: dict) -> model.BuildRun:
     return model.BuildRun(
-        "ok", "", tuple(rng.lognormal(np.log(0.02), 0.1, 100).tolist()),
-        tuple(rng.lognormal(np.log(device_median), 0.015, 100).tolist()),
-        model.Errors(7e-4, 4.2, 1.2e-4, 1.17),
-        (model.KernelTime("k0_mm_gelu", 10.0, "memory", 8),),
-        {stage: 0.001 for stage in spyre_sim.STAGES},
-        {"torch": "2.13.0+cpu", "spyre_sim": "0.1.0", "python": "3.11.7", "cores": 32}, config)
+        status="ok", detail="", host_s=tuple(rng.lognormal(np.log(0.02), 0.1, 100).tolist()),
+        device_us=tuple(rng.lognormal(np.log(device_median), 0.015, 100).tolist()),
+        errors=model.Errors(7e-4, 4.2, 1.2e-4, 1.17),
+        kernels=(model.KernelTime("k0_mm_gelu", 10.0, "memory", 8),),
+        compile_s={stage: 0.001 for stage in spyre_sim.STAGES},
+        environment={"torch": "2.13.0+cpu", "spyre_sim": "0.1.0", "python": "3.11.7", "cores": 32},
+        config=config)
 
 
 def synthetic_investigation(tmp_path: Path, *, benchmark: str = "bench.Device.time_device",
@@ -92,36 +93,53 @@ def synthetic_investigation(tmp_path: Path, *, benchmark: str = "bench.Device.ti
                    "cat": "kernel", "args": {"note": log}} for i, name in enumerate(kernels)]
         traces[side] = tmp_path / f"trace_{side}.json"
         traces[side].write_text(json.dumps({"traceEvents": events, "displayTimeUnit": "ms"}))
-    member = Regression("box", "venv", benchmark, params, "device_time", GOOD, BAD, 0, 1, 1.6,
-                        (1.59, 1.61), 1e-30, 1e-29, 120e-6)
+    member = Regression(machine="box", env="venv", benchmark=benchmark, params=params,
+                        kind="device_time", good_commit=GOOD, bad_commit=BAD, good_position=0,
+                        bad_position=1, ratio=1.6,
+                        ci=(1.59, 1.61), p=1e-30, q=1e-29, baseline=120e-6)
     other = dataclasses.replace(member, params="('mlp', 128)", ratio=1.5)
-    target = model.Target(benchmark, ("'mlp'", "127"), "mlp", 127, 256, "device_time")
+    target = model.Target(benchmark=benchmark, params=("'mlp'", "127"), workload="mlp", seq=127,
+                          width=256, metric="device_time")
     commits = model.Commits(model.CommitInfo(GOOD, "good commit", "2025-01-01"),
                             model.CommitInfo(BAD, subject, "2025-01-02"),
                             model.CommitInfo(BAD, subject, "2025-01-02"))
     samples = {GOOD: tuple(rng.lognormal(np.log(120e-6), 0.015, 20).tolist()),
                BAD: tuple(rng.lognormal(np.log(194e-6), 0.015, 20).tolist())}
-    bisect = BisectResult(BAD, GOOD, BAD, 1, 2, [Step(BAD, 20, 194e-6, "good", 1e-4, "bad",
-                                                      log)], samples=samples)
+    bisect = BisectResult(culprit=BAD, good=GOOD, bad=BAD, commits_in_range=1,
+                          commits_measured=2,
+                          steps=[Step(commit=BAD, n=20, median=194e-6, reference="good",
+                                      pvalue=1e-4, verdict="bad", note=log)], samples=samples)
     program = model.Program("mlp", 127, 256, "benchmark")
     confirmation = model.confirmation(program, model.metrics.by_name("device_time"),
-                                      samples[GOOD], samples[BAD], 0.01)
-    stage_rows = [StageDelta(s, s in ("lower", "layout"), 3, 0.001, 0.0011, 1.1, 0.4)
+                                      samples[GOOD], samples[BAD], floor=0.01)
+    stage_rows = [StageDelta(stage=s, changed=s in ("lower", "layout"), diff_lines=3,
+                             compile_s_good=0.001, compile_s_bad=0.0011, compile_ratio=1.1,
+                             compile_p=0.4)
                   for s in spyre_sim.STAGES]
-    stages = StageReport(GOOD, BAD, "mlp", 127, 256, "lower", "artifact", 3, diff, stage_rows,
-                         [KernelDelta("k0_mm_gelu", 10.0, None), KernelDelta("k0_mm", None, 9.0),
-                          KernelDelta("k1_gelu", None, 4.0)], {"good": 120.0, "bad": 194.0},
-                         None, {}, log)
-    workaround = model.Workaround("fusion", True, "lower", model.Program("mlp", 127, 256, "full"),
-                                  "device_time", "us", 194.0, 120.5, 120.0, 0.99, None)
-    minimized = MinimizeResult(source, 5, 2, 12, 1.6, 1.62, [])
-    timing = model.timing(model.Program("mlp", 127, 256, "minimized", 2),
+    stages = StageReport(good=GOOD, bad=BAD, workload="mlp", seq=127, width=256,
+                         first_divergent_stage="lower", basis="artifact", stage_diff_lines=3,
+                         diff=diff, stages=stage_rows,
+                         kernels=[KernelDelta("k0_mm_gelu", 10.0, None), KernelDelta("k0_mm", None,
+                                                                                     9.0),
+                                  KernelDelta("k1_gelu", None, 4.0)],
+                         device_time_us={"good": 120.0, "bad": 194.0},
+                         numerics_first_divergent_stage=None, numerics={}, log_excerpt=log)
+    workaround = model.Workaround(knob="fusion", value=True, stage="lower",
+                                  program=model.Program("mlp", 127, 256, "full"),
+                                  metric="device_time", unit="us", metric_bad=194.0,
+                                  metric_with_knob=120.5, metric_good=120.0, recovered=0.99,
+                                  decisive_application=None)
+    minimized = MinimizeResult(source=source, ops_before=5, ops_after=2, queries=12,
+                               ratio_before=1.6, ratio_after=1.62, steps=[])
+    timing = model.timing(model.Program("mlp", 127, 256, "minimized", ops=2),
                           _run(rng, 120.0, good_config), _run(rng, 194.0, bad_config),
                           tolerance or model.Tolerance())
-    alert = Alert("device_time", GOOD, BAD, (member, other), member)
-    return Investigation(model.INVESTIGATION_VERSION, alert, target, commits, bisect,
-                         confirmation, stages, workaround, minimized, source, timing,
-                         {side: str(path) for side, path in traces.items()})
+    alert = Alert("device_time", GOOD, BAD, (member, other), probe=member)
+    return Investigation(version=model.INVESTIGATION_VERSION, alert=alert, target=target,
+                         commits=commits, bisect=bisect,
+                         confirmation=confirmation, stages=stages, workaround=workaround,
+                         minimized=minimized, source=source, timing=timing,
+                         traces={side: str(path) for side, path in traces.items()})
 
 
 def bundle_texts(folder: Path) -> dict[str, bytes]:
@@ -130,7 +148,9 @@ def bundle_texts(folder: Path) -> dict[str, bytes]:
     with tarfile.open(folder.parent / f"{folder.name}.tar.gz") as tar:
         for member in tar.getmembers():
             if member.isfile():
-                contents[f"tar/{member.name}"] = tar.extractfile(member).read()
+                extracted = tar.extractfile(member)
+                assert extracted is not None  # a regular file
+                contents[f"tar/{member.name}"] = extracted.read()
     return contents
 
 
@@ -151,7 +171,7 @@ def test_an_investigation_reads_back_as_itself(tmp_path):
                                         "number"),
     ("target.seq", True, "`investigation.target.seq` must be an integer"),
     ("stages.basis", 3, "`investigation.stages.basis` must be one of 'artifact', "
-                        "'instructions', 'compile_clock' or null"),
+                        "'instructions', 'compile_clock', 'compile_error' or null"),
 ])
 def test_reading_names_the_bad_field(tmp_path, path, value, message):
     document = model.dump(synthetic_investigation(tmp_path))
@@ -275,8 +295,33 @@ def test_summary_quartiles_match_numpy_and_the_reproducer_harness():
     ours, theirs = model.summarize(samples), harness.summarize(samples)
     q1, median, q3 = np.percentile(samples, [25, 50, 75])
     assert (ours.q1, ours.median, ours.q3) == pytest.approx((q1, median, q3), rel=1e-12)
-    assert (theirs["q1"], theirs["median"], theirs["q3"]) == pytest.approx((q1, median, q3))
-    assert theirs["geomean"] == pytest.approx(ours.geomean)
+    assert (theirs.q1, theirs.median, theirs.q3) == pytest.approx((q1, median, q3))
+    assert theirs.geomean == pytest.approx(ours.geomean)
+
+
+def test_the_reproducers_outcome_prints_the_keys_of_its_json_version():
+    """The outcome is a dataclass (`harness.Outcome`); its JSON stays version 2's document
+    (docs/formats.md), `compile_instructions` and its note only with --instructions."""
+    errors = {"max_abs": 0.5, "max_rel": 0.1, "rmse": 1e-4, "rmse_ratio": 3.0}
+    outcome = harness.Outcome(
+        build=harness.Build("spyre_sim", {"torch": "2.13.0"}, "/b", "3.11.9"), config="bad",
+        overrides={"fusion": False}, dropped=["x"], compile_s={"lower": 0.1, "total": 0.3},
+        device_us=harness.summarize([2.0, 4.0]), host_s=None,
+        correctness=harness.Correctness(errors, harness.failures(
+            errors, {"rmse_ratio": 2.0, "max_abs": 0.05})), kernels=[])
+    document = json.loads(json.dumps(outcome.to_json()))
+    assert document["version"] == harness.REPRODUCER_OUTPUT_VERSION == 2
+    assert list(document) == ["version", "build", "config", "overrides", "dropped",
+                              "compile_s", "device_us", "host_s", "correctness", "kernels"]
+    assert document["build"] == {"backend": "spyre_sim", "versions": {"torch": "2.13.0"},
+                                 "path": "/b", "python": "3.11.9"}
+    assert document["device_us"]["n"] == 2 and document["device_us"]["median"] == 3.0
+    assert document["correctness"]["pass"] is False
+    assert document["correctness"]["reasons"] == ["RMSE ratio 3 > 2", "max abs 0.5 > 0.05"]
+    outcome.instructions = harness.Instructions(None, "valgrind is not installed")
+    assert outcome.to_json()["compile_instructions"] is None
+    assert "-> FAIL (RMSE ratio 3 > 2; max abs 0.5 > 0.05)" in harness.describe(
+        outcome, {"tolerance_text": "t"})
 
 
 @pytest.mark.parametrize(("rmse_ratio", "max_abs", "passed"), [
@@ -284,7 +329,7 @@ def test_summary_quartiles_match_numpy_and_the_reproducer_harness():
     (float("nan"), 0.001, False), (float("inf"), 0.001, False)])
 def test_correctness_verdict_at_the_tolerance(rmse_ratio, max_abs, passed):
     errors = {"max_abs": max_abs, "max_rel": 0.1, "rmse": 1e-4, "rmse_ratio": rmse_ratio}
-    run = model.BuildRun("ok", errors=model.errors_from(errors))
+    run = model.BuildRun(status="ok", errors=model.errors_from(errors))
     assert model.judge("bad", run, model.Tolerance()).passed is passed
     assert (not harness.failures(errors, {"rmse_ratio": 2.0, "max_abs": 0.05})) is passed
 
@@ -303,6 +348,7 @@ def test_device_ratio_interval_brackets_the_true_shift(tmp_path):
 def test_every_quote_of_the_regression_is_the_confirmation(tmp_path):
     found = synthetic_investigation(tmp_path)
     _, files = bundle.bundle_files(found, "spyre_sim")
+    assert found.confirmation is not None
     figure = f"×{found.confirmation.ratio:.3f}"
     summary = json.loads(files["summary.json"])
     assert figure in summary["title"] and figure in summary["causal_statement"]
@@ -346,7 +392,9 @@ def test_hostile_strings_are_escaped_and_secrets_never_written(tmp_path, monkeyp
             widths = {len(re.findall(r"(?<!\\)\|", row)) for row in rows}
             assert len(widths) == 1, block
     # the diff's own backtick runs cannot close its fence
-    fence = re.search(r"^(`{3,})diff$", md, re.MULTILINE).group(1)
+    opening = re.search(r"^(`{3,})diff$", md, re.MULTILINE)
+    assert opening is not None
+    fence = opening.group(1)
     assert len(fence) > 4 and f"\n{fence}\n" in md
     environment = json.loads((folder / "environment.json").read_text())
     assert environment["environment_variables"] == {"OMP_NUM_THREADS": "2"}
@@ -435,7 +483,7 @@ def test_paths_the_tool_wrote_survive_variables_that_are_their_prefix(tmp_path):
 
 def test_a_failed_build_is_reported_not_crashed(tmp_path):
     found = synthetic_investigation(tmp_path)
-    failed = model.BuildRun("failed", "SpyreRuntimeError: layout mismatch")
+    failed = model.BuildRun(status="failed", detail="SpyreRuntimeError: layout mismatch")
     timing = model.timing(found.timing.program, found.timing.good, failed)
     found = dataclasses.replace(found, timing=timing,
                                 traces={**found.traces, "bad": None})
@@ -457,7 +505,8 @@ def test_reproducer_text_survives_hostile_names(tmp_path):
                 if isinstance(node, (ast.Import, ast.ImportFrom)) for alias in node.names}
     # the compiler is reached through the embedded backend module (BACKEND_SOURCE), never
     # imported by the reproducer's own code
-    assert imported == {"argparse", "contextlib", "ctypes", "gc", "importlib.util", "json",
+    assert imported == {"argparse", "contextlib", "ctypes", "dataclasses", "gc",
+                        "importlib.util", "json",
                         "math", "mmap", "os", "platform", "shutil", "statistics", "subprocess",
                         "sys", "tempfile", "time", "warnings", "torch"}
     assert "BACKEND_SOURCE = r" + "'''" in source and "import spyre_sim" in source
@@ -483,6 +532,7 @@ def test_a_program_without_the_entry_points_is_refused(tmp_path):
 
 def test_reproducer_usage_quotes_the_workaround_for_the_shell(tmp_path):
     found = synthetic_investigation(tmp_path)
+    assert found.workaround is not None
     found = dataclasses.replace(found, workaround=dataclasses.replace(
         found.workaround, knob="fusion; rm -rf /", value="a b"))
     usage = reproducer.usage_commands(build_report(found, "spyre_sim"))
@@ -494,6 +544,7 @@ def test_a_report_names_the_measuring_backends_baseline_and_settings(tmp_path):
     torch._inductor.config entries; nothing of spyre_sim's vocabulary (DLFloat16, Config,
     SENCORES) reaches its bundle, while a spyre_sim bundle keeps it."""
     found = synthetic_investigation(tmp_path)
+    assert found.workaround is not None
     settings = {"cpp.simdlen": None, "max_fusion_size": 64}
     inductor = dataclasses.replace(
         found, backend="inductor",

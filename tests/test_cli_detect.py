@@ -1,13 +1,17 @@
 """`spyre-regress detect`, run as a user runs it: the installed script in a subprocess."""
 
 import json
+from pathlib import Path
 
+import pandas as pd
 import pytest
 from conftest import run_cli
 from test_results import DATES, FIXTURE, FIXTURE_COMMITS, epoch_ms, make_repo, sha, track, write
 
 from regressions.detection import alerts as detection
 from regressions.groundtruth import synthetic
+from regressions.groundtruth import tables as planted
+from regressions.records import results, tables
 
 EXIT_OK, EXIT_REGRESSED, EXIT_USAGE = 0, 1, 2
 FIXTURE_ORDER = [c["sha"] for c in FIXTURE_COMMITS["commits"]]
@@ -22,7 +26,8 @@ def test_real_asv_run_gives_exactly_the_injected_alerts(tmp_path, outside):
     done = detect("--results", str(FIXTURE), "--json", str(out), cwd=outside)
     assert done.returncode == EXIT_REGRESSED, done.stderr
     doc = json.loads(out.read_text())
-    assert doc["version"] == detection.ALERTS_VERSION == 4
+    assert doc["version"] == detection.ALERTS_VERSION == 5
+    assert doc["source"] == {"results": str(FIXTURE)}
     summary = [(a["kind"], a["good_commit"], a["bad_commit"],
                 sorted(m["benchmark"] + m["params"] for m in a["members"]),
                 a["probe"]["benchmark"] + a["probe"]["params"]) for a in doc["alerts"]]
@@ -82,13 +87,14 @@ def test_no_regression_exits_zero(tmp_path, outside):
     out = tmp_path / "alerts.json"
     done = detect("--results", str(root), "--json", str(out), cwd=outside)
     assert done.returncode == EXIT_OK
-    assert json.loads(out.read_text()) == {"version": 4, "alerts": [], "environment": []}
+    assert json.loads(out.read_text()) == {"version": 5, "source": {"results": str(root)},
+                                           "alerts": [], "environment": []}
     assert "0 alert(s)" in done.stdout
 
 
 def test_repo_orders_history_and_names_the_bad_commit(tmp_path, outside):
     repo, shas = make_repo(tmp_path, DATES)
-    docs = {}
+    docs: dict[str, dict] = {}
     for i, (commit, date) in enumerate(zip(shas, DATES, strict=True)):
         docs |= synthetic.asv_results_documents([(commit, epoch_ms(date))],
                                                 track([1.0 if i < 2 else 2.0]))
@@ -118,12 +124,63 @@ def test_input_errors_exit_two(tmp_path, outside, args, message):
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_a_store_as_a_table_gives_its_alerts_and_json_apart_from_the_source(tmp_path, outside,
+                                                                           suffix):
+    table = tmp_path / f"results{suffix}"
+    rows = tables.long_table(results.load_results(FIXTURE), lists=suffix == ".parquet")
+    rows.to_csv(table, index=False) if suffix == ".csv" else rows.to_parquet(table)
+    from_store = detect("--results", str(FIXTURE), "--json", str(tmp_path / "a.json"),
+                        cwd=outside)
+    from_table = detect("--table", str(table), "--json", str(tmp_path / "b.json"), cwd=outside)
+    assert from_store.returncode == from_table.returncode == EXIT_REGRESSED, from_table.stderr
+    assert from_table.stdout == from_store.stdout
+    documents = [json.loads((tmp_path / name).read_text()) for name in ("a.json", "b.json")]
+    assert [d.pop("source") for d in documents] == [{"results": str(FIXTURE)},
+                                                    {"table": str(table)}]
+    assert documents[0] == documents[1] and documents[0]["alerts"]
+
+
+def test_wide_rows_read_through_the_torch_spyre_mapping(tmp_path, outside):
+    table = tmp_path / "perf_benchmarks.parquet"
+    planted.ingest_rows(21, planted.Step("add", "compile_ms", 14, 1.4)).to_parquet(table)
+    mapping = Path(__file__).parents[1] / "examples" / "tables" / "torch_spyre_perf.json"
+    out = tmp_path / "alerts.json"
+    done = detect("--table", str(table), "--mapping", str(mapping), "--json", str(out),
+                  cwd=outside)
+    assert done.returncode == EXIT_REGRESSED, done.stderr
+    (alert,) = json.loads(out.read_text())["alerts"]
+    assert (alert["kind"], alert["good_commit"], alert["bad_commit"], alert["status"]) == (
+        "time", "2026-04-14T03:00:00Z", "2026-04-15T03:00:00Z", "open")
+    assert [m["benchmark"] for m in alert["members"]] == ["op.add.compile_ms"]
+    assert "good 2026-04-14T03:00:00Z -> bad 2026-04-15T03:00:00Z" in done.stdout
+
+
+@pytest.mark.parametrize("rows, message", [
+    ({"benchmark": ["b"], "commit": ["a"]}, "no column 'value'"),
+    ({"benchmark": ["b", "b"], "commit": ["a", "c"], "value": ["1.5", "n/a"]},
+     "row 2 (line 3): value 'n/a' in column 'value' is not a number"),
+    ({"benchmark": ["b", "b"], "commit": ["a", "a"], "value": [1.0, 2.0]},
+     "row 2 (line 3): duplicate key"),
+    ({"benchmark": [], "commit": [], "value": []}, "the table holds no rows"),
+])
+def test_a_malformed_table_exits_two_in_one_line_and_writes_nothing(tmp_path, outside, rows,
+                                                                    message):
+    table, out = tmp_path / "results.csv", tmp_path / "alerts.json"
+    pd.DataFrame(rows).to_csv(table, index=False)
+    done = detect("--table", str(table), "--json", str(out), cwd=outside)
+    assert done.returncode == EXIT_USAGE
+    assert done.stderr.startswith("spyre-regress: error: ") and message in done.stderr
+    assert done.stderr.count("\n") == 1 and not out.exists()
+
+
 @pytest.mark.parametrize("args", [
     ["--results", str(FIXTURE), "--threshold", "a(=0.1"],
     ["--results", str(FIXTURE), "--threshold", "time_x"],
     ["--results", str(FIXTURE), "--threshold", "time_x=-1"],
     ["--results", str(FIXTURE), "--higher-is-better", "[unclosed"],
     ["--results", str(FIXTURE), "--fdr", "0"],
+    ["--results", str(FIXTURE), "--table", "t.csv"],
     [],
 ])
 def test_usage_errors_exit_two(args, outside):

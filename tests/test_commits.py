@@ -49,14 +49,15 @@ def test_deterministic_metrics_take_one_measurement_per_commit(length):
     that wobble within the metric's tolerance (instruction counts, 0.5%) are the same."""
     commits = [f"{i:040d}" for i in range(length)]
     for first_bad in [*range(1, length), None]:
-        calls = []
+        calls: list = []
 
         def measure(commit, first_bad=first_bad, calls=calls):
             calls.append(commit)
             index = commits.index(commit)
             value = 1.04e6 if first_bad is not None and index >= first_bad else 1e6
             wobble = 1 + 0.001 * (-1) ** index  # 0.1% apart, within the tolerance
-            return Measurement(commit, "ok", (value * wobble,), deterministic=True,
+            return Measurement(commit=commit, status="ok", samples=(value * wobble,),
+                               deterministic=True,
                                tolerance=0.005)
 
         result = bisect_commits(commits, measure)
@@ -75,8 +76,8 @@ def test_a_deterministic_series_that_starts_failing_is_a_failure_bisection():
 
     def measure(commit):
         if commits.index(commit) >= 6:
-            return Measurement(commit, "failed", detail="RuntimeError")
-        return Measurement(commit, "ok", (1e6,), deterministic=True)
+            return Measurement(commit=commit, status="failed", detail="RuntimeError")
+        return Measurement(commit=commit, status="ok", samples=(1e6,), deterministic=True)
 
     result = bisect_commits(commits, measure)
     assert result.kind == "failure" and result.culprit == commits[6]
@@ -101,7 +102,8 @@ def test_no_step_is_not_reproduced():
 def test_a_good_commit_that_cannot_be_measured_is_a_user_error():
     commits = ["a" * 40, "b" * 40]
     with pytest.raises(SpyreRegressError, match="good commit"):
-        bisect_commits(commits, lambda c: Measurement(c, "untestable", detail="no module"))
+        bisect_commits(commits,
+                       lambda c: Measurement(commit=c, status="untestable", detail="no module"))
 
 
 def test_result_json_carries_the_documented_fields():

@@ -1,6 +1,7 @@
 """Compile work: callgrind dump parsing, grid bookkeeping, skipping without valgrind, the CI
 installer, the one-stage compile scenario, and (slow) real counts that repeat."""
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -59,7 +60,7 @@ def test_dumps_pair_with_labels_in_order_and_a_failed_point_reports_no_partial_c
         {"pid": 7, "labels": [_label("mlp", 128, 64, "dynamo"), _label("mlp", 128, 64, "lower")],
          "failed_points": [["linear", 1, 64, "KeyError: 'x'"]], "seconds": {"counted": 2.0}},
         {"pid": 9, "labels": [_label("softmax", 127, 64, "dynamo"),
-                              _label("softmax", 127, 64, "lower", "ValueError: bad")],
+                              _label("softmax", 127, 64, "lower", error="ValueError: bad")],
          "failed_points": [], "seconds": {"counted": 1.0}}],
         "stages": ["dynamo", "lower"], "missing": None}
     measured = compile_work.assemble(manifest, {7: [100, 7], 9: [50, 3]}, 12.5, 11.0)
@@ -97,9 +98,10 @@ def test_the_grid_is_dealt_by_workload_heaviest_first_and_always_the_same_way():
 
 
 def test_a_measurement_round_trips_through_its_versioned_json():
-    measured = compile_work.Measurement({("mlp", 128, None): {"dynamo": 5, "lower": 2}},
-                                        {("softmax", 1, 64): "lower: boom"},
-                                        ("dynamo", "lower"), None, 3.0, 2.5)
+    measured = compile_work.Measurement(counts={("mlp", 128, None): {"dynamo": 5, "lower": 2}},
+                                        errors={("softmax", 1, 64): "lower: boom"},
+                                        stages=("dynamo", "lower"), missing=None, seconds=3.0,
+                                        cpu_seconds=2.5)
     document = json.loads(json.dumps(measured.to_json()))
     assert document["version"] == compile_work.COMPILE_WORK_VERSION
     assert document["unit"] == "instructions"
@@ -129,7 +131,7 @@ def test_valgrind_runs_callgrind_uninstrumented_and_uncollected_until_the_child_
     assert "--instr-atstart=yes" not in command
     assert f"--callgrind-out-file={tmp_path / 'cg'}.%p" in command  # one file per process
     script = command.index("-P") + 1
-    assert command[script - 2] == "/py" and command[script].endswith("compile_work.py")
+    assert command[script - 2] == "/py" and command[script] == str(compile_work.CHILD)
     earlier = compile_work.valgrind_command("/py", *paths, instrument="from_start")
     assert "--instr-atstart=yes" in earlier and "--instr-atstart=no" not in earlier
     assert {"--tool=callgrind", "--collect-atstart=no"} <= set(earlier)
@@ -151,8 +153,12 @@ def test_the_compiler_under_test_is_byte_compiled_before_a_count(tmp_path):
 
 
 def test_a_client_request_outside_valgrind_returns_its_default_and_does_nothing():
-    assert compile_work.client_request(compile_work.CALLGRIND_START_INSTRUMENTATION) == 0
-    assert compile_work.client_request(0x1001) == 0  # RUNNING_ON_VALGRIND: 0 layers
+    spec = importlib.util.spec_from_file_location("compile_work_child", compile_work.CHILD)
+    assert spec is not None and spec.loader is not None
+    child = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(child)
+    assert child.client_request(child.CALLGRIND_START_INSTRUMENTATION) == 0
+    assert child.client_request(0x1001) == 0  # RUNNING_ON_VALGRIND: 0 layers
 
 
 def test_the_family_grid_is_every_suite_workload_at_127_and_128_and_every_stage():
@@ -167,9 +173,9 @@ def test_the_family_grid_is_every_suite_workload_at_127_and_128_and_every_stage(
 
 def test_benchmarks_look_their_value_up_and_skip_or_fail_as_asv_expects():
     measured = compile_work.Measurement(
-        {("mlp", 128, 1024): {stage: 10 + i for i, stage in enumerate(prepare.STAGES[:-1])}},
-        {("softmax", 127, 1024): "kernel: SpyreCompileError: no split"},
-        prepare.STAGES[:-1])
+        counts={("mlp", 128, 1024): {stage: 10 + i for i, stage in enumerate(prepare.STAGES[:-1])}},
+        errors={("softmax", 127, 1024): "kernel: SpyreCompileError: no split"},
+        stages=prepare.STAGES[:-1])
     values = bench_compile_work.lookup_table(measured)
     benchmark = bench_compile_work.CompileWork()
     benchmark.setup(values, "mlp", 128, "lower")
@@ -218,7 +224,7 @@ def test_an_unchanged_compiler_is_measured_once_and_a_changed_one_again(monkeypa
 
     def fake_measure(points, **_):
         calls.append(points)
-        return compile_work.Measurement({tuple(points[0]): {"dynamo": 100 + len(calls)}},
+        return compile_work.Measurement(counts={tuple(points[0]): {"dynamo": 100 + len(calls)}},
                                         stages=("dynamo",), seconds=120.0)
 
     monkeypatch.setattr(compile_work, "measure", fake_measure)
@@ -236,7 +242,7 @@ def test_an_unchanged_compiler_is_measured_once_and_a_changed_one_again(monkeypa
 def test_without_valgrind_the_family_skips_and_says_how_to_install_it(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))  # an empty directory: no valgrind on PATH
     monkeypatch.setenv(kept.CACHE_ENV, str(tmp_path / "cache"))
-    assert "apt-get install valgrind" in compile_work.valgrind_missing()
+    assert "apt-get install valgrind" in (compile_work.valgrind_missing() or "")
     with pytest.raises(NotImplementedError, match="apt-get install valgrind"):
         compile_work.measure([("mlp", 128, 64)])
     benchmark = bench_compile_work.CompileWork()
@@ -293,7 +299,7 @@ def _run_child(tmp_path: Path, points: list, pythonpath: Path,
         "stages": None, "instrument": instrument,
         "workloads": str(ROOT / "benchmarks" / "workloads.py")}))
     env = compile_work.child_env({"PATH": os.environ["PATH"], "PYTHONPATH": str(pythonpath)})
-    subprocess.run([sys.executable, "-P", str(ROOT / "benchmarks" / "compile_work.py"),
+    subprocess.run([sys.executable, "-P", str(compile_work.CHILD),
                     str(request), str(manifest)], env=env, check=True, timeout=300)
     return json.loads(manifest.read_text())
 
@@ -397,8 +403,9 @@ def measured_trees(tmp_path_factory):
     grid is a share of its own, so the point's process runs the same either way, and one
     point spares a valgrind process importing torch instrumented), all at once (counts do not
     depend on the load, only the wall time does)."""
-    if compile_work.valgrind_missing():
-        pytest.skip(compile_work.valgrind_missing())
+    missing = compile_work.valgrind_missing()
+    if missing:
+        pytest.skip(missing)
     base = _tree(tmp_path_factory.mktemp("compile-work") / "base")
     injected = _tree(tmp_path_factory.mktemp("compile-work") / "injected")
     scenarios.apply(injected, SCENARIO)

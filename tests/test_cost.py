@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from spyre_sim.cost import (
+    KernelKind,
     KernelWork,
     derive_work,
     kernel_cost,
@@ -22,7 +23,8 @@ from spyre_sim.device import DeviceParams
 
 DEVICE = DeviceParams()
 ROOT = Path(__file__).resolve().parents[1]
-KINDS = ("matmul", "pointwise", "reduction", "softmax", "layernorm", "restickify", "constant")
+KINDS: tuple[KernelKind, ...] = ("matmul", "pointwise", "reduction", "softmax", "layernorm",
+                                 "restickify", "constant")
 
 
 def random_work(rng: random.Random) -> KernelWork:
@@ -35,13 +37,16 @@ def random_work(rng: random.Random) -> KernelWork:
         dims = (("b", b), ("m", m), ("n", n), ("k", k))
         splits = (("b", 1), ("m", 1), ("n", max(1, cores // split_k)), ("k", split_k))
         read = 2 * (b * m * k + k * n) + rng.randint(0, 4096)
-        return KernelWork("mm", kind, dims, splits, cores, read, 2 * b * m * n,
+        return KernelWork(name="mm", kind=kind, dims=dims, splits=splits, cores_used=cores,
+                          hbm_read_bytes=read, hbm_write_bytes=2 * b * m * n,
                           macs=b * m * n * k, simple_elems=rng.choice((0, m * n)),
                           accumulation=rng.choice(("fp32", "fp16")))
     elems = rng.randint(1, 1 << 24)
     reduce = elems if kind in ("reduction", "softmax", "layernorm") else 0
-    return KernelWork("k", kind, (("d0", elems),), (("d0", cores),), cores,
-                      2 * elems * rng.randint(0, 3), 2 * elems if kind != "reduction" else 128,
+    return KernelWork(name="k", kind=kind, dims=(("d0", elems),), splits=(("d0", cores),),
+                      cores_used=cores,
+                      hbm_read_bytes=2 * elems * rng.randint(0, 3),
+                      hbm_write_bytes=2 * elems if kind != "reduction" else 128,
                       transcendental_elems=rng.choice((0, elems)),
                       simple_elems=rng.choice((0, elems)), reduce_elems=reduce,
                       accumulation=rng.choice(("fp32", "fp16")))
@@ -102,7 +107,8 @@ def _pointwise(op: str, cores: int) -> KernelWork:
     ops = (op_work(op, shape, (shape,)),)
     nbytes = 2 * 1024 * 4096
     return derive_work("k", "pointwise", (("d0", 1024), ("d1", 4096)),
-                       (("d0", cores), ("d1", 1)), nbytes, nbytes, ops, "fp32")
+                       (("d0", cores), ("d1", 1)), read_bytes=nbytes, write_bytes=nbytes, ops=ops,
+                       accumulation="fp32")
 
 
 def test_pointwise_is_memory_bound_at_32_cores_and_gelu_exp_neg_cost_the_same():
@@ -118,8 +124,9 @@ def test_pointwise_is_memory_bound_at_32_cores_and_gelu_exp_neg_cost_the_same():
 def _matmul(m, n, k, splits, accumulation="fp32"):
     dims = (("b", 1), ("m", m), ("n", n), ("k", k))
     return derive_work("mm", "matmul", dims, tuple(zip("bmnk", splits, strict=True)),
-                       2 * (m * k + k * n), 2 * m * n, (op_work("mm", (m, n), ((m, k), (k, n))),),
-                       accumulation)
+                       read_bytes=2 * (m * k + k * n), write_bytes=2 * m * n,
+                       ops=(op_work("mm", (m, n), ((m, k), (k, n))),),
+                       accumulation=accumulation)
 
 
 def test_output_tile_beyond_the_lx_accumulator_is_chunked_and_rereads_activations():
@@ -148,15 +155,17 @@ def test_k_split_partial_sums():
 
 
 def test_restickify_moves_bytes_at_the_relayout_rate():
-    work = KernelWork("r", "restickify", (("d0", 4096),), (("d0", 32),), 32, 1 << 22, 1 << 22)
+    work = KernelWork(name="r", kind="restickify", dims=(("d0", 4096),), splits=(("d0", 32),),
+                      cores_used=32, hbm_read_bytes=1 << 22, hbm_write_bytes=1 << 22)
     cost = kernel_cost(work, DEVICE)
     assert cost.bound == "memory" and cost.memory_us == 0.0
     assert cost.total_us == pytest.approx((1 << 23) / DEVICE.restickify_gbps / 1e3)
 
 
 def test_fp16_reduction_accumulation_halves_the_reduce_work():
-    work = KernelWork("s", "softmax", (("d0", 512), ("r", 1024)), (("d0", 4),), 4,
-                      1 << 20, 1 << 20, reduce_elems=512 * 1024)
+    work = KernelWork(name="s", kind="softmax", dims=(("d0", 512), ("r", 1024)),
+                      splits=(("d0", 4),), cores_used=4,
+                      hbm_read_bytes=1 << 20, hbm_write_bytes=1 << 20, reduce_elems=512 * 1024)
     fp32 = kernel_cost(work, DEVICE)
     fp16 = kernel_cost(dataclasses.replace(work, accumulation="fp16"), DEVICE)
     assert fp16.vector_us == pytest.approx(fp32.vector_us / DEVICE.fp16_accumulation_speedup)

@@ -6,6 +6,8 @@ fallbacks with several outputs, bool masks, dtype arguments or string literals.
 """
 
 import warnings
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 import torch
@@ -74,7 +76,7 @@ def test_cat_skips_1d_empty_tensors_like_torch():
 def test_fallbacks_with_two_outputs_bool_masks_dtypes_and_string_literals():
     x, index = values(10, 5), torch.randint(0, 10, (5, 5), generator=torch.Generator())
     mask = x > 0
-    cases = [
+    cases: list[tuple[Callable[..., Any], tuple[torch.Tensor, ...]]] = [
         (lambda t: torch.topk(t, 3), (x,)),
         (lambda t, m: t.masked_fill(m, 2.0), (x, mask)),
         (lambda t: torch.cumsum(t, 0, dtype=torch.float32), (x,)),

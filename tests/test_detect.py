@@ -29,9 +29,10 @@ def noisy(levels, spread=0.01):
 def series(samples, name="execute.Work.time_run", params="", higher_is_better=False,
            deterministic=None):
     commits = tuple(f"{i:040x}" for i in range(len(samples)))
-    return detect.Series("m", "env", name, params, commits, tuple(range(len(samples))),
-                         tuple(None if s is None else tuple(s) for s in samples),
-                         higher_is_better, deterministic)
+    return detect.Series(machine="m", env="env", benchmark=name, params=params, commits=commits,
+                         positions=tuple(range(len(samples))),
+                         samples=tuple(None if s is None else tuple(s) for s in samples),
+                         higher_is_better=higher_is_better, deterministic=deterministic)
 
 
 # --- change points of one series ---------------------------------------------------------
@@ -42,7 +43,7 @@ def test_one_step_exact_index():
     (c,) = changes
     assert c.ratio == pytest.approx(1.2, rel=1e-3)
     assert c.ci[0] < c.ratio < c.ci[1]
-    assert c.pvalue < 1e-6
+    assert c.pvalue is not None and c.pvalue < 1e-6
     assert c.before == pytest.approx(1.0, rel=1e-2) and c.after == pytest.approx(1.2, rel=1e-2)
 
 
@@ -75,7 +76,7 @@ def test_single_change_location_agrees_with_ruptures_binseg():
                                            steps=((at, 0.08),))
         means = np.log(np.asarray(samples)).mean(axis=1)
         expected = ruptures.Binseg(model="l2", min_size=2, jump=1).fit(means).predict(n_bkps=1)[0]
-        strongest = min(detect_changes(samples), key=lambda c: c.pvalue)
+        strongest = min(detect_changes(samples), key=lambda c: c.pvalue or 0.0)
         assert strongest.index == expected == at
 
 
@@ -116,7 +117,7 @@ def test_noisy_series_without_samples():
     values = [[v] for v in np.r_[np.ones(12), np.full(12, 1.3)] * np.exp(rng.normal(0, 0.02, 24))]
     changes = detect_changes(values)
     assert [c.index for c in changes] == [12]
-    assert changes[0].pvalue < 1e-4
+    assert changes[0].pvalue is not None and changes[0].pvalue < 1e-4
 
 
 def test_short_noisy_series_has_no_changes():
@@ -139,10 +140,12 @@ def test_between_commit_noise_is_not_a_change():
 # --- a run: floors, direction, FDR, failures ----------------------------------------------
 
 def test_worsening_reads_alike_in_both_directions():
-    slower = changepoints.Change(1, 1.25, (1.25, 1.25), None, 1.0, 1.25)
+    slower = changepoints.Change(index=1, ratio=1.25, ci=(1.25, 1.25), pvalue=None, before=1.0,
+                                 after=1.25)
     assert detect.worsening(slower, higher_is_better=False) == pytest.approx(0.25)
     assert detect.worsening(slower, higher_is_better=True) < 0
-    less = changepoints.Change(1, 0.8, (0.8, 0.8), None, 1.0, 0.8)
+    less = changepoints.Change(index=1, ratio=0.8, ci=(0.8, 0.8), pvalue=None, before=1.0,
+                               after=0.8)
     assert detect.worsening(less, higher_is_better=True) == pytest.approx(0.25)
     assert detect.worsening(less, higher_is_better=False) < 0
 
@@ -162,7 +165,7 @@ def test_only_regressions_are_reported():
     slower = series(noisy([1.0] * 6 + [1.3] * 6))
     (r,) = detect.find_regressions([slower])
     assert (r.kind, r.good_commit, r.bad_commit) == ("time", f"{5:040x}", f"{6:040x}")
-    assert r.p <= r.q <= detect.FDR
+    assert r.p is not None and r.q is not None and r.p <= r.q <= detect.FDR
 
 
 def test_failures_are_their_own_kind_and_skip_the_timing_series():
@@ -242,8 +245,10 @@ def test_declared_deterministic_flag_is_used():
 # --- alerts ------------------------------------------------------------------------------
 
 def regression(benchmark, params, good, bad, kind="time", baseline=1.0):
-    return detect.Regression("m", "env", benchmark, params, kind, f"c{good}", f"c{bad}",
-                             good, bad, 1.1, (1.05, 1.15), 1e-4, 1e-3, baseline)
+    return detect.Regression(machine="m", env="env", benchmark=benchmark, params=params, kind=kind,
+                             good_commit=f"c{good}", bad_commit=f"c{bad}",
+                             good_position=good, bad_position=bad, ratio=1.1, ci=(1.05, 1.15),
+                             p=1e-4, q=1e-3, baseline=baseline)
 
 
 def test_cluster_alerts_by_kind_and_overlapping_range():
@@ -302,7 +307,7 @@ def test_param_size():
 def test_alerts_to_json_and_back():
     (alert,) = cluster_alerts([regression("a.time_x", "(2)", 0, 1)])
     doc = alerts_to_json([alert])
-    assert doc["version"] == ALERTS_VERSION == 4
+    assert doc["version"] == ALERTS_VERSION == 5
     (entry,) = doc["alerts"]
     assert set(entry) == {"good_commit", "bad_commit", "kind", "members", "probe"}
     (member,) = entry["members"]
@@ -311,8 +316,11 @@ def test_alerts_to_json_and_back():
         "benchmark": "a.time_x", "params": "(2)", "machine": "m", "env": "env", "ratio": 1.1,
         "ci": [1.05, 1.15], "p": 1e-4, "q": 1e-3}
     assert alerts_from_json(json.loads(json.dumps(doc)), "a.json") == [alert]
-    infinite = detect.Regression("m", "e", "n.track_e", "", "numerics", "a", "b", 0, 1,
-                                 math.inf, (math.inf, math.inf), None, None, 0.0)
+    infinite = detect.Regression(machine="m", env="e", benchmark="n.track_e", params="",
+                                 kind="numerics", good_commit="a", bad_commit="b", good_position=0,
+                                 bad_position=1,
+                                 ratio=math.inf, ci=(math.inf, math.inf), p=None, q=None,
+                                 baseline=0.0)
     member = alerts_to_json(cluster_alerts([infinite]))["alerts"][0]["members"][0]
     assert member["ratio"] is None and member["ci"] == [None, None] and member["p"] is None
 
@@ -357,9 +365,10 @@ def test_precision_recall():
 def excursion_series(name, params, factors, seed, noise):
     rng = np.random.default_rng(seed)
     commits = tuple(f"{i:040x}" for i in range(len(factors)))
-    return detect.Series("m", "env", name, params, commits, tuple(range(len(factors))),
-                         tuple(tuple(float(f * np.exp(x)) for x in rng.normal(0, noise, 20))
-                               for f in factors))
+    return detect.Series(machine="m", env="env", benchmark=name, params=params, commits=commits,
+                         positions=tuple(range(len(factors))),
+                         samples=tuple(tuple(float(f * np.exp(x)) for x in rng.normal(0, noise, 20))
+                                       for f in factors))
 
 
 def test_what_stays_of_an_excursion_most_series_returned_from_is_part_of_it():
@@ -367,12 +376,12 @@ def test_what_stays_of_an_excursion_most_series_returned_from_is_part_of_it():
     # series jump x1.2 for that one commit; on one the excursion was +2% and the newest
     # commit sits 0.5% above the old level, so that series alone reads as a +1.25% step.
     name = "bench_execute.ExecuteDeviceTime.time_device"
-    faint = excursion_series(name, "('rmsnorm', 1)", [1.0] * 28 + [1.02, 1.005], 3, 0.015)
+    faint = excursion_series(name, "('rmsnorm', 1)", [1.0] * 28 + [1.02, 1.005], 3, noise=0.015)
     alone = detect.run_detection([faint])
     (step,) = alone.regressions
     assert step.bad_position == 28 and step.ratio == pytest.approx(1.0125, abs=0.003)
-    assert step.ci[0] > 1  # confirmed on its own: only the run as a whole tells
-    spikes = [excursion_series(name, f"('mlp', {s})", [1.0] * 28 + [1.2, 1.0], s, 0.015)
+    assert step.ci is not None and step.ci[0] > 1  # confirmed alone: only the whole run tells
+    spikes = [excursion_series(name, f"('mlp', {s})", [1.0] * 28 + [1.2, 1.0], s, noise=0.015)
               for s in range(1, 10)]
     found = detect.run_detection([faint, *spikes])
     assert found.regressions == []
@@ -381,6 +390,6 @@ def test_what_stays_of_an_excursion_most_series_returned_from_is_part_of_it():
     assert kept.position == 28 and kept.ratio == pytest.approx(1.02, abs=0.008)
     assert not any(c.reported for c in found.candidates)
     # a step that holds beyond its floor after the excursion is a step of its own
-    held = excursion_series(name, "('rmsnorm', 1)", [1.0] * 28 + [1.03, 1.02], 3, 0.015)
+    held = excursion_series(name, "('rmsnorm', 1)", [1.0] * 28 + [1.03, 1.02], 3, noise=0.015)
     assert [r.params for r in detect.run_detection([held, *spikes]).regressions] == \
         ["('rmsnorm', 1)"]

@@ -202,10 +202,12 @@ def test_an_overflow_warns_and_names_the_kernel_op_and_stage():
     with pytest.warns(spyre_sim.NonFiniteWarning, match="kernel k0_mul") as caught:
         result = program.run(x)
     assert result.nonfinite == spyre_sim.NonFinite("k0_mul", "runtime", "mul", 0)
-    assert caught[0].message.location == result.nonfinite
+    warned = caught[0].message
+    assert isinstance(warned, spyre_sim.NonFiniteWarning) and warned.location == result.nonfinite
     with pytest.warns(spyre_sim.NonFiniteWarning) as caught:
         program.run_stage("lower", x)
-    assert caught[0].message.location.stage == "lower"
+    warned = caught[0].message
+    assert isinstance(warned, spyre_sim.NonFiniteWarning) and warned.location.stage == "lower"
 
 
 def test_a_clean_run_and_already_nonfinite_inputs_note_nothing():

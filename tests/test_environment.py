@@ -29,8 +29,9 @@ def samples(rng, factors, noise=0.02, n=10):
 
 def make(benchmark, params, factors, rng, settings=()):
     commits = tuple(f"{i:040x}" for i in range(COMMITS))
-    return detect.Series("runner", "env", benchmark, params, commits, tuple(range(COMMITS)),
-                         samples(rng, factors), settings=settings)
+    return detect.Series(machine="runner", env="env", benchmark=benchmark, params=params,
+                         commits=commits, positions=tuple(range(COMMITS)),
+                         samples=samples(rng, factors), settings=settings)
 
 
 def levels(at=SHIFT_AT, factor=1.0):
@@ -49,8 +50,8 @@ def suite(seed=0, shift=1.25, moved=0.8, device_factor=1.0, step=None, settings=
         factor = shift * math.exp(rng.normal(0, 0.01)) if i in shifted else 1.0
         if step is not None and step[0] == i:
             factor *= step[1]
-        out.append(make(benchmark, params, levels(factor=factor), rng, settings))
-    out += [make(DEVICE, f"({p})", levels(factor=device_factor), rng, settings)
+        out.append(make(benchmark, params, levels(factor=factor), rng, settings=settings))
+    out += [make(DEVICE, f"({p})", levels(factor=device_factor), rng, settings=settings)
             for p in range(10)]
     return out, sorted(shifted)
 
@@ -136,17 +137,21 @@ def test_recorded_changes_compare_each_environment_with_itself():
 
 
 def test_every_reported_member_excludes_no_change_on_its_own():
-    c = detect.Change(5, 1.018, (0.988, 1.049), 0.01, 1.0, 1.018)
+    c = detect.Change(index=5, ratio=1.018, ci=(0.988, 1.049), pvalue=0.01, before=1.0, after=1.018)
     assert not detect.excludes_no_change(c)
-    assert detect.excludes_no_change(detect.Change(5, 1.018, (1.006, 1.030), 0.01, 1.0, 1.018))
-    assert detect.excludes_no_change(detect.Change(5, 0.9, (0.85, 0.95), 0.01, 1.0, 0.9))
+    assert detect.excludes_no_change(detect.Change(index=5, ratio=1.018, ci=(1.006, 1.030),
+                                                   pvalue=0.01, before=1.0, after=1.018))
+    assert detect.excludes_no_change(detect.Change(index=5, ratio=0.9, ci=(0.85, 0.95), pvalue=0.01,
+                                                   before=1.0, after=0.9))
     rng = np.random.default_rng(11)
     # 5% noise, 3 samples a commit, a 2% step: every member that is reported excludes 1
-    series = [detect.Series("m", "e", "b.B.time_x", f"({i})", tuple(f"{c:040x}" for c in
-                            range(40)), tuple(range(40)), samples(rng, levels(25, 1.02)
-                            + [1.02] * 10, noise=0.05, n=3)) for i in range(40)]
+    series = [detect.Series(machine="m", env="e", benchmark="b.B.time_x", params=f"({i})",
+                            commits=tuple(f"{c:040x}" for c in range(40)),
+                            positions=tuple(range(40)),
+                            samples=samples(rng, levels(25, 1.02) + [1.02] * 10, noise=0.05, n=3))
+              for i in range(40)]
     for r in detect.run_detection(series).regressions:
-        assert r.ci[0] > 1
+        assert r.ci is not None and r.ci[0] > 1
 
 
 def test_the_environments_of_one_job_are_counted_together():

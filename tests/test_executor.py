@@ -7,6 +7,7 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,15 +35,19 @@ def die_once(argument: tuple[str, str], scratch: Path) -> str:
 
 
 @pytest.fixture(scope="module")
-def executor(tmp_path_factory):
-    lines: list[str] = []
+def progress_lines() -> list[str]:
+    """What the module's executor said of its progress."""
+    return []
+
+
+@pytest.fixture(scope="module")
+def executor(tmp_path_factory, progress_lines):
     with Executor.start(workers=2, scratch_root=tmp_path_factory.mktemp("workers"),
-                        progress=lines.append) as running:
-        running.lines = lines
+                        progress=progress_lines.append) as running:
         yield running
 
 
-def test_units_run_at_once_and_wall_clock_units_alone(executor, tmp_path):
+def test_units_run_at_once_and_wall_clock_units_alone(executor, progress_lines, tmp_path):
     shared = [Work(f"shared {i}", record, (str(tmp_path), f"shared{i}", 0.6))
               for i in range(4)]
     clock = [Work(f"clock {i}", record, (str(tmp_path), f"clock{i}", 0.3), alone=True)
@@ -55,14 +60,14 @@ def test_units_run_at_once_and_wall_clock_units_alone(executor, tmp_path):
         others = [r for n, r in runs.items() if n != name]
         assert all(r["end"] <= runs[name]["start"] or r["start"] >= runs[name]["end"]
                    for r in others), f"{name} shared the host with another unit"
-    assert sum("done" in line and "left" in line for line in executor.lines) >= 6
+    assert sum("done" in line and "left" in line for line in progress_lines) >= 6
 
 
 def test_a_phase_hands_out_a_unit_only_to_a_free_worker(executor, tmp_path, monkeypatch):
     # the scheduler places a unit when it is submitted: submitted all at once, a unit could
     # wait behind a long one while the other worker sat idle (a 12-commit night lost a fifth
     # of its benchmarking to it). Never more units in flight than workers:
-    handed_out = []
+    handed_out: list[Any] = []  # distributed.Future, untyped
     submit = executor._submit
 
     def one_per_free_worker(work):

@@ -212,8 +212,10 @@ def test_the_capture_reads_as_a_project_stage_capture(captures):
 @pytest.mark.slow
 def test_a_fusion_knob_first_diverges_at_the_fusion_stage(captures):
     good, bad = load_capture(captures["a"]), load_capture(captures["unfused"])
-    probe = StageAnswer("ok", (), 0.0, (), inductor.STAGES)
-    report = bisect_stages(good, bad, probe, probe, "default", "max_fusion_size=1", "mlp",
+    probe = StageAnswer(status="ok", compile_times=(), device_time_us=0.0, kernels=(),
+                        stages=inductor.STAGES)
+    report = bisect_stages(good, bad, probe, probe, good="default", bad="max_fusion_size=1",
+                           workload="mlp",
                            seq=8, width=32)
     assert report.first_divergent_stage == "fusion" and report.basis == "artifact"
     changed = {d.stage: d.changed for d in report.stages}

@@ -36,7 +36,7 @@ def test_a_grid_is_computed_once_per_key_and_again_when_its_document_is_unreadab
         return {"version": 1, **value}
 
     def grid(key):
-        return kept.kept("family", key, compute, encode, decode)
+        return kept.kept("family", key, compute, encode, decode=decode)
 
     assert grid("a") == grid("a") == {"value": 1}
     assert grid("b") == {"value": 2}

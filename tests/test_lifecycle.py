@@ -19,9 +19,11 @@ PLACE = {c: i for i, c in enumerate(COMMITS)}
 
 def regression(good, bad, params="('mlp', 128)", kind="time", edge=None, ratio=1.2,
                benchmark="bench_execute.ExecuteDeviceTime.time_device"):
-    return detect.Regression("m", "env", benchmark, params, kind, COMMITS[good], COMMITS[bad],
-                             good, bad, ratio, (ratio - 0.05, ratio + 0.05), 1e-6, 1e-5, 1.0,
-                             edge)
+    return detect.Regression(machine="m", env="env", benchmark=benchmark, params=params, kind=kind,
+                             good_commit=COMMITS[good], bad_commit=COMMITS[bad],
+                             good_position=good, bad_position=bad, ratio=ratio,
+                             ci=(ratio - 0.05, ratio + 0.05), p=1e-6, q=1e-5, baseline=1.0,
+                             edge=edge)
 
 
 def alert(*members):
@@ -30,8 +32,10 @@ def alert(*members):
 
 
 def evidence(ratio, ci, floor=0.01, higher=False, good=3, bad=4, members=()):
-    return lifecycle.Evidence(COMMITS[good], COMMITS[bad], ratio, ci, 1e-3, (100, 100), floor,
-                              higher, COMMITS[good], COMMITS[bad], tuple(members))
+    return lifecycle.Evidence(good_commit=COMMITS[good], bad_commit=COMMITS[bad], ratio=ratio,
+                              ci=ci, pvalue=1e-3, samples=(100, 100), floor=floor,
+                              higher_is_better=higher, alert_good=COMMITS[good],
+                              alert_bad=COMMITS[bad], members=tuple(members))
 
 
 def night(records, alerts, label, place=PLACE):
@@ -150,8 +154,10 @@ def test_a_not_reproduced_alert_is_not_investigated_again_nor_published():
 
 def test_new_data_revives_a_not_reproduced_alert():
     first = night([], [alert(regression(3, 6))], "n1")
-    measured = lifecycle.Evidence(COMMITS[3], COMMITS[6], 1.0, (0.99, 1.01), 0.5, (100, 100),
-                                  0.01, False, COMMITS[3], COMMITS[6], (key(),))
+    measured = lifecycle.Evidence(good_commit=COMMITS[3], bad_commit=COMMITS[6], ratio=1.0,
+                                  ci=(0.99, 1.01), pvalue=0.5, samples=(100, 100),
+                                  floor=0.01, higher_is_better=False, alert_good=COMMITS[3],
+                                  alert_bad=COMMITS[6], members=(key(),))
     dismissed = lifecycle.investigated(first.records[0], lifecycle.Outcome(None, measured), "n1")
     inside = night([dismissed], [alert(regression(4, 5))], "n2")
     assert inside.investigate == []  # narrowed inside the measured range
@@ -185,7 +191,8 @@ def test_publishable_needs_the_floor_and_an_interval_excluding_one():
     assert lifecycle.publishable(evidence(math.inf, (math.inf, math.inf)))  # from zero error
     assert not lifecycle.publishable(evidence(math.nan, (math.nan, math.nan)))
     assert not lifecycle.publishable(None)
-    failure = lifecycle.Evidence(COMMITS[3], COMMITS[4], None, None, None, (20, 0), 0.0,
+    failure = lifecycle.Evidence(good_commit=COMMITS[3], bad_commit=COMMITS[4], ratio=None, ci=None,
+                                 pvalue=None, samples=(20, 0), floor=0.0,
                                  failed=True)
     assert lifecycle.publishable(failure)
 
@@ -258,8 +265,10 @@ def test_records_round_trip_through_json():
 
 
 def head(fixed, ratio=1.0):
-    return lifecycle.HeadCheck(COMMITS[9], ratio, (ratio - 0.01, ratio + 0.01), ratio / 1.2,
-                               (ratio / 1.2 - 0.01, ratio / 1.2 + 0.01), 100, fixed)
+    return lifecycle.HeadCheck(head=COMMITS[9], ratio=ratio, ci=(ratio - 0.01, ratio + 0.01),
+                               against_bad=ratio / 1.2,
+                               against_bad_ci=(ratio / 1.2 - 0.01, ratio / 1.2 + 0.01), samples=100,
+                               fixed=fixed)
 
 
 def test_a_regression_back_at_the_good_level_at_the_head_is_fixed_and_never_published():

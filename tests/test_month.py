@@ -25,11 +25,14 @@ def test_branch_levels_failures_outliers_and_noise():
     device = month.select(specs, month.DEVICE, workload="mlp", seq=128)[0]
     numerics = month.select(specs, month.NUMERICS[0], workload="mlp", seq=128,
                             stage="kernel")[0]
-    events = [month.Event("step", "step", 5, (device, numerics), 1.2),
-              month.Event("glitch", "outlier", 3, (device,), 1.5),
-              month.Event("fail", "breaks", 8, (device,)),
-              month.Event("drift", "drift", 2, (numerics,), 1.21, length=2)]
-    branch = month.Branch(1, specs, [str(i) for i in range(10)], [(0, 9)], events, 3)
+    events = [month.Event(label="step", kind="step", commit=5, targets=(device, numerics),
+                          factor=1.2),
+              month.Event(label="glitch", kind="outlier", commit=3, targets=(device,), factor=1.5),
+              month.Event(label="fail", kind="breaks", commit=8, targets=(device,)),
+              month.Event(label="drift", kind="drift", commit=2, targets=(numerics,), factor=1.21,
+                          length=2)]
+    branch = month.Branch(seed=1, suite=specs, commits=[str(i) for i in range(10)], nights=[(0, 9)],
+                          events=events, stride=3)
     assert branch.level(device, 4) == pytest.approx(specs[device].level)
     assert branch.level(device, 5) == pytest.approx(1.2 * specs[device].level)
     assert branch.level(numerics, 2) == pytest.approx(1.1 * specs[numerics].level)
@@ -42,7 +45,8 @@ def test_branch_levels_failures_outliers_and_noise():
     assert branch.measure(numerics, 6) == (pytest.approx(1.452 * specs[numerics].level),)
     assert np.log(np.asarray(branch.measure(device, 0))).std() == pytest.approx(0.015, rel=0.4)
     # Seeded: the same call order gives the same samples.
-    again = month.Branch(1, specs, branch.commits, [(0, 9)], events, 3)
+    again = month.Branch(seed=1, suite=specs, commits=branch.commits, nights=[(0, 9)],
+                         events=events, stride=3)
     assert again.measure(device, 3) == tuple(first)
 
 
@@ -65,7 +69,7 @@ def test_planted_placements():
     assert len(branch.commits) > 200
 
 
-SHORT = planted.MonthConfig("short", {
+SHORT = planted.MonthConfig(name="short", places={
     "decode x2": "newest", "softmax +3%": "interior", "attention compile +20%": "newest",
     "fp16 accumulate x2": "interior", "embedding fails": "interior",
     "attention compile glitch x1.5": "outlier:attention compile +20%:1",

@@ -17,6 +17,7 @@ import itertools
 import json
 import re
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -28,7 +29,7 @@ from regressions.records import alert_store, asv_documents, files, lifecycle
 from regressions.records.results import asv_type_of
 from spyre_regress import nightly
 
-SHORT = planted.MonthConfig("short", {
+SHORT = planted.MonthConfig(name="short", places={
     "decode x2": "newest", "softmax +3%": "interior", "attention compile +20%": "newest",
     "fp16 accumulate x2": "interior", "embedding fails": "interior",
     "mlp throughput -12%": "interior",
@@ -62,7 +63,7 @@ class GeneratorAsv:
 
     def __init__(self, branch: Branch, results: Path) -> None:
         self.branch, self.results = branch, results
-        self.names = {}  # benchmark -> its param lists, in asv's order
+        self.names: dict[str, list] = {}  # benchmark -> its param lists, in asv's order
         for spec in branch.suite:
             value = ast.literal_eval(spec.params)
             values = value if isinstance(value, tuple) else (value,)
@@ -115,6 +116,11 @@ class GeneratorAsv:
         files.write_text(path, json.dumps(document) + "\n")
 
 
+def night_label(number: int) -> Callable[[], str]:
+    """What a night's records say it is, as the nightly's clock would."""
+    return lambda: f"night {number + 1}"
+
+
 def transitions(result: night.NightResult) -> list[tuple]:
     return [(e.alert_id, e.before, e.after, e.note) for e in result.events]
 
@@ -125,7 +131,8 @@ def test_the_nightlys_seams_take_the_simulations_transitions(tmp_path, monkeypat
     shas = git_history(repo, len(planted.build_branch(SHORT, 3).commits))
     (repo / "asv.conf.json").write_text("{}\n")
     memory_branch, disk_branch = branch_on(shas, 3), branch_on(shas, 3)
-    options = nightly.NightlyOptions(repo, tmp_path / "state", tmp_path / "reports",
+    options = nightly.NightlyOptions(repo=repo, state_dir=tmp_path / "state",
+                                     reports_dir=tmp_path / "reports",
                                      machine=simulation.MACHINE)
     options.state_dir.mkdir()
     monkeypatch.setattr(nightly.processes, "run_asv",
@@ -142,8 +149,9 @@ def test_the_nightlys_seams_take_the_simulations_transitions(tmp_path, monkeypat
         tonight = {}
         for side, (bench, store, investigations) in (("memory", memory), ("disk", disk)):
             investigations.night = number
-            tonight[side] = night.run_night(marks, history, bench, store, investigations,
-                                            lambda n=number: f"night {n + 1}")
+            tonight[side] = night.run_night(marks, history, bench, store,
+                                            investigations=investigations,
+                                            now=night_label(number))
         assert transitions(tonight["disk"]) == transitions(tonight["memory"]), number
         assert [(e.alert_id, e.note) for e in tonight["disk"].environment_events] == \
             [(e.alert_id, e.note) for e in tonight["memory"].environment_events], number
@@ -164,8 +172,9 @@ def two_nights(events, runner_changes=()):
     """A branch of 30 commits over two nights (stride 3: night 2 benchmarks 18, 21, 24, 27
     and 29), with `events` planted; both nights run through the simulation's seams."""
     suite = month.suite()
-    branch = Branch(0, suite, [f"{i:040x}" for i in range(30)], [(0, 17), (18, 29)],
-                    list(events), 3, runner_changes=list(runner_changes))
+    branch = Branch(seed=0, suite=suite, commits=[f"{i:040x}" for i in range(30)],
+                    nights=[(0, 17), (18, 29)],
+                    events=list(events), stride=3, runner_changes=list(runner_changes))
     seams = (simulation.SyntheticBench(branch), simulation.MemoryRecords(),
              simulation.BranchInvestigations(branch))
     nights = []
@@ -173,14 +182,16 @@ def two_nights(events, runner_changes=()):
         seams[2].night = number
         nights.append(night.run_night([branch.commits[c] for c in branch.benchmarked(number)],
                                       branch.commits[:branch.nights[number][1] + 1], *seams,
-                                      lambda n=number: f"night {n + 1}"))
+                                      night_label(number)))
     return branch, nights
 
 
 def derate(at, revert):
     targets = month.select(month.suite(), month.DEVICE, workload="mlp")
-    return [month.Event("derate", "step", at, targets, 1.2, symptom="device_time"),
-            month.Event("revert", "step", revert, targets, 1 / 1.2, symptom="device_time")]
+    return [month.Event(label="derate", kind="step", commit=at, targets=targets, factor=1.2,
+                        symptom="device_time"),
+            month.Event(label="revert", kind="step", commit=revert, targets=targets, factor=1 / 1.2,
+                        symptom="device_time")]
 
 
 def test_a_regression_reverted_before_the_head_is_fixed_and_not_published():
@@ -216,14 +227,17 @@ def test_a_runner_change_is_one_environment_alert_and_nothing_is_investigated():
 
 
 def test_a_reported_culprit_whose_report_is_missing_is_published_again_and_says_why():
-    symptom = lifecycle.Symptom("device_time", "b.time_x", "()", "m", "e", 1.5, (1.4, 1.6))
+    symptom = lifecycle.Symptom(kind="device_time", benchmark="b.time_x", params="()", machine="m",
+                                env="e", ratio=1.5, ci=(1.4, 1.6))
 
     def record(alert_id: int, culprit: str) -> lifecycle.AlertRecord:
-        return lifecycle.AlertRecord(alert_id, "device_time", "g" * 40, culprit, (symptom,),
-                                     "reported", culprit=culprit)
+        return lifecycle.AlertRecord(id=alert_id, kind="device_time", good_commit="g" * 40,
+                                     bad_commit=culprit, symptoms=(symptom,),
+                                     status="reported", culprit=culprit)
 
     records = [record(1, "a" * 40), record(2, "b" * 40), record(3, "c" * 40)]
-    extras = {1: {"report": None}, 2: {"report": "reports/b"}, 3: {"report": "reports/c"}}
+    extras: dict[int, dict] = {1: {"report": None}, 2: {"report": "reports/b"},
+                               3: {"report": "reports/c"}}
     on_disk = {"reports/c"}  # b's bundle was deleted, or its writing never finished
     due = night.unpublished(records, extras, set(), on_disk.__contains__)
     assert [g.culprit[0] for g in due] == ["a", "b"]
@@ -238,14 +252,16 @@ def test_a_reported_culprit_whose_report_is_missing_is_published_again_and_says_
 def test_a_night_times_its_phases_and_may_measure_nothing_again():
     """`NightResult.phases`: the seconds of each step on the night's timer, in the order they
     ran (what the demo prints); `Settings.rounds=0` detects once and re-measures nothing."""
-    branch = Branch(0, month.suite(), [f"{i:040x}" for i in range(18)], [(0, 17)],
-                    derate(7, 99)[:1], 3)
+    branch = Branch(seed=0, suite=month.suite(), commits=[f"{i:040x}" for i in range(18)],
+                    nights=[(0, 17)],
+                    events=derate(7, 99)[:1], stride=3)
     seams = (simulation.SyntheticBench(branch), simulation.MemoryRecords(),
              simulation.BranchInvestigations(branch))
     ticks = itertools.count()
     tonight = night.run_night([branch.commits[c] for c in branch.benchmarked(0)],
                               branch.commits, *seams, lambda: "night 1",
-                              night.Settings(rounds=0), timer=lambda: float(next(ticks)))
+                              settings=night.Settings(rounds=0),
+                              timer=lambda: float(next(ticks)))
     assert tonight.remeasurement.requests == [] and tonight.investigated
     investigations = [f"investigate alert {i} ({tonight.records[0].kind})"
                       for i in tonight.investigated]

@@ -2,9 +2,11 @@
 
 import json
 import os
+import subprocess
 
 import pytest
 
+from regressions import git
 from regressions.detection.alerts import Alert
 from regressions.detection.detect import Regression
 from regressions.errors import SpyreRegressError
@@ -23,9 +25,11 @@ def test_stride_keeps_every_nth_commit_and_the_newest():
 
 
 def _alert(bad="b" * 40, params="('mlp', 127)"):
-    member = Regression("m", "env", "bench_execute.X.time_device", params, "device_time",
-                        "a" * 40, bad, 0, 1, 1.5, (1.4, 1.6), 1e-4, 1e-3, 1.0)
-    return Alert("device_time", "a" * 40, bad, (member,), member)
+    member = Regression(machine="m", env="env", benchmark="bench_execute.X.time_device",
+                        params=params, kind="device_time",
+                        good_commit="a" * 40, bad_commit=bad, good_position=0, bad_position=1,
+                        ratio=1.5, ci=(1.4, 1.6), p=1e-4, q=1e-3, baseline=1.0)
+    return Alert("device_time", "a" * 40, bad, (member,), probe=member)
 
 
 def test_alert_records_survive_a_restart_and_triage_follows_the_lifecycle(tmp_path):
@@ -82,7 +86,8 @@ def test_bisection_measurements_read_back_as_asv_results(tmp_path):
     params = (("'mlp'", "'attention'"), ("127", "128"))
     for commit, base, day in (("1" * 40, 1.0, 1), ("2" * 40, 1.3, 2)):
         for _ in range(2):  # two batches merge into one sample list
-            answer = BenchAnswer("ok", tuple(base * (1 + 0.01 * k) for k in range(5)),
+            answer = BenchAnswer(status="ok",
+                                 samples=tuple(base * (1 + 0.01 * k) for k in range(5)),
                                  deterministic=False, param_index=1, combos=4,
                                  param_lists=params, benchmark_version="execute-device-1")
             asv_documents.record_measurement(
@@ -100,10 +105,28 @@ def test_bisection_measurements_read_back_as_asv_results(tmp_path):
 def test_asvs_set_up_is_a_phase_of_its_own(tmp_path):
     """asv's set-up before its first benchmark (environments, installs, discovery) is taken
     out of the night's "benchmark" phase and named first."""
-    runner = nightly.AsvRunner(nightly.NightlyOptions(tmp_path, tmp_path, tmp_path),
+    runner = nightly.AsvRunner(nightly.NightlyOptions(repo=tmp_path, state_dir=tmp_path,
+                                                      reports_dir=tmp_path),
                                lambda _: None)
     night_phases = {"benchmark": 100.0, "detect": 1.0, "publish": 2.0}
     assert nightly._phases(night_phases, runner) == night_phases  # no asv run tonight
     runner.setup_seconds = 30.0
     assert list(nightly._phases(night_phases, runner).items()) == [
         ("asv set-up", 30.0), ("benchmark", 70.0), ("detect", 1.0), ("publish", 2.0)]
+
+
+def test_the_night_starts_at_since_and_refuses_a_commit_off_the_branch(tmp_path):
+    """A checkout whose early history the suite cannot build (torch-spyre's before its torch
+    2.13 upgrade) is benchmarked from `--since` on."""
+    repo = git.init_repository(tmp_path / "repo")
+    shas = []
+    for index in range(4):
+        (repo / "f.txt").write_text(str(index))
+        shas.append(git.commit_all(repo, f"c{index}", 1_767_225_600 + 3600 * index))
+    assert nightly.branch_history(repo, "main") == shas
+    assert nightly.branch_history(repo, "main", shas[1][:10]) == shas[1:]
+    subprocess.run(["git", "-C", str(repo), "checkout", "-q", "-b", "side", shas[1]], check=True)
+    (repo / "g.txt").write_text("x")
+    off = git.commit_all(repo, "side", 1_767_300_000)
+    with pytest.raises(SpyreRegressError, match="not on main's first-parent history"):
+        nightly.branch_history(repo, "main", off)

@@ -1,5 +1,6 @@
 """Capture, fallbacks, graph breaks, errors, torch.compile registration and debug capture."""
 
+import dataclasses
 import json
 import warnings
 
@@ -98,8 +99,7 @@ def test_a_wrong_stride_map_changes_the_runtime_output():
     laid_out = _stages_to_layout(lambda t: torch.exp(t), (x,), config)
     good = _finish(laid_out, config)([x])[0][0]
     name, layout_in = laid_out.layouts[0]
-    wrong = layout_in.__class__(layout_in.host_size, layout_in.dim_order, layout_in.dtype,
-                                layout_in.device_size, (64, 1, 128), layout_in.device_dims)
+    wrong = dataclasses.replace(layout_in, stride_map=(64, 1, 128))
     corrupted = laid_out.__class__(laid_out.loop, ((name, wrong),) + laid_out.layouts[1:])
     bad = _finish(corrupted, config)([x])[0][0]
     torch.testing.assert_close(good, torch.exp(x), atol=1e-2, rtol=2e-3)
@@ -111,9 +111,7 @@ def test_a_dropped_padding_breaks_the_runtime():
     x = torch.randn(4, 100)
     laid_out = _stages_to_layout(lambda t: torch.exp(t), (x,), config)
     name, layout_in = laid_out.layouts[0]
-    dropped = layout_in.__class__(layout_in.host_size, layout_in.dim_order, layout_in.dtype,
-                                  (1,) + layout_in.device_size[1:], layout_in.stride_map,
-                                  layout_in.device_dims)
+    dropped = dataclasses.replace(layout_in, device_size=(1,) + layout_in.device_size[1:])
     corrupted = laid_out.__class__(laid_out.loop, ((name, dropped),) + laid_out.layouts[1:])
     with pytest.raises(spyre_sim.SpyreRuntimeError):
         _finish(corrupted, config)([x])

@@ -40,6 +40,7 @@ def test_only_step_and_progress_lines_are_shown():
 def test_a_step_still_running_is_shown_before_it_ends():
     process = subprocess.Popen([sys.executable, "-c", FAKE_ASV], stdout=subprocess.PIPE)
     started, seen = time.monotonic(), []
+    assert process.stdout is not None  # piped
     for text, complete in processes.output_as_it_comes(process.stdout, idle=0.3):
         seen.append((round(time.monotonic() - started, 1), text, complete))
     process.wait()
@@ -47,8 +48,8 @@ def test_a_step_still_running_is_shown_before_it_ends():
                   if text.endswith("Installing requirements for virtualenv-py3.11")]
     # shown while the install is still running (the line ends 1.5 s later), then once ended
     assert installing and installing[0] < 1.2
-    complete = [text for _, text, done in seen if done]
-    assert complete == ["· Creating environments",
+    ended = [text for _, text, done in seen if done]
+    assert ended == ["· Creating environments",
                         "·· Installing requirements for virtualenv-py3.11",
                         "[ 8.57%] ··· =========== ========",
                         "[ 8.57%] ···· For parameters: 'mlp', 127", "Collecting torch",
@@ -63,7 +64,7 @@ def test_run_asv_names_each_step_and_says_a_long_one_is_still_running(tmp_path, 
     monkeypatch.setattr(processes, "STILL_RUNNING_EVERY", 0.5)
     started, shown = time.monotonic(), []
     done = processes.run_asv(["run"], tmp_path, env={"PYTHONPATH": str(tmp_path)},
-                          stream=lambda line: shown.append((time.monotonic() - started, line)))
+                             stream=lambda line: shown.append((time.monotonic() - started, line)))
     assert done.returncode == 0
     lines = [line for _, line in shown]
     assert lines[0] == "asv · Creating environments"
@@ -139,7 +140,7 @@ with ThreadPoolExecutor(1) as pool:
 
 
 def test_a_long_step_says_it_is_still_running():
-    said = []
+    said: list[str] = []
     with processes.still_running(said.append, "counting instructions", every=0.2):
         time.sleep(0.7)
     assert said and said[0].startswith("counting instructions (still running after 0 s)")

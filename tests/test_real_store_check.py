@@ -90,8 +90,9 @@ def test_a_one_commit_dip_before_asvs_jump():
     entry = {"after": revision[shas[11]], "after_hash": shas[11]}
 
     def series(values):
-        return Series("m", "py3.7", "suite.track_cost", "()", tuple(shas),
-                      tuple(range(len(shas))), tuple((v,) for v in values))
+        return Series(machine="m", env="py3.7", benchmark="suite.track_cost", params="()",
+                      commits=tuple(shas),
+                      positions=tuple(range(len(shas))), samples=tuple((v,) for v in values))
 
     def everything(_):
         return True

@@ -86,12 +86,13 @@ def test_back_at_is_the_trailing_run_nearer_the_good_level():
 
 
 def member(name, ratio, q, bad="b"):
-    return Regression("m", "e", name, "", "time", "a", bad, 0, 1, ratio,
-                      None if ratio is None else (ratio, ratio), q, q, 1.0)
+    return Regression(machine="m", env="e", benchmark=name, params="", kind="time", good_commit="a",
+                      bad_commit=bad, good_position=0, bad_position=1, ratio=ratio,
+                      ci=None if ratio is None else (ratio, ratio), p=q, q=q, baseline=1.0)
 
 
 def alert(*members):
-    return Alert("time", "a", "b", members, members[0])
+    return Alert("time", "a", "b", members, probe=members[0])
 
 
 def test_open_alerts_come_first_the_costliest_first():
@@ -126,7 +127,7 @@ def test_detect_reads_a_format_1_store_as_is_and_marks_open_and_recovered(tmp_pa
     assert len(done.stderr.splitlines()) <= 3
     assert fingerprint(root) == before  # nothing written, nothing touched
     document = json.loads(out.read_text())
-    assert document["version"] == ALERTS_VERSION == 4
+    assert document["version"] == ALERTS_VERSION == 5
     marks = standing_of(document)
     commit = {c: f"{c + 1:08x}" + "ab" * 16 for c in range(COMMITS)}
     assert set(marks) == {"bench_suite.Stays.time_run", "bench_suite.Recovers.time_run"}
@@ -153,7 +154,9 @@ def test_same_alerts_as_after_asv_update(tmp_path, outside):
         out = tmp_path / f"{results_dir.parent.name}.json"
         done = detect("--results", str(results_dir), "--json", str(out), cwd=outside)
         assert done.returncode == EXIT_REGRESSED, done.stderr
-        documents.append(json.loads(out.read_text()))
+        document = json.loads(out.read_text())
+        assert document.pop("source") == {"results": str(results_dir)}
+        documents.append(document)
     assert documents[0] == documents[1] and len(documents[0]["alerts"]) == 2
 
 

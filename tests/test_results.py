@@ -192,7 +192,7 @@ DATES = ["2026-03-04T00:00:00+00:00", "2026-03-01T00:00:00+00:00",
 def test_git_order_beats_out_of_order_commit_dates(tmp_path):
     repo, shas = make_repo(tmp_path, DATES)
     # Results dated as asv dates them (author date); the value steps at the third commit.
-    docs = {}
+    docs: dict[str, dict] = {}
     for i, (commit, date) in enumerate(zip(shas, DATES, strict=True)):
         docs |= {path: doc for path, doc in synthetic.asv_results_documents(
             [(commit, epoch_ms(date))], track([1.0 if i < 2 else 2.0])).items()}

@@ -13,13 +13,13 @@ import spyre_sim
 from spyre_sim.timeline import DEVICE_PID, DMA_TID, HOST_PID, JobStep, noise_factor, run_record
 
 STEPS = (
-    JobStep("compute", "k0_mm", 120.0, 20.0, 32,
-            (("bound", "memory"), ("bytes", 4096), ("flops", 8192), ("split", {"n": 32}))),
-    JobStep("d2h", "d2h x[0]", 11.0, args=(("bytes", 2048),)),
-    JobStep("host", "cpu cumsum", 3.0, args=(("elements", 1024),)),
-    JobStep("h2d", "h2d y", 12.0, args=(("bytes", 2048),)),
-    JobStep("compute", "k1_exp", 7.5, 20.0, 4,
-            (("bound", "compute"), ("bytes", 256), ("flops", 64), ("split", {"d0": 4}))),
+    JobStep(kind="compute", name="k0_mm", duration_us=120.0, launch_us=20.0, cores=32,
+            args=(("bound", "memory"), ("bytes", 4096), ("flops", 8192), ("split", {"n": 32}))),
+    JobStep(kind="d2h", name="d2h x[0]", duration_us=11.0, args=(("bytes", 2048),)),
+    JobStep(kind="host", name="cpu cumsum", duration_us=3.0, args=(("elements", 1024),)),
+    JobStep(kind="h2d", name="h2d y", duration_us=12.0, args=(("bytes", 2048),)),
+    JobStep(kind="compute", name="k1_exp", duration_us=7.5, launch_us=20.0, cores=4,
+            args=(("bound", "compute"), ("bytes", 256), ("flops", 64), ("split", {"d0": 4}))),
 )
 
 

@@ -34,7 +34,7 @@ MIN_MAGNITUDE = 0.01  # smallest step the verdicts are sized for
 REPRODUCE_SAMPLES = 40  # samples per side before "not reproduced" is believed
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Measurement:
     commit: str
     status: Status  # failed: the benchmark raised; untestable: build, import or skip
@@ -49,7 +49,7 @@ Measure = Callable[[str], Measurement]  # one more batch of samples for a commit
 MeasureMany = Callable[[Sequence[str]], Sequence[Measurement]]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Step:
     commit: str
     n: int
@@ -60,7 +60,7 @@ class Step:
     note: str = ""
 
 
-@dataclass
+@dataclass(kw_only=True)
 class BisectResult:
     culprit: str | None
     good: str
@@ -97,7 +97,8 @@ class _Samples:
             self.sizes.setdefault(commit, len(new.samples))
             old = self.by_commit.get(commit)
             if old is not None and old.status == "ok" and new.status == "ok":
-                new = Measurement(commit, "ok", old.samples + new.samples, new.deterministic,
+                new = Measurement(commit=commit, status="ok", samples=old.samples + new.samples,
+                                  deterministic=new.deterministic,
                                   tolerance=new.tolerance)
             self.by_commit[commit] = new
 
@@ -129,20 +130,24 @@ def _settled(samples: _Samples, commit: str, good: str, bad: str) -> Step | None
     the side of a failure, or an exact comparison; None when samples must be compared."""
     current = samples.get(commit)
     if current.status == "untestable":
-        return Step(commit, 0, None, "-", None, "skip", current.detail)
+        return Step(commit=commit, n=0, median=None, reference="-", pvalue=None, verdict="skip",
+                    note=current.detail)
     bad_failed = samples.get(bad).status == "failed"
     if current.status == "failed":
-        return Step(commit, 0, None, "bad" if bad_failed else "-", None,
-                    "bad" if bad_failed else "failed", current.detail)
+        return Step(commit=commit, n=0, median=None, reference="bad" if bad_failed else "-",
+                    pvalue=None,
+                    verdict="bad" if bad_failed else "failed", note=current.detail)
     if bad_failed:  # a failure bisection: this commit runs, so it is good
-        return Step(commit, len(current.samples), _median(current.samples), "bad", None,
-                    "good", "runs where the bad commit fails")
+        return Step(commit=commit, n=len(current.samples), median=_median(current.samples),
+                    reference="bad", pvalue=None,
+                    verdict="good", note="runs where the bad commit fails")
     if current.deterministic:
         value, good_m, bad_m = current.samples[0], samples.get(good), samples.get(bad)
         verdict: Verdict = "good" if _same_value(value, good_m.samples[0]) else \
             "bad" if _same_value(value, bad_m.samples[0]) else \
             ("bad" if abs(value - bad_m.samples[0]) < abs(value - good_m.samples[0]) else "good")
-        return Step(commit, 1, value, "exact", None, verdict)
+        return Step(commit=commit, n=1, median=value, reference="exact", pvalue=None,
+                    verdict=verdict)
     return None
 
 
@@ -156,10 +161,12 @@ def _compared(samples: _Samples, commit: str, good: str, bad: str, magnitude: fl
     to_bad = stats.compare(current.samples, samples.get(bad).samples, magnitude=magnitude)
     n, median = len(current.samples), _median(current.samples)
     if to_good.verdict == "same" and to_bad.verdict == "different":
-        log.append(Step(commit, n, median, "good", to_good.pvalue, "good"))
+        log.append(Step(commit=commit, n=n, median=median, reference="good", pvalue=to_good.pvalue,
+                        verdict="good"))
         return "good"
     if to_bad.verdict == "same" and to_good.verdict == "different":
-        log.append(Step(commit, n, median, "bad", to_bad.pvalue, "bad"))
+        log.append(Step(commit=commit, n=n, median=median, reference="bad", pvalue=to_bad.pvalue,
+                        verdict="bad"))
         return "bad"
     if batches >= max_batches:
         # Out of budget: the nearer end (in log space) wins, and the log says so.
@@ -168,11 +175,13 @@ def _compared(samples: _Samples, commit: str, good: str, bad: str, magnitude: fl
         assert median is not None and good_median is not None and bad_median is not None
         nearer_bad = abs(math.log(median / bad_median)) < abs(math.log(median / good_median))
         verdict: Verdict = "bad" if nearer_bad else "good"
-        log.append(Step(commit, n, median, "nearest", min(to_good.pvalue, to_bad.pvalue),
-                        verdict, "unknown at the sample cap: nearest end"))
+        log.append(Step(commit=commit, n=n, median=median, reference="nearest",
+                        pvalue=min(to_good.pvalue, to_bad.pvalue),
+                        verdict=verdict, note="unknown at the sample cap: nearest end"))
         return verdict
-    log.append(Step(commit, n, median, "both", min(to_good.pvalue, to_bad.pvalue),
-                    "unknown", "adding a batch"))
+    log.append(Step(commit=commit, n=n, median=median, reference="both",
+                    pvalue=min(to_good.pvalue, to_bad.pvalue),
+                    verdict="unknown", note="adding a batch"))
     return None
 
 
@@ -192,8 +201,9 @@ def _classify(samples: _Samples, points: Sequence[str], good: str, bad: str, mag
     while pending:
         unknown = []
         for commit in pending:
-            verdict = _compared(samples, commit, good, bad, magnitude, batches, max_batches,
-                                log)
+            verdict = _compared(samples, commit, good, bad, magnitude=magnitude, batches=batches,
+                                max_batches=max_batches,
+                                log=log)
             if verdict is None:
                 unknown.append(commit)
             else:
@@ -247,7 +257,8 @@ def bisect_commits(commits: Sequence[str], measure: Measure, magnitude: float | 
     good, bad = commits[0], commits[-1]
     samples = _Samples(measure, measure_many)
     steps: list[Step] = []
-    result = BisectResult(None, good, bad, len(commits) - 1, 0, steps)
+    result = BisectResult(culprit=None, good=good, bad=bad, commits_in_range=len(commits) - 1,
+                          commits_measured=0, steps=steps)
     # one probe: the good end alone first (a deterministic metric may never need the bad
     # end); several: both ends in the first round
     samples.first([good] if probes == 1 else [good, bad])
@@ -262,8 +273,9 @@ def bisect_commits(commits: Sequence[str], measure: Measure, magnitude: float | 
         raise SpyreRegressError(f"the bad commit {bad[:12]} cannot be tested: {bad_m.detail}")
     if bad_m.status == "failed":
         result.kind = FAILURE
-    elif not _reproduced(samples, good, bad, magnitude or DEFAULT_MAGNITUDE, max_batches,
-                         steps):
+    elif not _reproduced(samples, good, bad, magnitude or DEFAULT_MAGNITUDE,
+                         max_batches=max_batches,
+                         steps=steps):
         result.reproduced = False
         _keep_samples(result, samples)
         return result
@@ -280,7 +292,8 @@ def bisect_commits(commits: Sequence[str], measure: Measure, magnitude: float | 
         if not points:
             break
         verdicts = _classify(samples, [commits[i] for i in points], good, bad,
-                             magnitude or DEFAULT_MAGNITUDE, max_batches, steps)
+                             magnitude=magnitude or DEFAULT_MAGNITUDE, max_batches=max_batches,
+                             log=steps)
         by_index = {i: verdicts[commits[i]] for i in points}
         skipped |= {i for i, v in by_index.items() if v in ("skip", "failed")}
         low, high = narrowed(low, high, by_index)
@@ -315,12 +328,15 @@ def _bisect_exact(commits: Sequence[str], samples: _Samples, result: BisectResul
                 if middle == len(commits) - 1:
                     raise SpyreRegressError(f"the bad commit {commit[:12]} cannot be tested: "
                                             f"{current.detail}")
-                result.steps.append(Step(commit, 0, None, "-", None, "skip", current.detail))
+                result.steps.append(Step(commit=commit, n=0, median=None, reference="-",
+                                         pvalue=None, verdict="skip", note=current.detail))
                 skipped.add(middle)
                 continue
             same = _same_value(current.samples[0], reference.samples[0], reference.tolerance)
-            result.steps.append(Step(commit, 1, current.samples[0], "exact", None,
-                                     "good" if same else "bad", "compared with the good end"))
+            result.steps.append(Step(commit=commit, n=1, median=current.samples[0],
+                                     reference="exact", pvalue=None,
+                                     verdict="good" if same else "bad",
+                                     note="compared with the good end"))
             verdicts[middle] = "good" if same else "bad"
         low, high = narrowed(low, high, verdicts)
     result.reproduced = high < len(commits)
@@ -343,16 +359,17 @@ def _reproduced(samples: _Samples, good: str, bad: str, magnitude: float, max_ba
     good_m, bad_m = samples.get(good), samples.get(bad)
     if good_m.deterministic:
         different = not _same_value(good_m.samples[0], bad_m.samples[0])
-        steps.append(Step(bad, 1, bad_m.samples[0], "exact", None,
-                          "bad" if different else "same", "good vs bad"))
+        steps.append(Step(commit=bad, n=1, median=bad_m.samples[0], reference="exact", pvalue=None,
+                          verdict="bad" if different else "same", note="good vs bad"))
         return different
     for _ in range(max_batches):
         verdict = stats.compare(samples.get(good).samples, samples.get(bad).samples,
                                 magnitude=magnitude)
         n = len(samples.get(bad).samples)
         side: Verdict = "bad" if verdict.verdict == "different" else verdict.verdict
-        steps.append(Step(bad, n, _median(samples.get(bad).samples), "good", verdict.pvalue,
-                          side, "good vs bad"))
+        steps.append(Step(commit=bad, n=n, median=_median(samples.get(bad).samples),
+                          reference="good", pvalue=verdict.pvalue,
+                          verdict=side, note="good vs bad"))
         if verdict.verdict == "different":
             return True
         if verdict.verdict == "same" and n >= REPRODUCE_SAMPLES:

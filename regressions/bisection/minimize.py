@@ -27,7 +27,7 @@ class Op:
     kwargs: Any
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Input:
     name: str
     shape: tuple[int, ...]
@@ -105,10 +105,11 @@ def from_graph(graph_module, example_inputs) -> Candidate:
             real = next(tensors)
             floating = real.is_floating_point()
             inputs.append(Input(
-                node.name, tuple(real.shape), str(real.dtype).replace("torch.", ""),
-                float(real.float().mean()) if floating else 0.0,
-                float(real.float().std()) if floating and real.numel() > 1 else 1.0,
-                0 if floating else int(real.max()) + 1))
+                name=node.name, shape=tuple(real.shape),
+                dtype=str(real.dtype).replace("torch.", ""),
+                mean=float(real.float().mean()) if floating else 0.0,
+                std=float(real.float().std()) if floating and real.numel() > 1 else 1.0,
+                high=0 if floating else int(real.max()) + 1))
         elif node.op == "call_function":
             target = "getitem" if node.target is operator.getitem else str(node.target)
             ops.append(Op(node.name, target, _encode(list(node.args)),
@@ -146,8 +147,8 @@ def replace_with_inputs(candidate: Candidate, names: set[str]) -> Candidate:
     for op in candidate.ops:
         if op.name in names and op.name in candidate.shapes:
             shape, dtype, mean, std = candidate.shapes[op.name]
-            new_inputs.append(Input(op.name, shape, dtype, mean, std,
-                                    0 if dtype.startswith("float") else 2))
+            new_inputs.append(Input(name=op.name, shape=shape, dtype=dtype, mean=mean, std=std,
+                                    high=0 if dtype.startswith("float") else 2))
         else:
             ops.append(op)
     return _prune(Candidate(tuple(new_inputs), tuple(ops), candidate.outputs, candidate.shapes))
@@ -172,6 +173,15 @@ def _source_value(value: Any) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(_source_value(v) for v in value) + "]"
     return repr(value)
+
+
+def catalogue_source(catalogue: str, workload: str, seq: int, width: int | None) -> str:
+    """A standalone module of the benchmark's own program: the workload catalogue's text (it
+    imports only torch) and the workload it builds, as `program` and `make_inputs()`."""
+    return (f"# The benchmark's own program: {workload} at seq {seq}, as the suite's "
+            "catalogue builds it (the catalogue follows, whole).\n" + catalogue.rstrip("\n")
+            + f"\n\n\nprogram, _inputs = build({workload!r}, {seq}, {width!r})\n\n\n"
+            "def make_inputs():\n    return _inputs\n")
 
 
 def to_source(candidate: Candidate, header: str = "") -> str:
@@ -206,7 +216,7 @@ def to_source(candidate: Candidate, header: str = "") -> str:
     return "\n".join(lines)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class MinimizeResult:
     source: str
     ops_before: int
@@ -269,6 +279,8 @@ def minimize(candidate: Candidate, ratio_of: Predicate, threshold: float,
                 index += chunk
         if not changed:
             chunk //= 2
-    return MinimizeResult(to_source(best, "A minimized program."), candidate.op_count,
-                          best.op_count, queries[0], start_ratio, best_ratio, steps)
+    return MinimizeResult(source=to_source(best, "A minimized program."),
+                          ops_before=candidate.op_count,
+                          ops_after=best.op_count, queries=queries[0], ratio_before=start_ratio,
+                          ratio_after=best_ratio, steps=steps)
 

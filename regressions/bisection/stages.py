@@ -21,13 +21,14 @@ from typing import Literal
 
 from benchmarks import waits
 from regressions import stats
-from regressions.probing.protocol import KernelTime, StageAnswer
+from regressions.probing.protocol import Failed, KernelTime, StageAnswer
 
 STAGE_REPORT_VERSION = 4  # 4: `wait_part`, and the `wait` basis
 # What named the first divergent stage: its canonical artifact differs, or (no artifact
 # differs) it executes more instructions, or it got significantly slower on the clock, or
-# the part of its wall time the regression is in (`wait_part`) grew significantly.
-Basis = Literal["artifact", "instructions", "compile_clock", "wait"]
+# the part of its wall time the regression is in (`wait_part`) grew significantly, or the
+# bad build's compile raised in it.
+Basis = Literal["artifact", "instructions", "compile_clock", "wait", "compile_error"]
 COMPILE_RATIO_FLOOR = 1.5  # a stage must get at least this much slower to be named
 # Instruction counts repeat within 1% (docs/benchmarks.md); a stage that grew by 1% or more
 # did more work, and when no artifact differs the one that added the most is named.
@@ -44,7 +45,7 @@ class Capture:
     log: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class StageDelta:
     stage: str
     changed: bool
@@ -66,16 +67,20 @@ class StageDelta:
 
 @dataclass(frozen=True)
 class KernelDelta:
+    """One kernel at both builds: None where a build lacks it, or, `unmodelled`, where the
+    backend's model could not time it (its name says why)."""
+
     name: str
     good_us: float | None
     bad_us: float | None
+    unmodelled: bool = False
 
     @property
     def delta_us(self) -> float:
         return (self.bad_us or 0.0) - (self.good_us or 0.0)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class StageReport:
     good: str
     bad: str
@@ -124,16 +129,18 @@ def compile_deltas(stages: Sequence[str], good_times: Sequence[Mapping[str, floa
         ratio = bad_median / good_median if good_median > 0 else None
         p = stats.mann_whitney(good, bad).pvalue if len(good) >= 3 and len(bad) >= 3 else None
         diff = diffs.get(stage, "")
-        deltas.append(StageDelta(stage, bool(diff), count_changed_lines(diff), good_median,
-                                 bad_median, ratio, p))
+        deltas.append(StageDelta(stage=stage, changed=bool(diff),
+                                 diff_lines=count_changed_lines(diff), compile_s_good=good_median,
+                                 compile_s_bad=bad_median, compile_ratio=ratio, compile_p=p))
     return deltas
 
 
 def kernel_deltas(good: Sequence[KernelTime], bad: Sequence[KernelTime]) -> list[KernelDelta]:
     """Kernels matched by name; the largest absolute change first."""
     good_by, bad_by = {k.name: k.time_us for k in good}, {k.name: k.time_us for k in bad}
+    untimed = {k.name for k in (*good, *bad) if k.time_us is None}
     names = list(dict.fromkeys([*good_by, *bad_by]))
-    deltas = [KernelDelta(n, good_by.get(n), bad_by.get(n)) for n in names]
+    deltas = [KernelDelta(n, good_by.get(n), bad_by.get(n), n in untimed) for n in names]
     return sorted(deltas, key=lambda d: -abs(d.delta_us))
 
 
@@ -226,6 +233,27 @@ def work_unchanged(report: StageReport) -> bool:
     return report.first_divergent_stage is None and counted(report.stages)
 
 
+def merged_stages(good: Sequence[str], bad: Sequence[str]) -> tuple[str, ...]:
+    """Both builds' stages in pipeline order: the good build's, with a stage only the bad
+    build has after the stage it follows there (a pass added between two commits)."""
+    merged = list(good)
+    for index, stage in enumerate(bad):
+        if stage not in merged:
+            before = next((s for s in reversed(bad[:index]) if s in merged), None)
+            merged.insert(0 if before is None else merged.index(before) + 1, stage)
+    return tuple(merged)
+
+
+def text_at(capture: Capture, stage: str, order: Sequence[str]) -> str:
+    """The capture's text of `stage`, or, where this build has no such stage (a pass added
+    or removed between the builds), its text of the stage before it: what the program looked
+    like at that point of this build's pipeline."""
+    for earlier in reversed(order[:order.index(stage) + 1]):
+        if earlier in capture.texts:
+            return capture.texts[earlier]
+    return ""
+
+
 def bisect_stages(good_capture: Capture, bad_capture: Capture, good_probe: StageAnswer,
                   bad_probe: StageAnswer, good: str, bad: str, workload: str, seq: int,
                   width: int | None,
@@ -234,8 +262,9 @@ def bisect_stages(good_capture: Capture, bad_capture: Capture, good_probe: Stage
     """The two builds' stage report. `wait_part` (children_cpu, blocked): the regression is
     in that part of the compile's wall time, so the stages' compile figures compared are
     that part's, and with no artifact changed the stage it grew in is the one named."""
-    stages = good_capture.stages
-    diffs = {s: unified_diff(good_capture.texts.get(s, ""), bad_capture.texts.get(s, ""), s)
+    stages = merged_stages(good_capture.stages, bad_capture.stages)
+    diffs = {s: unified_diff(text_at(good_capture, s, stages), text_at(bad_capture, s, stages),
+                             s)
              for s in stages}
     part = wait_part if wait_part != "cpu" else None  # the CPU: the stages' seconds
     good_times, bad_times = ((part_times(good_probe, part), part_times(bad_probe, part))
@@ -254,13 +283,28 @@ def bisect_stages(good_capture: Capture, bad_capture: Capture, good_probe: Stage
                                          stages=stages)
     log_excerpt = _log_excerpt(bad_capture.log, first)
     return StageReport(
-        good, bad, workload, seq, width, first, basis, count_changed_lines(diff), diff, deltas,
-        kernel_deltas(good_probe.kernels, bad_probe.kernels),
-        {"good": good_probe.device_time_us, "bad": bad_probe.device_time_us},
-        numerics_stage,
-        {"good": {s: dict(e) for s, e in good_probe.stage_errors.items()},
-         "bad": {s: dict(e) for s, e in bad_probe.stage_errors.items()}},
-        log_excerpt, {"good": good_probe.host_s, "bad": bad_probe.host_s}, part)
+        good=good, bad=bad, workload=workload, seq=seq, width=width, first_divergent_stage=first,
+        basis=basis, stage_diff_lines=count_changed_lines(diff), diff=diff, stages=deltas,
+        kernels=kernel_deltas(good_probe.kernels, bad_probe.kernels),
+        device_time_us={"good": good_probe.device_time_us, "bad": bad_probe.device_time_us},
+        numerics_first_divergent_stage=numerics_stage,
+        numerics={"good": {s: dict(e) for s, e in good_probe.stage_errors.items()},
+                  "bad": {s: dict(e) for s, e in bad_probe.stage_errors.items()}},
+        log_excerpt=log_excerpt, host_s={"good": good_probe.host_s, "bad": bad_probe.host_s},
+        wait_part=part)
+
+
+def failure_report(good_capture: Capture, good_probe: StageAnswer, failed: Failed, *,
+                   good: str, bad: str, workload: str, seq: int) -> StageReport:
+    """The bad build's compile fails: the stage it was raised in (where the compiler names
+    one) is where the builds part, and its error is the evidence."""
+    deltas = compile_deltas(good_capture.stages, good_probe.compile_times, (), {})
+    return StageReport(
+        good=good, bad=bad, workload=workload, seq=seq, width=good_probe.width,
+        first_divergent_stage=failed.stage, basis="compile_error" if failed.stage else None,
+        stage_diff_lines=0, diff="", stages=deltas, kernels=[],
+        device_time_us={"good": good_probe.device_time_us, "bad": None},
+        log_excerpt=failed.detail)
 
 
 def _log_excerpt(log: str, stage: str | None, limit: int = 40) -> str:

@@ -24,7 +24,9 @@ from regressions.detection.environment import EnvironmentAlert
 from regressions.errors import SpyreRegressError
 from regressions.metrics import FAILURE, Kind
 
-ALERTS_VERSION = 4  # 3: the environment alerts beside the alerts; 4: open or recovered
+# 3: the environment alerts beside the alerts; 4: open or recovered; 5: the source read
+# (`source`) and alerts awaiting more commits (status "awaiting")
+ALERTS_VERSION = 5
 
 
 @dataclass(frozen=True)
@@ -51,7 +53,7 @@ class Alert:
                       (ident["benchmark"], ident["params"])), None)
         if probe is None:
             raise ValueError(f"the probe {ident['benchmark']}{ident['params']} is not a member")
-        return cls(data["kind"], data["good_commit"], data["bad_commit"], members, probe)
+        return cls(data["kind"], data["good_commit"], data["bad_commit"], members, probe=probe)
 
     @property
     def provisional(self) -> bool:
@@ -80,7 +82,7 @@ def cluster_alerts(regressions: Sequence[Regression]) -> list[Alert]:
             members = tuple(sorted(group, key=lambda r: (r.benchmark, r.params, r.machine, r.env)))
             latest_good = max(group, key=lambda r: r.good_position)
             alerts.append(Alert(kind, latest_good.good_commit, group[0].bad_commit, members,
-                                probe_of(members)))
+                                probe=probe_of(members)))
     return sorted(alerts, key=lambda a: (a.members[0].bad_position, a.kind))
 
 
@@ -133,30 +135,32 @@ def _numbers(value: object):
 
 
 def alerts_to_json(alerts: Sequence[Alert], environment: Sequence[EnvironmentAlert] = (),
-                   marks: Sequence[Mapping[str, Any]] | None = None) -> dict:
+                   marks: Sequence[Mapping[str, Any]] | None = None,
+                   source: Mapping[str, str] | None = None) -> dict:
     """The versioned JSON document `spyre-regress detect --json` writes (docs/formats.md):
-    the alerts to investigate, and the environment alerts that are never investigated.
-    `marks[i]` (`records.standing.marks`) adds alert i's standing to it, and its
-    `members` list, one dict per member, to its members."""
+    what was read (`source`: {"results": DIR} or {"table": FILE}), the alerts to
+    investigate, and the environment alerts that are never investigated. `marks[i]`
+    (`records.standing.marks`) adds alert i's standing to it, and its `members` list, one
+    dict per member, to its members."""
     documents = [a.to_dict() for a in alerts]
     for document, mark in zip(documents, marks or (), strict=False):
         extra = dict(mark)
         for member, more in zip(document["members"], extra.pop("members", ()), strict=True):
             member.update(more)
         document.update(extra)
-    return {"version": ALERTS_VERSION, "alerts": documents,
+    return {"version": ALERTS_VERSION, "source": dict(source or {}), "alerts": documents,
             "environment": [e.to_dict() for e in environment]}
 
 
 def alerts_from_json(document: object, source: str) -> list[Alert]:
     """The alerts of a `detect --json` document, checked; `source` names it in errors
     (version 2 is version 3 without the environment alerts, which no reader needs; 3 is 4
-    without the standing, which reading leaves out)."""
+    without the standing, which reading leaves out; 4 is 5 without `source`)."""
     if not isinstance(document, dict) or not isinstance(document.get("alerts"), list):
         raise SpyreRegressError(f"{source} is not an alerts file (no \"alerts\" list); pass "
                                 "the file `spyre-regress detect --json` wrote")
     version = document.get("version")
-    if version not in (1, 2, 3, ALERTS_VERSION):
+    if version not in (1, 2, 3, 4, ALERTS_VERSION):
         raise SpyreRegressError(f"{source} has alerts format version {version!r}; this "
                                 f"spyre-regress reads versions 1 to {ALERTS_VERSION}")
     try:
@@ -173,7 +177,7 @@ def alert_from_json(alert: dict, version: int | None = None) -> Alert:
     when their members lack the positions version 2 added."""
     if version is None:
         version = 2 if "good_position" in (alert.get("members") or [{}])[0] else 1
-    return Alert.from_dict(_update_to_2(alert) if version == 1 else alert)  # 2 -> 4: as is
+    return Alert.from_dict(_update_to_2(alert) if version == 1 else alert)  # 2 -> 5: as is
 
 
 def _update_to_2(alert: dict) -> dict:

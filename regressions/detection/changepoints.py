@@ -29,7 +29,13 @@ from scipy import special
 from regressions import stats
 from regressions.detection import outliers
 from regressions.detection.outliers import Edge
-from regressions.detection.segmentation import NoiseModel, Segmenter, Split
+from regressions.detection.segmentation import (
+    CONFIRM_COMMITS,
+    NoiseModel,
+    Segmenter,
+    Split,
+    shift_variance,
+)
 
 # Ceiling on a change's p-value, for splitting and for keeping it; docs/detection.md
 # measures 0.05 and 0.02 on the detection panel.
@@ -48,7 +54,7 @@ EDGE_MIN_COMMITS = 4
 CI_CONFIDENCE = stats.CI_CONFIDENCE
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Change:
     """A level shift: `index` is the first point of the new level.
 
@@ -60,7 +66,9 @@ class Change:
     provisional. `plausible` lists other first-new-level indexes almost as likely (an
     ambiguous location), most likely first. `previous` is the last point at the old level
     when a transient lies between it and `index` (default `index - 1`). `uncertain` lists the
-    points whose level (old or new) the fit cannot tell, most uncertain first.
+    points whose level (old or new) the fit cannot tell, most uncertain first. `awaiting` is
+    True for a change at the newest end that the series' noise model judged (too few values
+    for ranks) and fewer than CONFIRM_COMMITS commits hold: it awaits more commits.
     """
 
     index: int
@@ -73,6 +81,7 @@ class Change:
     plausible: tuple[int, ...] = ()
     previous: int | None = None
     uncertain: tuple[int, ...] = ()
+    awaiting: bool = False
 
     @property
     def good_index(self) -> int:
@@ -90,7 +99,7 @@ class Transient:
     level: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SeriesChanges:
     """Everything one series says: changes (p <= alpha, or exact), near misses (alpha < p
     <= near_alpha), transients, which edges were tested (each one hypothesis more), and
@@ -163,7 +172,7 @@ def analyse_series(
     flat = np.fromiter(itertools.chain.from_iterable(points), dtype=float,
                        count=int(counts.sum()))
     if not counts.size:
-        return SeriesChanges(())
+        return SeriesChanges(changes=())
     if (counts == 0).any() or np.isnan(flat).any():
         raise ValueError("detect_changes: every point needs at least one value, none NaN")
     if deterministic is None:
@@ -176,7 +185,7 @@ def analyse_series(
     if not np.isfinite(flat).all():
         raise ValueError("detect_changes: a noisy series needs finite values")
     if counts.size < 2 * min_size:
-        return SeriesChanges(())
+        return SeriesChanges(changes=())
     return _NoisyAnalysis(flat, counts, min_size).run(alpha, near_alpha, tuple(edges))
 
 
@@ -196,9 +205,10 @@ def _exact_analysis(levels: Sequence[float], epsilon: float) -> SeriesChanges:
     for i in range(1, len(levels)):
         if not same[i - 1] and i not in skip:
             ratio = _exact_ratio(levels[i - 1], levels[i])
-            changes.append(Change(i, ratio, (ratio, ratio), None, levels[i - 1], levels[i]))
+            changes.append(Change(index=i, ratio=ratio, ci=(ratio, ratio), pvalue=None,
+                                  before=levels[i - 1], after=levels[i]))
     found = [Transient(i, _exact_ratio(levels[i - 1], levels[i]), levels[i - 1]) for i in blips]
-    return SeriesChanges(tuple(changes), (), tuple(found))
+    return SeriesChanges(changes=tuple(changes), near=(), transients=tuple(found))
 
 
 def _exact_ratio(before: float, after: float) -> float:
@@ -242,22 +252,24 @@ class _NoisyAnalysis:
         return self.flat[np.repeat(chosen, self.counts)], self.counts[chosen]
 
     def run(self, alpha: float, near_alpha: float, edges: tuple[Edge, ...]) -> SeriesChanges:
-        blips = outliers.transients(self.means, self.scale)
+        start = outliers.noisy_start(self.means, self.scale)  # its excursions are its noise
+        blips = [i for i in outliers.transients(self.means, self.scale) if i >= start]
         kept = outliers.positions_kept(self.counts.size, blips)
-        tested = edges if len(kept) >= EDGE_MIN_COMMITS else ()
+        tested = tuple(w for w in edges if not (start and w == "oldest")) \
+            if len(kept) - start >= EDGE_MIN_COMMITS else ()
         screened = {w for w in tested
                     if outliers.edge_excursion(self.means[kept], self._edge_scale(kept, w), w)}
-        lo = 1 if "oldest" in screened else 0
+        lo = start or (1 if "oldest" in screened else 0)  # kept[:start] is the start itself
         hi = len(kept) - (1 if "newest" in screened else 0)
         interior = kept[lo:hi]
         segmenter = Segmenter(*self.subset(interior), self.min_size, self.positive)
-        found, near = segmenter.changes(alpha, near_alpha)
-        changes = [self._interior(s, interior) for s in found]
-        misses = [self._interior(s, interior) for s in near]
-        splits = [lo + s for s in segmenter.splits]  # as positions in `kept`
+        found, near = segmenter.changes(alpha, near_alpha, open_end=hi == len(kept))
         noise = segmenter.noise_model()
+        changes = [self._interior(s, interior, noise) for s in found]
+        misses = [self._interior(s, interior, noise) for s in near]
+        splits = [lo + s for s in segmenter.splits]  # as positions in `kept`
         for which in tested:
-            change = self._edge(which, kept, lo, hi, splits, noise)
+            change = self._edge(which, kept, lo, hi, splits=splits, noise=noise)
             if change is None or change.pvalue is None:  # an end's test always has one
                 continue
             if change.pvalue <= alpha:
@@ -265,18 +277,43 @@ class _NoisyAnalysis:
             elif change.pvalue <= near_alpha:
                 misses.append(change)
         transients = tuple(self._transient(i) for i in blips)
-        return SeriesChanges(tuple(sorted(changes, key=lambda c: c.index)),
-                             tuple(sorted(misses, key=lambda c: c.index)), transients, tested,
-                             self.means, self.positive)
+        return SeriesChanges(changes=tuple(sorted(changes, key=lambda c: c.index)),
+                             near=tuple(sorted(misses, key=lambda c: c.index)),
+                             transients=transients, edge_tests=tested,
+                             levels=self.means, positive=self.positive)
 
-    def _interior(self, split: Split, interior: list[int]) -> Change:
-        before = self.subset(interior[split.lo:split.index])[0]
-        after = self.subset(interior[split.index:split.hi])[0]
+    def _interior(self, split: Split, interior: list[int], noise: NoiseModel) -> Change:
+        before, before_counts = self.subset(interior[split.lo:split.index])
+        after, after_counts = self.subset(interior[split.index:split.hi])
         interval = stats.ratio_interval(before, after)
+        ci = (interval.low, interval.high)
+        if split.borrow:  # a short side: the interval from the series' noise model
+            borrowed = self._model_interval(before, after, (before_counts, after_counts), noise)
+            ci = borrowed if borrowed is not None else ci
         levels = _levels(before, after, self.positive)
-        return Change(interior[split.index], interval.ratio, (interval.low, interval.high),
-                      split.pvalue, *levels, None, tuple(interior[j] for j in split.plausible),
-                      interior[split.index - 1], tuple(interior[j] for j in split.uncertain))
+        awaiting = split.by_model and split.hi == len(interior) and \
+            split.hi - split.index < CONFIRM_COMMITS  # by_model: the interior ends the series
+        return Change(index=interior[split.index], ratio=interval.ratio, ci=ci,
+                      pvalue=split.pvalue, before=levels[0], after=levels[1],
+                      plausible=tuple(interior[j] for j in split.plausible),
+                      previous=interior[split.index - 1],
+                      uncertain=tuple(interior[j] for j in split.uncertain), awaiting=awaiting)
+
+    def _model_interval(self, before: np.ndarray, after: np.ndarray,
+                        counts: tuple[np.ndarray, np.ndarray], noise: NoiseModel
+                        ) -> tuple[float, float] | None:
+        """The ratio's CI_CONFIDENCE interval with the variance the series' noise model gives
+        the difference of the two levels (`segmentation.shift_variance`): a change beside a
+        two-value segment is not left with one degree of freedom. None when the model has
+        no variance to give."""
+        variance, dof = shift_variance(*counts, noise)
+        if not variance > 0 or not dof > 0:
+            return None
+        scaled_before = np.log(before) if self.positive else before
+        scaled_after = np.log(after) if self.positive else after
+        difference = float(scaled_after.mean() - scaled_before.mean())
+        half = float(special.stdtrit(dof, 0.5 + CI_CONFIDENCE / 2)) * math.sqrt(variance)
+        return self._ratio(float(scaled_before.mean()), difference, half)[1]
 
     def _edge_scale(self, kept: list[int], which: Edge) -> float:
         """The commit scale the newest commit is screened with: that of the commits before
@@ -307,7 +344,7 @@ class _NoisyAnalysis:
         raw, counts = self.subset(reference)
         scaled = np.log(raw) if self.positive else raw
         tested = _edge_stats(self.scaled(kept[end]), scaled, counts, noise,
-                             self.values(kept[end]), raw)
+                             raw_end=self.values(kept[end]), raw_reference=raw)
         if tested is None:
             return None
         pvalue, difference, half = tested
@@ -319,7 +356,8 @@ class _NoisyAnalysis:
             difference = -difference
         ratio, ci = self._ratio(before, difference, half)
         levels = (math.exp(before), math.exp(after)) if self.positive else (before, after)
-        return Change(index, ratio, ci, pvalue, *levels, which, (), previous)
+        return Change(index=index, ratio=ratio, ci=ci, pvalue=pvalue, before=levels[0],
+                      after=levels[1], edge=which, previous=previous)
 
     def _ratio(self, before: float, difference: float, half: float):
         if self.positive:
@@ -353,7 +391,8 @@ def edge_test(end: list[np.ndarray], reference: list[np.ndarray], noise: NoiseMo
     raw_end, raw_reference = raw if raw is not None else (end, reference)
     return _edge_stats(np.concatenate(end), np.concatenate(reference),
                        np.array([r.size for r in reference]), noise,
-                       np.concatenate(raw_end), np.concatenate(raw_reference), confidence)
+                       raw_end=np.concatenate(raw_end), raw_reference=np.concatenate(raw_reference),
+                       confidence=confidence)
 
 
 def _edge_stats(ends: np.ndarray, refs: np.ndarray, counts: np.ndarray, noise: NoiseModel,
@@ -361,17 +400,10 @@ def _edge_stats(ends: np.ndarray, refs: np.ndarray, counts: np.ndarray, noise: N
                 confidence: float = CI_CONFIDENCE) -> tuple[float, float, float] | None:
     """`edge_test` on the end commit's samples and the reference commits' samples, each as
     one array (`counts`: samples per reference commit)."""
-    counts = counts.astype(float)
-    total = float(counts.sum())
     difference = float(ends.mean() - refs.mean())
-    within = noise.within or 0.0
-    parts = [(within * (1 / ends.size + 1 / total), noise.within_dof),
-             (noise.between * (1 + float(np.sum(counts**2)) / total**2), noise.between_dof)]
-    variance = sum(v for v, _ in parts)
-    terms = sum(v * v / dof for v, dof in parts if v > 0 and dof > 0)
-    if not variance > 0 or not terms > 0:
+    variance, dof = shift_variance(np.array([ends.size]), counts, noise)
+    if not variance > 0 or not dof > 0:
         return None
-    dof = variance**2 / terms
     t = abs(difference) / math.sqrt(variance)
     pvalue = float(special.stdtr(dof, -t))  # the t distribution's survival function
     side: stats.Alternative = "greater" if difference > 0 else "less"

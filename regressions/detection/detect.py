@@ -26,15 +26,22 @@ from regressions import metrics, stats
 from regressions.detection import changepoints, environment
 from regressions.detection.changepoints import ALPHA, MIN_SIZE, Change, looks_deterministic
 from regressions.detection.outliers import Edge
+from regressions.detection.segmentation import ANCHOR_PVALUE
 
 # False discovery rate across all series of one run (Benjamini & Hochberg 1995).
 FDR = 0.05
+# A reported change's p-value is at most this, however many discoveries the run's false
+# discovery rate counts: Benjamini-Hochberg lets p-values up to k * FDR / m through once k
+# tests are discoveries, and a store that rediscovers every old change (or, read the other
+# way round, every real improvement) lets ever weaker ones in. 0.001 is Otava's default
+# `max_pvalue` and what makes a change an anchor here (segmentation.ANCHOR_PVALUE).
+REPORT_PVALUE = ANCHOR_PVALUE
 # A near miss below the floor still counts as a candidate for more samples when its estimate
 # reaches this fraction of the floor: a 1.5% step can measure 0.8% on ten samples.
 NEAR_FLOOR = 0.5
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Series:
     """One benchmark/params history on one machine and env, in commit order.
 
@@ -45,7 +52,8 @@ class Series:
     memory benchmarks): measuring it again at a commit replaces that value, so only a commit
     without a point gains from a re-measurement. `settings[i]` is the machine parameters the
     result file of `commits[i]` recorded (`environment.describe_settings`; "" or no tuple:
-    unknown).
+    unknown). `kind` is the metric kind its source declared (a table of results may);
+    None: the benchmark's name decides (`metrics.metric_of`).
     """
 
     machine: str
@@ -59,13 +67,18 @@ class Series:
     deterministic: bool | None = None
     keeps_samples: bool = True
     settings: tuple[str, ...] = ()
+    kind: str | None = None
 
     @property
     def name(self) -> str:
         return f"{self.benchmark}{self.params}"
 
+    @property
+    def metric(self) -> metrics.Metric:
+        return metrics.metric_of(self.name, self.kind)
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, kw_only=True)
 class Regression:
     """A confirmed worsening of one series between two adjacent measured commits."""
 
@@ -104,7 +117,7 @@ class Regression:
         return cls(**values)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Transient:
     """A single-commit excursion of one series (`changepoints.Transient`), at least the
     family floor in the bad direction: reported for a person to look at, never bisected."""
@@ -120,7 +133,7 @@ class Transient:
     level: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Candidate:
     """A worsening one series was tested for, reported or not: what re-measurement planning
     (`remeasure.plan`) reads. `q` is None when the worsening is below the floor (kept because
@@ -128,7 +141,8 @@ class Candidate:
     `uncertain` the commits whose level the fit cannot tell, most uncertain first. An
     exact change of a deterministic series is a reported candidate with `p` and `q` None.
     `environment` marks one an environment alert explains: more samples of it on tonight's
-    machine would mix two machines' levels."""
+    machine would mix two machines' levels. `awaiting` marks one that would be reported but
+    whose new level too few commits hold yet (`changepoints.Change.awaiting`)."""
 
     series: Series
     good_commit: str
@@ -145,6 +159,7 @@ class Candidate:
     reported: bool
     uncertain: tuple[str, ...] = ()
     environment: bool = False
+    awaiting: bool = False
 
 
 # What a series' test read (`Reading.judged_by`): every sample of each commit, one value per
@@ -175,17 +190,20 @@ class Reading:
     steps: tuple[Step, ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Detection:
     """One run: `regressions` (confirmed and provisional), every tested `candidates`, the
     `transients` and the `environment` alerts reported apart; `readings[i]` is how the
-    run read `series[i]` (empty for a Detection built by hand)."""
+    run read `series[i]` (empty for a Detection built by hand). `awaiting` holds what would
+    be regressions but for the commits their new level still needs: listed, never
+    investigated, until a later commit confirms them."""
 
     regressions: list[Regression]
     candidates: list[Candidate]
     transients: list[Transient]
     environment: list[environment.EnvironmentAlert] = field(default_factory=list)
     readings: list[Reading] = field(default_factory=list)
+    awaiting: list[Regression] = field(default_factory=list)
 
 
 def _number(x: float | None) -> float | None:
@@ -231,7 +249,7 @@ def run_detection(
     noisy series joins one Benjamini-Hochberg family: its interior candidates (or p = 1 when
     it has none) and each tested edge (p = 1 when that edge has no candidate), so an edge
     costs the same false-discovery control as any other change. A candidate is a regression
-    when p <= `alpha` and q <= `fdr`; an edge regression is provisional. Deterministic
+    when p <= REPORT_PVALUE and q <= `fdr`; an edge regression is provisional. Deterministic
     changes and failures are observations, not tests: they skip the FDR step. `window` keeps
     each series' newest `window` measured points (then only the newest edge is tested where
     the window cut history off). `memo` (a dict the caller keeps) reuses the analysis of a
@@ -248,7 +266,7 @@ def run_detection(
         found += _failures(s)
         analysed = _analyse(s, options, memo)
         runs.append(analysed)
-        floor = metrics.floor_for(s.name, tuple(floors))
+        floor = metrics.floor_for(s.name, tuple(floors), s.kind)
         transients += [_transient(s, analysed.measured, t) for t in analysed.changes.transients
                        if _worse(t.level, t.level * t.ratio, s.higher_is_better) >= floor]
         if analysed.exact:
@@ -256,34 +274,65 @@ def run_detection(
                 w = worsening(c, s.higher_is_better)
                 if w > 0 and w >= floor:
                     found.append(_regression(s, analysed.measured, c, None))
-                    candidates.append(_candidate(s, analysed.measured, c, None, True))
+                    candidates.append(_candidate(s, analysed.measured, c, None, reported=True))
             continue
         tested += _tests(analysed, floor, family)
     alerts = environment.find(_moves(runs), _levels(runs), _settings(runs))
     explained = _explained(tested, alerts, floors)
     qvalues = _qvalues(family, {j for (_, _, j, _), alert in zip(tested, explained,
                                                                 strict=True) if alert})
-    noisy: list[tuple[Regression, _Analysed, changepoints.Change]] = []
-    members: dict[int, list[Regression]] = {}
-    for (analysed, c, j, significant), alert in zip(tested, explained, strict=True):
-        q = None if j is None or alert is not None else qvalues[j]
-        confirmed = significant and excludes_no_change(c)
-        if alert is not None and confirmed:  # what would have been a regression
-            members.setdefault(id(alert), []).append(
-                _regression(analysed.series, analysed.measured, c, None))
-        reported = confirmed and alert is None and q is not None and q <= fdr
-        if reported:
-            noisy.append((_regression(analysed.series, analysed.measured, c, q), analysed, c))
-        candidates.append(_candidate(analysed.series, analysed.measured, c, q, reported,
-                                     environment=alert is not None))
+    noisy, awaiting, members, judged = _judged(tested, explained, qvalues, fdr)
+    candidates += judged
     kept, returned = _apart_from_excursions(noisy, transients, floors)
     dropped = {_key(r) for r, _ in returned}
     candidates = [replace(c, reported=False) if _key(c) in dropped else c for c in candidates]
     found += kept
     found.sort(key=lambda r: (r.bad_position, r.kind, r.benchmark, r.params))
-    return Detection(found, candidates, transients + [t for _, t in returned],
-                     [replace(a, members=tuple(members.get(id(a), ()))) for a in alerts],
-                     [_reading(a) for a in runs])
+    return Detection(regressions=found, candidates=candidates,
+                     transients=transients + [t for _, t in returned],
+                     environment=[replace(a, members=tuple(members.get(id(a), ())))
+                                  for a in alerts],
+                     readings=[_reading(a) for a in runs], awaiting=awaiting)
+
+
+def _judged(tested: Sequence[tuple[_Analysed, changepoints.Change, int | None, bool]],
+            explained: Sequence[environment.EnvironmentAlert | None], qvalues: Sequence[float],
+            fdr: float) -> tuple[list[tuple[Regression, _Analysed, changepoints.Change]],
+                                 list[Regression], dict[int, list[Regression]], list[Candidate]]:
+    """Each tested candidate judged: the regressions (with what they came from), those
+    awaiting more commits, the members each environment alert explains (by its id), and
+    every candidate. A regression is confirmed on its own interval and passes the run's
+    false discovery rate; judged on one value per commit, it also has p <= REPORT_PVALUE,
+    however many discoveries the run counts."""
+    noisy: list[tuple[Regression, _Analysed, changepoints.Change]] = []
+    awaiting: list[Regression] = []
+    members: dict[int, list[Regression]] = {}
+    candidates = []
+    for (analysed, c, j, significant), alert in zip(tested, explained, strict=True):
+        s, measured = analysed.series, analysed.measured
+        q = None if j is None or alert is not None else qvalues[j]
+        confirmed = significant and excludes_no_change(c)
+        if alert is not None and confirmed:  # what would have been a regression
+            members.setdefault(id(alert), []).append(_regression(s, measured, c, None))
+        below_ceiling = c.pvalue is not None and (
+            c.pvalue <= REPORT_PVALUE or not one_value_per_commit(s, measured))
+        reported = confirmed and alert is None and q is not None and q <= fdr and below_ceiling
+        if reported and c.awaiting:
+            awaiting.append(_regression(s, measured, c, q))
+        elif reported:
+            noisy.append((_regression(s, measured, c, q), analysed, c))
+        candidates.append(_candidate(s, measured, c, q, reported=reported and not c.awaiting,
+                                     environment=alert is not None,
+                                     awaiting=reported and c.awaiting))
+    return noisy, awaiting, members, candidates
+
+
+def one_value_per_commit(s: Series, points: Sequence[int] | None = None) -> bool:
+    """Whether the series' test reads one value per commit (`SUMMARY`): none of its
+    `points` (default: every commit) holds several samples. Such a series is reported only
+    with p <= REPORT_PVALUE."""
+    chosen = s.samples if points is None else [s.samples[i] for i in points]
+    return all(len(samples or ()) <= 1 for samples in chosen)
 
 
 def _reading(analysed: _Analysed) -> Reading:
@@ -293,7 +342,7 @@ def _reading(analysed: _Analysed) -> Reading:
         len(s.samples[i] or ()) > 1 for i in measured) else SUMMARY
     return Reading(judged, tuple(
         Step(s.commits[measured[c.good_index]], s.commits[measured[c.index]],
-             s.positions[measured[c.index]], c.before, c.after)
+             s.positions[measured[c.index]], c.before, after=c.after)
         for c in analysed.changes.changes))
 
 
@@ -352,7 +401,7 @@ def _apart_from_excursions(noisy: list[tuple[Regression, _Analysed, changepoints
     for r, analysed, c in noisy:
         place = (r.machine, r.kind, r.bad_commit)
         lasting = _lasting(analysed, c)
-        floor = metrics.floor_for(r.name, tuple(floors))
+        floor = metrics.floor_for(r.name, tuple(floors), r.kind)
         if spikes[place] > steps[place] and lasting is not None and \
                 _worse(c.before, lasting, analysed.series.higher_is_better) < floor:
             at = analysed.measured[c.index]
@@ -360,9 +409,11 @@ def _apart_from_excursions(noisy: list[tuple[Regression, _Analysed, changepoints
             assert samples is not None, "a measured point has samples"
             level = float(np.exp(np.mean(np.log(samples)))) if c.before > 0 \
                 else float(np.mean(samples))
-            returned.append((r, Transient(r.machine, r.env, r.benchmark, r.params, r.kind,
-                                          r.bad_commit, r.bad_position, level / c.before
-                                          if c.before else math.inf, c.before)))
+            returned.append((r, Transient(machine=r.machine, env=r.env, benchmark=r.benchmark,
+                                          params=r.params, kind=r.kind,
+                                          commit=r.bad_commit, position=r.bad_position,
+                                          ratio=level / c.before if c.before else math.inf,
+                                          level=c.before)))
         else:
             kept.append(r)
     return kept, returned
@@ -382,7 +433,8 @@ def _lasting(analysed: _Analysed, c: changepoints.Change) -> float | None:
 
 
 def _runner(analysed: _Analysed) -> bool:
-    return not analysed.exact and metrics.moves_with_runner(analysed.series.name)
+    return not analysed.exact and metrics.moves_with_runner(analysed.series.name,
+                                                           analysed.series.kind)
 
 
 def _moves(runs: Sequence[_Analysed]) -> list[environment.Move]:
@@ -393,20 +445,22 @@ def _moves(runs: Sequence[_Analysed]) -> list[environment.Move]:
         s, runner = a.series, _runner(a)
         for c in a.changes.changes:
             good, bad = a.measured[c.good_index], a.measured[c.index]
-            out.append(environment.Move(s.machine, s.env, s.benchmark, s.name, s.commits[good],
-                                        s.commits[bad], s.positions[good], s.positions[bad],
-                                        1 / c.ratio if s.higher_is_better and c.ratio
-                                        else c.ratio, runner))
+            out.append(environment.Move(machine=s.machine, env=s.env, benchmark=s.benchmark,
+                                        name=s.name, good_commit=s.commits[good],
+                                        bad_commit=s.commits[bad], good_position=s.positions[good],
+                                        bad_position=s.positions[bad],
+                                        ratio=1 / c.ratio if s.higher_is_better and c.ratio
+                                              else c.ratio, runner=runner))
     return out
 
 
 def _levels(runs: Sequence[_Analysed]) -> list[environment.Levels]:
     """Every series' level per measured commit, for the shares an environment alert counts
     (short series without levels left out)."""
-    return [environment.Levels(a.series.machine, a.series.env, _runner(a),
-                               np.array([a.series.positions[i] for i in a.measured]),
-                               -a.changes.levels if a.series.higher_is_better
-                               else a.changes.levels, a.changes.positive)
+    return [environment.Levels(machine=a.series.machine, env=a.series.env, runner=_runner(a),
+                               positions=np.array([a.series.positions[i] for i in a.measured]),
+                               levels=-a.changes.levels if a.series.higher_is_better
+                                      else a.changes.levels, positive=a.changes.positive)
             for a in runs if a.changes.levels is not None
             and a.changes.levels.size == len(a.measured)]
 
@@ -446,7 +500,7 @@ def _analyse(s: Series, options: tuple, memo: dict | None) -> _Analysed:
     changes = changepoints.analyse_series(
         points, alpha=alpha, min_size=min_size, deterministic=exact,
         edges=[e for e in edges if not (cut and e == "oldest")],
-        epsilon=metrics.metric_for(s.name).tolerance)
+        epsilon=s.metric.tolerance)
     analysed = _Analysed(s, measured, exact, changes)
     if memo is not None:
         memo[key] = analysed
@@ -479,7 +533,7 @@ def _points(s: Series, window: int | None) -> tuple[list[int], list[tuple[float,
     the series is deterministic."""
     points = {i: v for i, v in enumerate(s.samples) if v is not None}
     measured = list(points)
-    declared = metrics.metric_for(s.name).deterministic  # the table knows, e.g. compile work
+    declared = s.metric.deterministic  # the metric table knows, e.g. compile work
     exact = declared if declared is not None else s.deterministic \
         if s.deterministic is not None else looks_deterministic([points[i] for i in measured])
     if not exact:  # an infinite value carries no level for a test; drop those points
@@ -492,9 +546,11 @@ def _points(s: Series, window: int | None) -> tuple[list[int], list[tuple[float,
 def _failures(s: Series) -> list[Regression]:
     """A benchmark that stops running is its own symptom, not a slowdown: one per ok->failed."""
     return [
-        Regression(s.machine, s.env, s.benchmark, s.params, metrics.FAILURE, s.commits[i - 1],
-                   s.commits[i], s.positions[i - 1], s.positions[i], None, None, None, None,
-                   None)
+        Regression(machine=s.machine, env=s.env, benchmark=s.benchmark, params=s.params,
+                   kind=metrics.FAILURE, good_commit=s.commits[i - 1],
+                   bad_commit=s.commits[i], good_position=s.positions[i - 1],
+                   bad_position=s.positions[i], ratio=None, ci=None, p=None, q=None,
+                   baseline=None)
         for i in range(1, len(s.samples))
         if s.samples[i] is None and s.samples[i - 1] is not None
     ]
@@ -503,21 +559,29 @@ def _failures(s: Series) -> list[Regression]:
 def _regression(s: Series, measured: list[int], c: changepoints.Change,
                 q: float | None) -> Regression:
     good, bad = measured[c.good_index], measured[c.index]
-    return Regression(s.machine, s.env, s.benchmark, s.params, metrics.metric_for(s.name).name,
-                      s.commits[good], s.commits[bad], s.positions[good], s.positions[bad],
-                      c.ratio, c.ci, c.pvalue, q, c.before, c.edge)
+    return Regression(machine=s.machine, env=s.env, benchmark=s.benchmark, params=s.params,
+                      kind=s.metric.name,
+                      good_commit=s.commits[good], bad_commit=s.commits[bad],
+                      good_position=s.positions[good], bad_position=s.positions[bad],
+                      ratio=c.ratio, ci=c.ci, p=c.pvalue, q=q, baseline=c.before, edge=c.edge)
 
 
 def _candidate(s: Series, measured: list[int], c: changepoints.Change, q: float | None,
-               reported: bool, environment: bool = False) -> Candidate:
+               reported: bool, environment: bool = False, awaiting: bool = False
+               ) -> Candidate:
     good, bad = measured[c.good_index], measured[c.index]
-    return Candidate(s, s.commits[good], s.commits[bad], s.positions[good], s.positions[bad],
-                     c.ratio, c.ci, c.pvalue, q, worsening(c, s.higher_is_better), c.edge,
-                     tuple(s.commits[measured[j]] for j in c.plausible), reported,
-                     tuple(s.commits[measured[j]] for j in c.uncertain), environment)
+    return Candidate(series=s, good_commit=s.commits[good], bad_commit=s.commits[bad],
+                     good_position=s.positions[good], bad_position=s.positions[bad],
+                     ratio=c.ratio, ci=c.ci, p=c.pvalue, q=q,
+                     worsening=worsening(c, s.higher_is_better), edge=c.edge,
+                     plausible=tuple(s.commits[measured[j]] for j in c.plausible),
+                     reported=reported,
+                     uncertain=tuple(s.commits[measured[j]] for j in c.uncertain),
+                     environment=environment, awaiting=awaiting)
 
 
 def _transient(s: Series, measured: list[int], t: changepoints.Transient) -> Transient:
     at = measured[t.index]
-    return Transient(s.machine, s.env, s.benchmark, s.params, metrics.metric_for(s.name).name,
-                     s.commits[at], s.positions[at], t.ratio, t.level)
+    return Transient(machine=s.machine, env=s.env, benchmark=s.benchmark, params=s.params,
+                     kind=s.metric.name,
+                     commit=s.commits[at], position=s.positions[at], ratio=t.ratio, level=t.level)

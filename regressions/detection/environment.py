@@ -41,7 +41,7 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
-from regressions import metrics
+from regressions import git, metrics
 
 
 class Regression(Protocol):
@@ -56,6 +56,9 @@ class Regression(Protocol):
 
     @property
     def name(self) -> str: ...
+
+    @property
+    def kind(self) -> str: ...
 
     def to_dict(self) -> dict[str, Any]: ...
 
@@ -87,7 +90,7 @@ Direction = Literal["worse", "better"]
 Cause = Literal["shared", "recorded", "returned"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Move:
     """One series' level change at one commit, either direction, any size: `ratio` is
     after / before in the worse sense (above 1 is worse; a higher-is-better series' ratio
@@ -105,7 +108,7 @@ class Move:
     runner: bool  # the series can move with the runner
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Levels:
     """One series as an environment alert reads it: its machine and environment, whether the
     runner can move it, and per measured position (sorted) its level (mean log sample,
@@ -170,12 +173,12 @@ class EnvironmentAlert:
                  "the runner moved") if self.still_measured else ""
         job = (" (counted with " + ", ".join(e for e in self.envs if e != self.env)
                + ", measured in the same job)") if self.envs else ""
-        back = (f"; they change back together at {self.back[:8]} (the runner "
+        back = (f"; they change back together at {git.abbreviated(self.back)} (the runner "
                 "changed back, or the change was reverted: nothing stands at the head)"
                 ) if self.back else ""
         return (f"{self.machine}/{self.env}{job}: {self.moved} of {self.measured} "
-                f"runner-bound series "
-                f"({self.share:.0%}) measure {self.direction} at {self.bad_commit[:8]} "
+                f"runner-bound series ({self.share:.0%}) measure {self.direction} at "
+                f"{git.abbreviated(self.bad_commit)} "
                 f"({self.detected} with a detected change, median x{self.median_ratio:.3f}; "
                 "above 1 is worse)"
                 f"{back}{still}{recorded}; {len(self.members)} regression(s) explained; "
@@ -236,9 +239,10 @@ def find(moves: Sequence[Move], levels: Sequence[Levels],
                 env_local = [r for r in (local_ratio(s, position) for s in by_env[machine, env]
                                          if s.runner) if r is not None]
                 alerts.append(_alert(runner, "recorded", _majority(runner), env_local,
-                                     sum(not m.runner for m in here),
-                                     sum(_measured_at(s, position) for s in
-                                         by_env[machine, env] if not s.runner), changed))
+                                     still_moved=sum(not m.runner for m in here),
+                                     still_measured=sum(_measured_at(s, position) for s in
+                                                        by_env[machine, env] if not s.runner),
+                                     changed=changed))
     return alerts
 
 
@@ -281,8 +285,8 @@ class _Returns:
                 continue
             back = self.partner(moved)
             if back is not None:
-                return replace(_alert(moved, "returned", direction, local, still_moved,
-                                      still_measured, ()), back=back)
+                return replace(_alert(moved, "returned", direction, local, still_moved=still_moved,
+                                      still_measured=still_measured, changed=()), back=back)
         return None
 
 
@@ -343,8 +347,9 @@ def _shared(runner: list[Move], here: list[Move], local: list[float],
         if still_measured and still_moved > ENV_QUIET * still_measured:
             return None  # the series the runner cannot move moved too: the code did it
         other = _by_direction(runner)["better" if direction == "worse" else "worse"]
-        return replace(_alert(moved, "shared", direction, local, still_moved, still_measured,
-                              ()), against=len(other) if _wide(other) else 0)
+        return replace(_alert(moved, "shared", direction, local, still_moved=still_moved,
+                              still_measured=still_measured,
+                              changed=()), against=len(other) if _wide(other) else 0)
     return None
 
 
@@ -411,5 +416,5 @@ def explained(r: Regression, alert: EnvironmentAlert,
     shift = alert.median_ratio
     if abs(math.log(worse / shift)) <= ENV_SPREAD_Z * alert.spread:
         return True
-    floor = metrics.floor_for(r.name, tuple(floors))
+    floor = metrics.floor_for(r.name, tuple(floors), r.kind)
     return not (worse / shift - 1 >= floor and nearest / shift > 1)

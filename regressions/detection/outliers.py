@@ -39,6 +39,13 @@ OVERSHOOT = 0.5
 EDGE_SCREEN_Z = 4.0
 # Fewer commits than this give no robust scale worth trusting: no transients are sought.
 MIN_COMMITS = 5
+# A noisy start holds at least this many wild moves (a transient makes two), each at least
+# NOISY_START_Z robust standard deviations of a difference, and lies within the oldest
+# quarter of the series. 3.5 rather than EDGE_SCREEN_Z: on pybamm-bench's noisiest series
+# (commit scale 8%) the start's moves were 45-66% and 4 sd missed the first of them.
+NOISY_START_MOVES = 3
+NOISY_START_Z = 3.5
+NOISY_START_SHARE = 0.25
 # Samples this many robust standard deviations from their commit's median are a burst.
 TRIM_Z = 5.0
 TRIM_MIN_SAMPLES = 5
@@ -145,6 +152,37 @@ def edge_excursion(means: np.ndarray, scale: float, which: Edge, *, z: float = E
     end = float(ordered[0])
     return (abs(end - float(np.median(neighbours))) >= z * scale
             and abs(end - float(ordered[1])) >= z * scale)
+
+
+def noisy_start(means: np.ndarray, scale: float, *, z: float = NOISY_START_Z) -> int:
+    """How many of the oldest commits form a noisy start (0: none), to be kept out of the
+    segmentation like a screened end commit.
+
+    A new benchmark, or a runner still settling, can open a series with a stretch of wild
+    values: pybamm-bench's py3.8 series begin with 6 values at 4.16-6.63 s before 18 at
+    4.15-4.21 s. Left in, the stretch shares the first segment and inflates the noise every
+    later test of that segment reads (a x1.141 step: p 0.0022 with it, 3.8e-10 without).
+    A move between two commits is wild when it exceeds `z` robust standard deviations of a
+    difference of two means (`scale` is one mean's). The stretch is made of runs of
+    adjacent wild moves, each starting within the first
+    MIN_COMMITS moves; it holds at least NOISY_START_MOVES wild moves in runs of two or more
+    (a transient is one such run of two; a real step is a run of one, so a step after a
+    transient is no noisy start) and ends within the oldest NOISY_START_SHARE of the series.
+    """
+    if not scale > 0 or means.size < 2 * MIN_COMMITS:
+        return 0
+    wild = np.flatnonzero(np.abs(np.diff(means)) >= z * scale * np.sqrt(2)).tolist()
+    runs: list[list[int]] = []
+    for move in wild:
+        if runs and move - runs[-1][-1] == 1:
+            runs[-1].append(move)
+        elif move < MIN_COMMITS:
+            runs.append([move])
+        else:
+            break  # a run of its own, past the start
+    count = sum(len(run) for run in runs if len(run) > 1)
+    end = runs[-1][-1] + 1 if runs else 0  # the first commit after the stretch
+    return end if count >= NOISY_START_MOVES and end <= NOISY_START_SHARE * means.size else 0
 
 
 def local_level(means: np.ndarray, index: int, window: int = WINDOW) -> float:

@@ -7,7 +7,10 @@ repeats while its verdict is "unknown" (catapult dashboard/pinpoint/models/job_s
 1. *edge*: a change at the newest (or oldest) benchmarked commit, held by one commit: the
    commit again (a bad run shows as an excursion that does not repeat) and every commit of
    the stride window before it that was not benchmarked (a step inside the window then holds
-   for two commits and is located exactly);
+   for two commits and is located exactly); and *awaiting*: a change its series' noise
+   model found but too few commits hold yet (`detect.Candidate.awaiting`): those commits
+   again, where the store keeps samples (where it keeps one value a commit, the night
+   waits for the next commits: measuring again would replace the value, not add one);
 2. *contradicted*: a change at a commit where an investigation did not reproduce it: both
    ends again, since a bad run there may have moved the change onto the wrong commit;
 3. *window*: a sure change whose range still holds commits that were not benchmarked: those
@@ -58,10 +61,10 @@ WEAK_MARGIN = 20.0
 LOCATION_COMMITS = 8
 # Rounds of plan, measure, detect in one night.
 MAX_ROUNDS = 3
-REASONS = ("edge", "contradicted", "window", "weak", "ambiguous")
+REASONS = ("edge", "awaiting", "contradicted", "window", "weak", "ambiguous")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Request:
     """Measure `benchmark(params)` at `commit` once more, `samples` samples (one asv run)."""
 
@@ -74,7 +77,7 @@ class Request:
     reason: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Costs:
     """What measuring costs, in seconds: the unit of re-measurement's budget.
 
@@ -135,7 +138,8 @@ class Costs:
 def points(series: Sequence[Series], commits: Collection[str]) -> list[Request]:
     """The series' points at `commits` as the requests that would have measured them."""
     wanted = set(commits)
-    return [Request(s.machine, s.env, s.benchmark, s.params, c, len(v), "base")
+    return [Request(machine=s.machine, env=s.env, benchmark=s.benchmark, params=s.params, commit=c,
+                    samples=len(v), reason="base")
             for s in series for c, v in zip(s.commits, s.samples, strict=True)
             if c in wanted and v is not None]
 
@@ -177,7 +181,7 @@ def plan(candidates: Sequence[Candidate], history: Sequence[str], budget: float,
             continue
         reason = classify(candidate, order, fdr)
         if {candidate.good_commit, candidate.bad_commit} & set(contradicted) and \
-                reason != "edge":
+                reason not in ("edge", "awaiting"):
             reason = "contradicted"
         if reason is None:
             continue
@@ -228,6 +232,8 @@ def classify(candidate: Candidate, history: _History, fdr: float = FDR) -> str |
         return None
     if candidate.edge is not None and (candidate.reported or _weak(candidate, fdr)):
         return "edge"
+    if candidate.awaiting:
+        return "awaiting"
     if _weak(candidate, fdr):
         return "weak"
     if not candidate.reported:
@@ -250,6 +256,10 @@ def _commits(candidate: Candidate, reason: str, history: _History) -> list[str]:
     window = history.unbenchmarked(candidate)
     if reason == "window":
         return window
+    if reason == "awaiting":  # the commits that hold the new level, newest first
+        s = candidate.series
+        held = s.commits[s.commits.index(candidate.bad_commit):]
+        return [*reversed(held), *window]
     if reason == "contradicted":
         return [candidate.bad_commit, candidate.good_commit, *window]
     if reason == "edge":
@@ -272,7 +282,8 @@ def _requests(candidate: Candidate, commits: Sequence[str], reason: str) -> list
     usual = sorted(counts.values())[len(counts) // 2] if counts else 1
     most = MAX_RUNS * usual if s.keeps_samples else usual
     wanted = dict.fromkeys(commits)
-    return [Request(s.machine, s.env, s.benchmark, s.params, commit, usual, reason)
+    return [Request(machine=s.machine, env=s.env, benchmark=s.benchmark, params=s.params,
+                    commit=commit, samples=usual, reason=reason)
             for commit in wanted if counts.get(commit, 0) + usual <= most]
 
 
@@ -292,7 +303,7 @@ def _key(request: Request) -> tuple[str, str, str, str, str]:
 Measure = Callable[[Sequence[Request]], Sequence[Sequence[float] | None]]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Remeasured:
     """A night's detection after re-measurement: the final `detection` on the enlarged
     `series`, every request served, the seconds they cost (at the plan's prices, or the time
@@ -358,7 +369,8 @@ def detect_with_remeasurement(series: Sequence[Series], history: Sequence[str],
             overrun = max(overrun, took / priced)
         costs = costs.learned(requests, took)
         detection = run_detection(current, memo=memo, **options)
-    return Remeasured(detection, current, served, spent, budget, costs.startup)
+    return Remeasured(detection=detection, series=current, requests=served, spent=spent,
+                      budget=budget, startup=costs.startup)
 
 
 def same_hardware(detection: Detection, history: Sequence[str]) -> Callable[[Request], bool]:

@@ -12,12 +12,19 @@ A segment splits when both p-values are <= `alpha`; the larger one is the change
 Surviving changes are re-tested against their final neighbours and the weakest dropped until
 all pass (the merge step of Otava; Fleming et al., ICPE 2023, arXiv 2301.03034). Cumulative
 sums give every segment statistic in O(1).
+
+With few values on one side the rank test cannot confirm anything: 5 values before a step and
+4 after give it p >= 1/126 however large the step. There, a clean step (the rank test at its
+floor: no overlap) is judged with the series' own noise model instead, estimated once from
+all of the series around its fitted levels (`model_test`), and an interval beside a short
+segment borrows that model too, unless the segment is an excursion (a change and a change
+back, what one job on another runner looks like).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import special
@@ -36,9 +43,21 @@ BETWEEN_COMMIT_PVALUE = 0.01
 PLAUSIBLE_LIKELIHOOD = 0.05
 # A commit's level is uncertain when P(new level) P(old level) reaches this (5% either way).
 UNCERTAIN_LEVEL = 0.0475
+# The rank test confirms a split only where it can reach this p-value: its smallest one-sided
+# p is 1 / C(n, k) for k values of n on the smaller side (5 and 4: 1/126). Where that floor is
+# higher and the rank test is at it, the series' noise model judges the step (`model_test`).
+RANK_RESOLUTION = ANCHOR_PVALUE
+# A side with fewer values than this is short: the interval of a change beside it borrows the
+# series' noise model (a Welch interval from 2 values has one degree of freedom).
+SHORT_VALUES = 4
+# A new level at the newest end judged by the noise model must hold for this many commits
+# before it is reported; with fewer it is awaiting more commits. Hosted-runner stores measure
+# two commits per CI job at that job's runner's level (django-asv, docs/detection.md): two
+# commits at a new level may be one job.
+CONFIRM_COMMITS = 3
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Split:
     """A change found inside the segmented points: `index` is the first point of the new
     level, `lo`/`hi` bound the segment its levels and interval come from."""
@@ -49,6 +68,8 @@ class Split:
     pvalue: float
     plausible: tuple[int, ...]
     uncertain: tuple[int, ...] = ()
+    by_model: bool = False  # confirmed by the series' noise model, not by ranks
+    borrow: bool = False  # a side is short (and no excursion): its interval borrows the model
 
 
 @dataclass(frozen=True)
@@ -61,6 +82,32 @@ class NoiseModel:
     within_dof: int
     between: float
     between_dof: int
+
+
+def shift_variance(before: np.ndarray, after: np.ndarray, noise: NoiseModel
+                   ) -> tuple[float, float]:
+    """Variance of the difference of two levels under `noise`, and its Satterthwaite degrees
+    of freedom (0 when the model has none). Each level is the mean of its commits' samples
+    (`before`, `after`: samples per commit): its variance counts the samples (within / n) and
+    the offset each commit draws (between, weighted by the commit's share of the level)."""
+    parts = [(noise.between * sum(float(np.sum(c.astype(float) ** 2)) / float(c.sum()) ** 2
+                                  for c in (before, after)), noise.between_dof)]
+    if noise.within is not None:
+        parts.append((noise.within * (1 / float(before.sum()) + 1 / float(after.sum())),
+                      noise.within_dof))
+    variance = sum(v for v, _ in parts)
+    terms = sum(v * v / dof for v, dof in parts if v > 0 and dof > 0)
+    return variance, (variance**2 / terms if terms > 0 else 0.0)
+
+
+def model_test(shift: float, before: np.ndarray, after: np.ndarray, noise: NoiseModel
+               ) -> float | None:
+    """One-sided p-value of a `shift` between two levels under the series' noise model (a
+    t test with the model's degrees of freedom); None when the model cannot judge it."""
+    variance, dof = shift_variance(before, after, noise)
+    if not variance > 0 or not dof > 0:
+        return None
+    return float(special.stdtr(dof, -abs(shift) / math.sqrt(variance)))
 
 
 class Segmenter:
@@ -89,10 +136,15 @@ class Segmenter:
         self.within = float(np.sum(residual**2)) / self.within_dof if self.within_dof else None
         self.noise = self.within
         self.splits: list[int] = []
+        self.open_end = True
 
-    def changes(self, alpha: float, near_alpha: float) -> tuple[list[Split], list[Split]]:
+    def changes(self, alpha: float, near_alpha: float, open_end: bool = True
+                ) -> tuple[list[Split], list[Split]]:
         """The changes with p <= `alpha`, and each final segment's best split when its p lies
-        in (`alpha`, `near_alpha`]: a near miss, worth more samples but not a change."""
+        in (`alpha`, `near_alpha`]: a near miss, worth more samples but not a change.
+        `open_end` says the last point is the series' newest (no screened commit after it),
+        so the last segment is a level still growing."""
+        self.open_end = open_end
         splits = self._segment(alpha)
         for _ in range(3):  # once the noise is right there are fewer splits: re-estimate
             between = self._between_commit_noise(splits)
@@ -103,14 +155,18 @@ class Segmenter:
         n = self.n
         bounds = [0, *splits, n]
         anchors = [s for i, s in enumerate(splits) if self._anchor(bounds[i], bounds[i + 2])]
-        pvalues = {}
+        # the series' noise, once, around the levels its sure changes bound: splits fitted to
+        # noise would take it for levels and leave too little
+        model = self._noise_around(anchors)
+        pvalues, by_model = {}, {}
         for split in splits:
             lo = max([0] + [a for a in anchors if a < split])
             hi = min([n] + [a for a in anchors if a > split])
-            pvalues[split] = self._test(lo, hi, split)[0]
+            pvalues[split], by_model[split] = self._final_test(lo, hi, split, model)
         self.splits = [s for s in splits if pvalues[s] <= alpha]
         bounds = [0, *self.splits, n]
-        found = [self._located(bounds[i], s, bounds[i + 2], pvalues[s])
+        found = [replace(self._located(bounds[i], s, bounds[i + 2], pvalues[s]),
+                         by_model=by_model[s], borrow=self._borrows(bounds, i + 1, by_model[s]))
                  for i, s in enumerate(self.splits)]
         near = []
         for lo, hi in zip(bounds, bounds[1:], strict=False):
@@ -127,7 +183,11 @@ class Segmenter:
         minus the within mean square, per sample of a commit), kept even when it is not
         significant: one commit alone is exactly what a commit-level offset moves.
         """
-        bounds = [0, *self.splits, self.n]
+        return self._noise_around(self.splits)
+
+    def _noise_around(self, splits: list[int]) -> NoiseModel:
+        """`noise_model` around the segments `splits` bound."""
+        bounds = [0, *splits, self.n]
         counts = np.diff(self.count)
         squares, dof = 0.0, 0
         for lo, hi in zip(bounds, bounds[1:], strict=False):
@@ -189,6 +249,50 @@ class Segmenter:
         steps = np.diff(self.means)
         spread = (1.4826 * float(np.median(np.abs(steps - np.median(steps))))) ** 2 / 2
         return max(between, spread * float(np.median(counts)), self.noise)
+
+    def _final_test(self, lo: int, hi: int, split: int, model: NoiseModel
+                    ) -> tuple[float, bool]:
+        """A change's p-value between its anchors, and whether the noise model judged it.
+
+        Where the rank test cannot resolve RANK_RESOLUTION (its floor, 1 / C(n, k), is above
+        it) and sits at its floor (no overlap: as certain as it can be), its place is taken
+        by the t test of the shift under the series' noise model (`model_test`), whose
+        degrees of freedom come from the whole series, not from the few values beside it.
+        Both levels must hold for CONFIRM_COMMITS commits, the new one unless it is the
+        newest (then the change awaits more commits): a level of two commits is what one CI
+        job on another runner, or a benchmark's first runs, look like.
+        """
+        scan, confirm, _ = self._stages(lo, hi, split)
+        left = int(self.count[split] - self.count[lo])
+        floor = 1 / math.comb(int(self.count[hi] - self.count[lo]), left)
+        held = split - lo >= CONFIRM_COMMITS and (
+            hi - split >= CONFIRM_COMMITS or hi == self.n and self.open_end)
+        if floor <= RANK_RESOLUTION or confirm > 2 * floor or not held:
+            return max(scan, confirm), False
+        counts = np.diff(self.count).astype(int)
+        judged = model_test(self._level(split, hi) - self._level(lo, split), counts[lo:split],
+                            counts[split:hi], model)
+        if judged is None:
+            return max(scan, confirm), False
+        return max(scan, judged), True
+
+    def _borrows(self, bounds: list[int], i: int, by_model: bool) -> bool:
+        """Whether the change at bounds[i] has a short side (fewer than SHORT_VALUES values)
+        that is a step of a staircase (between two changes the same way), or the newest
+        segment of a change the noise model judged (a new level still growing, on a series
+        too short for ranks). A short segment the series leaves the way it came (up, then
+        down) is what one CI job on another runner looks like, and a short oldest segment
+        what a benchmark's first runs look like: both keep their own interval."""
+        def step(j: int) -> float:  # the shift of the change at bounds[j]
+            return self._level(bounds[j], bounds[j + 1]) - self._level(bounds[j - 1], bounds[j])
+
+        for side, beyond in ((i - 1, i - 1), (i, i + 1)):  # a side, the change past it
+            if self.count[bounds[side + 1]] - self.count[bounds[side]] >= SHORT_VALUES:
+                continue
+            newest = beyond == len(bounds) - 1 and self.open_end and by_model
+            if newest or 0 < beyond < len(bounds) - 1 and step(beyond) * step(i) > 0:
+                return True
+        return False
 
     def _scan(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
         """Every admissible split k of [lo, hi) and the residual sum of squares of a shift at k."""
@@ -260,7 +364,7 @@ class Segmenter:
             dof = float(self.count[hi] - self.count[lo]) - 2
             noise = best / dof if dof > 0 else 0.0
         if not noise > 0:
-            return Split(split, lo, hi, pvalue, ())
+            return Split(index=split, lo=lo, hi=hi, pvalue=pvalue, plausible=())
         loglik = -(sse - best) / (2 * noise)
         order = np.argsort(-loglik, kind="stable")
         likely = order[(loglik[order] >= math.log(PLAUSIBLE_LIKELIHOOD)) & (k[order] != split)]
@@ -271,7 +375,8 @@ class Segmenter:
         doubt = new_level * (1 - new_level)
         ranked = np.argsort(-doubt, kind="stable")
         uncertain = tuple(k[ranked[doubt[ranked] >= UNCERTAIN_LEVEL]].tolist())
-        return Split(split, lo, hi, pvalue, plausible, uncertain)
+        return Split(index=split, lo=lo, hi=hi, pvalue=pvalue, plausible=plausible,
+                     uncertain=uncertain)
 
     def _level(self, lo: int, hi: int) -> float:
         return float(self.total[hi] - self.total[lo]) / float(self.count[hi] - self.count[lo])

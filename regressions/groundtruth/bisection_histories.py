@@ -29,14 +29,14 @@ class SyntheticHistory:
         def measure(commit: str) -> Measurement:
             calls["count"] += 1
             if commit in self.untestable:
-                return Measurement(commit, "untestable", detail="import failed")
+                return Measurement(commit=commit, status="untestable", detail="import failed")
             index = self.commits.index(commit)
             if self.failing_from is not None and index >= self.failing_from:
-                return Measurement(commit, "failed", detail="RuntimeError")
+                return Measurement(commit=commit, status="failed", detail="RuntimeError")
             level = self.levels[commit]
             samples = tuple(level * math.exp(rng.gauss(-sigma * sigma / 2, sigma))
                             for _ in range(batch))
-            return Measurement(commit, "ok", samples)
+            return Measurement(commit=commit, status="ok", samples=samples)
 
         return measure, calls
 
@@ -63,7 +63,7 @@ def bisection_quality(trials: int, commits: int, step: float, noise: float,
     measured, batches, rounds = [], [], []
     for seed in range(trials):
         step_at = random.Random(seed).randrange(1, commits)
-        history = step_history(commits, step_at, step, untestable, seed)
+        history = step_history(commits, step_at, step, untestable, seed=seed)
         measure, calls = history.measure_factory(noise, 10, seed + 1)
         result = bisect_commits(history.commits, measure, probes=probes)
         exact += result.culprit == history.culprit

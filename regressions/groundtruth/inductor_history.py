@@ -18,41 +18,45 @@ SOURCES = ("pyproject.toml", "README.md", "asv.conf.json", "inductor_example", "
 
 INJECTIONS: dict[str, Injection] = {i.name: i for i in (
     Injection(
-        "tanh_gelu", "numerics", "aot",
-        "decompositions: GELU through tanh, one transcendental fewer",
-        "The exact (erf) GELU is decomposed into the tanh approximation, which differs from "
-        "it by up to about 1e-3: the AOT graph computes tanh where it computed erf, and the "
-        "output's error against float64 grows by three orders of magnitude.",
-        (Edit("inductor_example/decompositions.py",
-              '    """Op -> decomposition, for the ops this backend lowers its own way (none '
-              'yet)."""\n    return {}\n',
-              '    """Op -> decomposition, for the ops this backend lowers its own way."""\n'
-              "    return {aten.gelu.default: gelu_tanh}\n\n\n"
-              "def gelu_tanh(x: torch.Tensor, approximate: str = \"none\") -> torch.Tensor:\n"
-              '    """GELU through tanh: one transcendental instead of erf\'s polynomial."""\n'
-              "    inner = 0.7978845608028654 * (x + 0.044715 * x * x * x)\n"
-              "    return 0.5 * x * (1.0 + torch.tanh(inner))\n"),),
-        None, ("mlp", 256)),
+        name="tanh_gelu", kind="numerics", stage="aot",
+        subject="decompositions: GELU through tanh, one transcendental fewer",
+        description="The exact (erf) GELU is decomposed into the tanh approximation, which differs "
+                    "from it by up to about 1e-3: the AOT graph computes tanh where it computed "
+                    "erf, and the output's error against float64 grows by three orders of "
+                    "magnitude.",
+        edits=(Edit("inductor_example/decompositions.py",
+                    '    """Op -> decomposition, for the ops this backend lowers its own way (none '
+                    'yet)."""\n    return {}\n',
+                    '    """Op -> decomposition, for the ops this backend lowers its own way."""\n'
+                    "    return {aten.gelu.default: gelu_tanh}\n\n\n"
+                    "def gelu_tanh(x: torch.Tensor, approximate: str = \"none\") -> torch.Tensor:\n"
+                    '    """GELU through tanh: one transcendental instead of erf\'s '
+                    'polynomial."""\n'
+                    "    inner = 0.7978845608028654 * (x + 0.044715 * x * x * x)\n"
+                    "    return 0.5 * x * (1.0 + torch.tanh(inner))\n"),),
+        workaround=None, probe=("mlp", 256)),
     Injection(
-        "verify_per_node", "compile_time", "post_grad",
-        "passes: re-verify the graph for every node after each step",
-        "The custom post-grad pass regenerates the graph's code once per node after visiting "
-        "each node: quadratic work in the graph's size, in the post_grad stage. The graph "
-        "it leaves is the same, so only the stage's compile time shows it.",
-        (Edit("inductor_example/passes.py",
-              "        verify(graph)  # once, after the rewrite\n",
-              "            for _ in graph.nodes:  # every node may have changed: check each\n"
-              "                verify(graph)\n"),),
-        None, ("gated", 256)),
+        name="verify_per_node", kind="compile_time", stage="post_grad",
+        subject="passes: re-verify the graph for every node after each step",
+        description="The custom post-grad pass regenerates the graph's code once per node after "
+                    "visiting each node: quadratic work in the graph's size, in the post_grad "
+                    "stage. The graph it leaves is the same, so only the stage's compile time "
+                    "shows it.",
+        edits=(Edit("inductor_example/passes.py",
+                    "        verify(graph)  # once, after the rewrite\n",
+                    "            for _ in graph.nodes:  # every node may have changed: check each\n"
+                    "                verify(graph)\n"),),
+        workaround=None, probe=("gated", 256)),
     Injection(
-        "scalar_kernels", "host_time", "codegen",
-        "config: scalar C++ kernels (cpp.simdlen=1) while a vectorization bug is open",
-        "The backend's config turns vectorization off: every pointwise and reduction loop of "
-        "the generated C++ runs one element at a time. The gated workload, all pointwise and "
-        "reduction work, runs several times slower; the MLP, mostly matmuls, a little.",
-        (Edit("inductor_example/backend.py", "CONFIG: dict[str, Any] = {}",
-              'CONFIG: dict[str, Any] = {"cpp.simdlen": 1}'),),
-        "cpp.simdlen", ("gated", 256)),
+        name="scalar_kernels", kind="host_time", stage="codegen",
+        subject="config: scalar C++ kernels (cpp.simdlen=1) while a vectorization bug is open",
+        description="The backend's config turns vectorization off: every pointwise and reduction "
+                    "loop of the generated C++ runs one element at a time. The gated workload, all "
+                    "pointwise and reduction work, runs several times slower; the MLP, mostly "
+                    "matmuls, a little.",
+        edits=(Edit("inductor_example/backend.py", "CONFIG: dict[str, Any] = {}",
+                    'CONFIG: dict[str, Any] = {"cpp.simdlen": 1}'),),
+        workaround="cpp.simdlen", probe=("gated", 256)),
 )}
 
 # Decoys and harmless commits, in the order a history applies them.
@@ -71,7 +75,7 @@ BENIGN: tuple[tuple[str, Edit], ...] = (
           "compile_with_defaults)`.\n")),
 )
 
-PROJECT = scratch.Project("inductor-example", SOURCES, FOLDER, INJECTIONS, BENIGN)
+PROJECT = scratch.Project("inductor-example", SOURCES, FOLDER, INJECTIONS, benign=BENIGN)
 # The history the end-to-end test runs the nightly on (7 commits, every one benchmarked: at
 # stride 2 the pass regression's edge test had only 3-4 commits before it, across the real
 # step down of the speed-up decoy, and its interval twice failed to leave 1 out): the

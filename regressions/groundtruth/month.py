@@ -70,7 +70,7 @@ SPIKE_FACTOR = (1.15, 1.8)
 RUNNER_FAMILIES = ("host", "compile", "throughput")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Spec:
     """One series of the suite: asv benchmark name, params as asv prints them, the noise
     family, the level before any event, and what `select` matches on."""
@@ -104,7 +104,7 @@ class RunnerChange:
 EventKind = Literal["step", "drift", "breaks", "outlier"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Event:
     """Something planted at `commit` in the series `targets` (indexes into the suite).
 
@@ -122,7 +122,7 @@ class Event:
     symptom: str = ""  # the detection kind it should be reported as
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Branch:
     """The suite, the history (one list of commit ids, nights as index ranges) and the
     planted events; `measure` draws samples."""
@@ -226,17 +226,23 @@ def suite() -> list[Spec]:
     """The synthetic suite: 308 series in the shape of benchmarks/."""
     specs: list[Spec] = []
     for w in WORKLOADS:
-        specs += [Spec(DEVICE, f"('{w}', {s})", "device", 1e-4 * (1 + s / 64), w, s)
+        specs += [Spec(benchmark=DEVICE, params=f"('{w}', {s})", family="device",
+                       level=1e-4 * (1 + s / 64), workload=w, seq=s)
                   for s in (1, 127, 128, 512, 1024)]
-        specs += [Spec(HOST, f"('{w}', {s})", "host", 2e-3 * (1 + s / 256), w, s)
+        specs += [Spec(benchmark=HOST, params=f"('{w}', {s})", family="host",
+                       level=2e-3 * (1 + s / 256), workload=w, seq=s)
                   for s in (1, 128)]
-        specs += [Spec(COMPILE, f"('{w}', {s})", "compile", 0.2, w, s) for s in (127, 128)]
-        specs += [Spec(STAGE, f"('{st}', '{w}', {s})", "compile", 0.02, w, s, st)
+        specs += [Spec(benchmark=COMPILE, params=f"('{w}', {s})", family="compile", level=0.2,
+                       workload=w, seq=s) for s in (127, 128)]
+        specs += [Spec(benchmark=STAGE, params=f"('{st}', '{w}', {s})", family="compile",
+                       level=0.02, workload=w, seq=s, stage=st)
                   for st in STAGES for s in (127, 128)]
-        specs += [Spec(b, f"('{w}', {s}, '{st}')", "numerics", 1e-3 * (2 + len(st) % 3), w, s,
-                       st)
+        specs += [Spec(benchmark=b, params=f"('{w}', {s}, '{st}')", family="numerics",
+                       level=1e-3 * (2 + len(st) % 3), workload=w, seq=s,
+                       stage=st)
                   for b in NUMERICS for s in (127, 128) for st in NUMERIC_STAGES]
-        specs.append(Spec(THROUGHPUT, f"('{w}')", "throughput", 1000.0, w,
+        specs.append(Spec(benchmark=THROUGHPUT, params=f"('{w}')", family="throughput",
+                          level=1000.0, workload=w,
                           higher_is_better=True))
     return specs
 

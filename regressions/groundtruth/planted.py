@@ -33,7 +33,7 @@ from regressions.groundtruth.month import (
 )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Plant:
     """One planted event: what it does and to which series; `place` says where it lands
     (newest, interior, oldest, window-1, window-2 (the next commit in the same stride
@@ -52,7 +52,7 @@ class Plant:
     with_: str = ""  # lands at the same commit as this label
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MonthConfig:
     """A simulated month: which plants land where (labels of PLANTS -> placement; a plant
     without a placement is left out), how many nights and commits, the stride, and the
@@ -69,35 +69,56 @@ class MonthConfig:
 
 
 PLANTS: tuple[Plant, ...] = (
-    Plant("decode x2", "step", "device_time", 2.0, (DEVICE,), "attention", 1),
-    Plant("mlp +10%", "step", "device_time", 1.10, (DEVICE,), "mlp"),
-    Plant("linear +5%", "step", "device_time", 1.05, (DEVICE,), "linear", (512, 1024)),
-    Plant("softmax +3%", "step", "device_time", 1.03, (DEVICE,), "softmax"),
-    Plant("layernorm +1.5%", "step", "device_time", 1.015, (DEVICE,), "layernorm", (512, 1024)),
-    Plant("attention +6%", "step", "device_time", 1.06, (DEVICE,), "attention", (512, 1024)),
-    Plant("attention +4%", "step", "device_time", 1.04, (DEVICE,), "attention", (127, 128)),
-    Plant("embedding +8%", "step", "device_time", 1.08, (DEVICE,), "embedding"),
-    Plant("decompose x1.5", "step", "compile_time", 1.5, (STAGE,), stage="decompose"),
-    Plant("decompose total +10%", "step", "compile_time", 1.10, (COMPILE,),
+    Plant(label="decode x2", kind="step", symptom="device_time", factor=2.0, benchmarks=(DEVICE,),
+          workload="attention", seq=1),
+    Plant(label="mlp +10%", kind="step", symptom="device_time", factor=1.10, benchmarks=(DEVICE,),
+          workload="mlp"),
+    Plant(label="linear +5%", kind="step", symptom="device_time", factor=1.05, benchmarks=(DEVICE,),
+          workload="linear", seq=(512, 1024)),
+    Plant(label="softmax +3%", kind="step", symptom="device_time", factor=1.03,
+          benchmarks=(DEVICE,), workload="softmax"),
+    Plant(label="layernorm +1.5%", kind="step", symptom="device_time", factor=1.015,
+          benchmarks=(DEVICE,), workload="layernorm", seq=(512, 1024)),
+    Plant(label="attention +6%", kind="step", symptom="device_time", factor=1.06,
+          benchmarks=(DEVICE,), workload="attention", seq=(512, 1024)),
+    Plant(label="attention +4%", kind="step", symptom="device_time", factor=1.04,
+          benchmarks=(DEVICE,), workload="attention", seq=(127, 128)),
+    Plant(label="embedding +8%", kind="step", symptom="device_time", factor=1.08,
+          benchmarks=(DEVICE,), workload="embedding"),
+    Plant(label="decompose x1.5", kind="step", symptom="compile_time", factor=1.5,
+          benchmarks=(STAGE,), stage="decompose"),
+    Plant(label="decompose total +10%", kind="step", symptom="compile_time", factor=1.10,
+          benchmarks=(COMPILE,),
           with_="decompose x1.5"),
-    Plant("attention compile +20%", "step", "compile_time", 1.20, (COMPILE,), "attention"),
-    Plant("layout +8%", "step", "compile_time", 1.08, (STAGE,), stage="layout"),
-    Plant("host +25%", "step", "host_time", 1.25, (HOST,)),
-    Plant("fp16 accumulate x2", "step", "numerics", 2.0, NUMERICS,
+    Plant(label="attention compile +20%", kind="step", symptom="compile_time", factor=1.20,
+          benchmarks=(COMPILE,), workload="attention"),
+    Plant(label="layout +8%", kind="step", symptom="compile_time", factor=1.08, benchmarks=(STAGE,),
+          stage="layout"),
+    Plant(label="host +25%", kind="step", symptom="host_time", factor=1.25, benchmarks=(HOST,)),
+    Plant(label="fp16 accumulate x2", kind="step", symptom="numerics", factor=2.0,
+          benchmarks=NUMERICS,
           stage=("kernel", "runtime")),
-    Plant("softmax rmse +30%", "step", "numerics", 1.30, NUMERICS[:1], "softmax"),
-    Plant("mlp throughput -12%", "step", "track", 0.88, (THROUGHPUT,), "mlp"),
-    Plant("embedding fails", "breaks", "failure", 1.0, (DEVICE,), "embedding", (512, 1024)),
-    Plant("rmsnorm -10% (improvement)", "step", "device_time", 0.90, (DEVICE,), "rmsnorm"),
-    Plant("linear drift +9%", "drift", "device_time", 1.09, (DEVICE,), "linear", (1, 127, 128),
+    Plant(label="softmax rmse +30%", kind="step", symptom="numerics", factor=1.30,
+          benchmarks=NUMERICS[:1], workload="softmax"),
+    Plant(label="mlp throughput -12%", kind="step", symptom="track", factor=0.88,
+          benchmarks=(THROUGHPUT,), workload="mlp"),
+    Plant(label="embedding fails", kind="breaks", symptom="failure", factor=1.0,
+          benchmarks=(DEVICE,), workload="embedding", seq=(512, 1024)),
+    Plant(label="rmsnorm -10% (improvement)", kind="step", symptom="device_time", factor=0.90,
+          benchmarks=(DEVICE,), workload="rmsnorm"),
+    Plant(label="linear drift +9%", kind="drift", symptom="device_time", factor=1.09,
+          benchmarks=(DEVICE,), workload="linear", seq=(1, 127, 128),
           length=30),
-    Plant("mlp glitch x1.4", "outlier", "device_time", 1.4, (DEVICE,), "mlp", 128),
-    Plant("attention compile glitch x1.5", "outlier", "compile_time", 1.5, (COMPILE,),
-          "attention"),
-    Plant("mlp throughput glitch x0.6", "outlier", "track", 0.6, (THROUGHPUT,), "mlp"),
+    Plant(label="mlp glitch x1.4", kind="outlier", symptom="device_time", factor=1.4,
+          benchmarks=(DEVICE,), workload="mlp", seq=128),
+    Plant(label="attention compile glitch x1.5", kind="outlier", symptom="compile_time", factor=1.5,
+          benchmarks=(COMPILE,),
+          workload="attention"),
+    Plant(label="mlp throughput glitch x0.6", kind="outlier", symptom="track", factor=0.6,
+          benchmarks=(THROUGHPUT,), workload="mlp"),
 )
 
-TRAINING = MonthConfig("training", {
+TRAINING = MonthConfig(name="training", places={
     "decode x2": "newest", "mlp +10%": "interior", "linear +5%": "newest",
     "softmax +3%": "interior", "layernorm +1.5%": "interior", "attention +6%": "window-1",
     "attention +4%": "window-2", "embedding +8%": "oldest", "decompose x1.5": "interior",
@@ -110,7 +131,7 @@ TRAINING = MonthConfig("training", {
     "mlp throughput glitch x0.6": "outlier:mlp throughput -12%:5",
 }, runner_changes=3)
 
-HELD_OUT = MonthConfig("held-out", {
+HELD_OUT = MonthConfig(name="held-out", places={
     **TRAINING.places,
     "decode x2": "interior", "linear +5%": "interior", "softmax +3%": "newest",
     "host +25%": "newest", "fp16 accumulate x2": "interior", "softmax rmse +30%": "newest",
@@ -132,7 +153,8 @@ def build_branch(config: MonthConfig, seed: int) -> Branch:
         start += size
     commits = [hashlib.sha1(f"month {config.name} {seed} {i}".encode()).hexdigest()
                for i in range(start)]
-    branch = Branch(seed, suite(), commits, nights, [], config.stride)
+    branch = Branch(seed=seed, suite=suite(), commits=commits, nights=nights, events=[],
+                    stride=config.stride)
     free = list(rng.permutation(np.arange(1, config.nights - 2)))
     landed: dict[str, int] = {}
     for plant in PLANTS:  # primary events first, outliers after the steps they flank
@@ -144,7 +166,7 @@ def build_branch(config: MonthConfig, seed: int) -> Branch:
         elif not place or place.startswith("outlier:"):
             continue  # not planted in this configuration, or an outlier (below)
         else:
-            at = _land(branch, place, landed, free, rng)
+            at = _land(branch, place, landed, free, rng=rng)
         landed[plant.label] = at
         branch.events.append(_event(branch.suite, plant, at))
     for plant in PLANTS:
@@ -175,8 +197,9 @@ def runner_changes(config: MonthConfig, seed: int) -> list[RunnerChange]:
 def _event(specs: list[Spec], plant: Plant, at: int) -> Event:
     targets = select(specs, plant.benchmarks, workload=plant.workload, seq=plant.seq,
                      stage=plant.stage)
-    return Event(plant.label, plant.kind, at, targets, plant.factor, plant.length,
-                 plant.symptom)
+    return Event(label=plant.label, kind=plant.kind, commit=at, targets=targets,
+                 factor=plant.factor, length=plant.length,
+                 symptom=plant.symptom)
 
 
 def _land(branch: Branch, place: str, landed: dict[str, int], free: list, rng) -> int:

@@ -38,7 +38,7 @@ class Project:
     benign: tuple[tuple[str, scenarios.Edit], ...]
 
 
-SPYRE_REGRESS = Project("spyre-regress", SOURCES, "", scenarios.INJECTIONS, scenarios.BENIGN)
+SPYRE_REGRESS = Project("spyre-regress", SOURCES, "", scenarios.INJECTIONS, benign=scenarios.BENIGN)
 
 
 @dataclass(frozen=True)
@@ -91,10 +91,18 @@ def build(dest: Path, plan: list[str | None], source: Path | None = None,
     (dest / ".gitignore").write_text("/.asv/\n__pycache__/\n")
     first = f"import {project.name}"
     records = [CommitRecord(git.commit_all(dest, first, START_TIME), first, None)]
+    return records + commit_plan(dest, plan, project, START_TIME)
+
+
+def commit_plan(dest: Path, plan: list[str | None], project: Project, start: int
+                ) -> list[CommitRecord]:
+    """One commit on `dest`'s branch per entry of `plan` (see `build`), an hour apart after
+    `start`."""
+    records = []
     benign = iter(project.benign)
     notes = 0
     for index, step in enumerate(plan, start=1):
-        timestamp = START_TIME + 3600 * index
+        timestamp = start + 3600 * index
         if step is None:
             entry = next(benign, None)
             if entry is None:

@@ -21,16 +21,16 @@ from regressions.bisection.commits import Measurement
 from regressions.detection import detect, remeasure
 from regressions.detection.alerts import Alert
 from regressions.groundtruth.month import NOISE, Branch
-from regressions.investigation import model
+from regressions.investigation import evidence, model
 from regressions.investigation.investigator import Investigator, Located, Prober, parse_params
 from regressions.investigation.model import Target
-from regressions.records import asv_documents, environment_records, evidence, lifecycle
+from regressions.records import asv_documents, environment_records, lifecycle
 from regressions.records.results import asv_type_of
 
 MACHINE, ENV = "month", "virtualenv-py3.11"
 
 
-@dataclass
+@dataclass(kw_only=True)
 class NightLog:
     night: int
     benchmarked: int
@@ -43,7 +43,7 @@ class NightLog:
     events: list[lifecycle.Event] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Simulation:
     """Everything one simulated month produced."""
 
@@ -82,9 +82,10 @@ class SyntheticBench:
             if not points:
                 continue
             out.append(detect.Series(
-                MACHINE, ENV, spec.benchmark, spec.params,
-                tuple(self.branch.commits[c] for c, _ in points), tuple(c for c, _ in points),
-                tuple(v for _, v in points), spec.higher_is_better,
+                machine=MACHINE, env=ENV, benchmark=spec.benchmark, params=spec.params,
+                commits=tuple(self.branch.commits[c] for c, _ in points),
+                positions=tuple(c for c, _ in points),
+                samples=tuple(v for _, v in points), higher_is_better=spec.higher_is_better,
                 keeps_samples=asv_documents.has_samples(asv_type_of(spec.benchmark))))
         return out
 
@@ -175,10 +176,11 @@ class GeneratorProber:
         while True:
             run = self.branch.measure(self.series, self.place[commit])
             if run is None:
-                return Measurement(commit, "failed", detail="RuntimeError")
+                return Measurement(commit=commit, status="failed", detail="RuntimeError")
             measured += run
             if self.deterministic or len(measured) >= (samples or 0):
-                return Measurement(commit, "ok", tuple(measured), self.deterministic)
+                return Measurement(commit=commit, status="ok", samples=tuple(measured),
+                                   deterministic=self.deterministic)
 
 
 @dataclass(frozen=True)
@@ -206,8 +208,9 @@ class BranchInvestigations:
         probe = alert.probe
         s = self.index[probe.benchmark, probe.params]
         spec = self.branch.suite[s]
-        target = Target(spec.benchmark, parse_params(spec.params), spec.workload,
-                        spec.seq or 0, None, probe.kind, spec.stage)
+        target = Target(benchmark=spec.benchmark, params=parse_params(spec.params),
+                        workload=spec.workload,
+                        seq=spec.seq or 0, width=None, metric=probe.kind, stage=spec.stage)
         prober = GeneratorProber(self.branch, s)
         # locating measures with `bench` alone, the one probe the generator serves
         investigator = Investigator(self.history, cast(Prober, prober))
@@ -262,13 +265,14 @@ def simulate(branch: Branch, *, budget_fraction: float = remeasure.BUDGET_FRACTI
     bench, store = SyntheticBench(branch), MemoryRecords()
     investigations = BranchInvestigations(branch)
     settings = night.Settings(budget=budget_fraction, fdr=fdr, window=window)
-    result = Simulation(branch, [], [], {}, {}, [])
+    result = Simulation(branch=branch, nights=[], records=[], first_report={}, report_nights={},
+                        blamed=[])
     for number in range(len(branch.nights)):
         investigations.night = number
         marks = [branch.commits[c] for c in branch.benchmarked(number)]
         history = branch.commits[:branch.nights[number][1] + 1]
-        tonight = night.run_night(marks, history, bench, store, investigations,
-                                  _called(f"night {number + 1}"), settings)
+        tonight = night.run_night(marks, history, bench, store, investigations=investigations,
+                                  now=_called(f"night {number + 1}"), settings=settings)
         result.nights.append(_log(number, tonight, result))
         result.blamed += [(number, a.bad_commit, a.kind,
                            frozenset(f"{m.benchmark}{m.params}" for m in a.members))
@@ -281,8 +285,10 @@ def simulate(branch: Branch, *, budget_fraction: float = remeasure.BUDGET_FRACTI
 def _log(number: int, tonight: night.NightResult, result: Simulation) -> NightLog:
     """The night's figures, and the first nights each culprit and symptom were reported."""
     found = tonight.remeasurement
-    log = NightLog(number, len(tonight.benchmarked), tonight.base_samples, found.budget,
-                   found.spent, len(tonight.alerts), len(tonight.investigated),
+    log = NightLog(night=number, benchmarked=len(tonight.benchmarked),
+                   base_samples=tonight.base_samples, budget=found.budget,
+                   spent=found.spent, alerts=len(tonight.alerts),
+                   investigated=len(tonight.investigated),
                    events=list(tonight.events))
     for record in tonight.records:
         if record.status in lifecycle.REPORTED and record.culprit is not None and \
@@ -297,7 +303,7 @@ def _log(number: int, tonight: night.NightResult, result: Simulation) -> NightLo
 
 # --- scoring -----------------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Planted:
     """One planted regression (a culprit commit and symptom kind) and when it was reported."""
 
@@ -313,7 +319,7 @@ class Planted:
         return None if self.reported is None else self.reported - self.landed
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Score:
     planted: list[Planted]
     false_reports: list[tuple[int, int, str]]  # (night, commit, why)
@@ -345,8 +351,9 @@ def score(sim: Simulation) -> Score:
         night = sim.first_report.get((branch.commits[e.commit], e.symptom))
         old = planted.get(key)
         if old is None or worse > old.size:
-            planted[key] = Planted(old.label if old else e.label, e.symptom, worse, e.commit,
-                                   branch.night_of(e.commit), night)
+            planted[key] = Planted(label=old.label if old else e.label, symptom=e.symptom,
+                                   size=worse, commit=e.commit,
+                                   landed=branch.night_of(e.commit), reported=night)
     culprits = {c for c, _ in planted}
     drift = {c for e in branch.events if e.kind == "drift"
              for c in range(e.commit, e.commit + e.length)}
@@ -369,9 +376,11 @@ def score(sim: Simulation) -> Score:
     for r in sim.records:
         statuses[r.status] = statuses.get(r.status, 0) + 1
     confirmed = sum(any(note.startswith("confirmed") for note in r.history) for r in sim.records)
-    return Score(sorted(planted.values(), key=lambda p: p.commit), false, drifted, blames,
-                 len(sim.records), statuses, confirmed,
-                 sum(n.spent for n in sim.nights), sum(n.budget for n in sim.nights),
-                 sum(n.spent > n.budget for n in sim.nights),
-                 sum(n.base_samples for n in sim.nights), sim.investigation_runs,
-                 len(sim.nights))
+    return Score(planted=sorted(planted.values(), key=lambda p: p.commit), false_reports=false,
+                 drift_reports=drifted, outlier_blames=blames,
+                 alerts=len(sim.records), statuses=statuses, confirmed=confirmed,
+                 spent=sum(n.spent for n in sim.nights), budget=sum(n.budget for n in sim.nights),
+                 over_budget_nights=sum(n.spent > n.budget for n in sim.nights),
+                 base_samples=sum(n.base_samples for n in sim.nights),
+                 investigation_runs=sim.investigation_runs,
+                 nights=len(sim.nights))

@@ -96,7 +96,7 @@ def precision_recall(true: Sequence[int], found: Sequence[int], margin: int) -> 
     return precision, recall
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class BenchmarkHistory:
     """What one asv benchmark measured at each commit, for `asv_results_documents`.
 
@@ -141,7 +141,8 @@ def asv_results_documents(
         f"{machine}/machine.json": {"machine": machine, "version": 1},
     }
     for c, (sha, date) in enumerate(commits):
-        document = asv_documents.new_document(sha, env, date, machine, machine_params, "3.11")
+        document = asv_documents.new_document(sha, env, date, machine, params=machine_params,
+                                              python="3.11")
         for name, b in benchmarks.items():
             row = asv_documents.new_row(b.params, "1")
             for index, samples in enumerate(b.samples[c]):

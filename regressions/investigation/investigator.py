@@ -70,6 +70,7 @@ class Prober(Protocol):
     def timing(self, commit: str, target: Target, source: str, iterations: int
                ) -> TimingAnswer | Failed: ...
     def full_candidate(self, target: Target) -> minimize.Candidate: ...
+    def program_source(self, target: Target) -> tuple[str, int, bool]: ...
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,15 @@ class Located:
     parent: str
     culprit: str
     confirmation: model.Confirmation | None
+
+
+class BuildFailed(SpyreRegressError):
+    """A probe at one build failed: its compile (or its run) raised. `failed` is the probe's
+    answer: the error, and the compile stage it was raised in where the compiler names one."""
+
+    def __init__(self, commit: str, failed: Failed) -> None:
+        super().__init__(f"the stage probe failed at {commit[:12]}: {failed.detail}")
+        self.commit, self.failed = commit, failed
 
 
 class NotReproduced(SpyreRegressError):
@@ -130,7 +140,8 @@ def target_for(benchmark: str, params: tuple[str, ...], param_names: Sequence[st
     width = {"numerics_width": numerics_widths.get(workload), "stage_width": stage_width,
              "workload_default": stage_width if stage is not None else None}[metric.width]
     error = metrics.numerics_error(benchmark) if metric.errors else None
-    return Target(benchmark, params, workload, int(seq), width, metric.name, stage, error)
+    return Target(benchmark=benchmark, params=params, workload=workload, seq=int(seq), width=width,
+                  metric=metric.name, stage=stage, error=error)
 
 
 def alert_target(alert: Alert, param_names: dict[str, tuple[str, ...]],
@@ -140,7 +151,7 @@ def alert_target(alert: Alert, param_names: dict[str, tuple[str, ...]],
         raise SpyreRegressError(f"{probe.benchmark} is not in the suite's benchmark list; "
                                 "pass the results directory the alert was detected in")
     return target_for(probe.benchmark, parse_params(probe.params), param_names[probe.benchmark],
-                      numerics_widths, stage_width)
+                      numerics_widths, stage_width=stage_width)
 
 
 class Investigator:
@@ -203,9 +214,12 @@ class Investigator:
         if target.measures.counts_instructions:
             self.progress("counting instructions per stage at both builds (valgrind)")
             instructions = self.prober.work((good, bad), target)
-        return stages.bisect_stages(good_capture, bad_capture, good_probe, bad_probe, good, bad,
-                                    target.workload, target.seq, good_probe.width,
-                                    instructions, target.measures.wait_part)
+        return stages.bisect_stages(good_capture, bad_capture, good_probe, bad_probe, good=good,
+                                    bad=bad,
+                                    workload=target.workload, seq=target.seq,
+                                    width=good_probe.width,
+                                    instructions=instructions,
+                                    wait_part=target.measures.wait_part)
 
     # -- 3. knob bisection ---------------------------------------------------------------
     def knobs(self, bad: str, target: Target, regression: knobs.Regression,
@@ -229,10 +243,13 @@ class Investigator:
         program = model.Program(target.workload, target.seq, width, "benchmark")
         trials = tuple(model.KnobTrial(t.knob, t.stage, t.value, t.metric)
                        for t in answer.trials)
-        return model.Workaround(best.knob, best.value, best.stage, program, target.metric,
-                                target.measures.probe_unit, answer.baseline, best.metric,
-                                regression.good_at(answer.baseline), found.recovered,
-                                decisive, trials)
+        return model.Workaround(knob=best.knob, value=best.value, stage=best.stage, program=program,
+                                metric=target.metric,
+                                unit=target.measures.probe_unit, metric_bad=answer.baseline,
+                                metric_with_knob=best.metric,
+                                metric_good=regression.good_at(answer.baseline),
+                                recovered=found.recovered,
+                                decisive_application=decisive, trials=trials)
 
     def _all_knobs(self, bad: str, target: Target) -> KnobsAnswer | Failed:
         """Every knob's trials, the knobs shared out over the probes that may run at once
@@ -267,11 +284,13 @@ class Investigator:
     def timing(self, commit: str, target: Target, source: str) -> model.BuildRun:
         answer = self.prober.timing(commit, target, source, self.samples)
         if isinstance(answer, Failed):
-            return model.BuildRun(answer.status, answer.detail)
-        return model.BuildRun("ok", "", answer.host_s, answer.device_us,
-                              model.errors_from(answer.errors), answer.kernels,
-                              answer.compile_times,
-                              answer.environment, answer.config, answer.nonfinite)
+            return model.BuildRun(status=answer.status, detail=answer.detail)
+        return model.BuildRun(status="ok", detail="", host_s=answer.host_s,
+                              device_us=answer.device_us,
+                              errors=model.errors_from(answer.errors), kernels=answer.kernels,
+                              compile_s=answer.compile_times,
+                              environment=answer.environment, config=answer.config,
+                              nonfinite=answer.nonfinite)
 
     # -- the first bad commit, confirmed --------------------------------------------------
     def locate(self, alert: Alert, target: Target,
@@ -295,7 +314,7 @@ class Investigator:
                                     f"{[c[:10] for c in result.candidates]})")
         culprit, parent = result.culprit, self.history.parent(result.culprit)
         result = self._enough_samples(result, (parent, culprit), target)
-        confirmed = confirm(result, parent, culprit, target, alert.probe, floors)
+        confirmed = confirm(result, parent, culprit, target, member=alert.probe, floors=floors)
         if confirmed is not None and not confirmed.confirmed:
             raise NotReproduced(f"at the culprit {culprit[:10]} the benchmark measures "
                                 f"x{confirmed.ratio:.3f} ({confirmed.confidence:.0%} CI "
@@ -334,6 +353,8 @@ class Investigator:
         confirmed = located.confirmation
         out_dir.mkdir(parents=True, exist_ok=True)
         traces = {"good": out_dir / "trace_good.json", "bad": out_dir / "trace_bad.json"}
+        if result.kind == metrics.FAILURE:
+            return self._failure(alert, target, located, traces)
         report = self.stages(parent, culprit, target, (traces["good"], traces["bad"]))
         if target.measures.refuted_without_more_work and stages.work_unchanged(report):
             raise NotReproduced(
@@ -346,13 +367,13 @@ class Investigator:
         regression = measured_regression(report, target, confirmed)
         if regression is not None:
             workaround = self.knobs(culprit, target, regression, report.width)
-        candidate = self.prober.full_candidate(target)
-        minimized = self.minimize(parent, culprit, target, candidate)
-        source = minimized.source if minimized else minimize.to_source(
-            candidate, "The probe program.")
+        full_source, op_count, graph = self.prober.program_source(target)
+        minimized = self.minimize(parent, culprit, target,
+                                  self.prober.full_candidate(target)) if graph else None
+        source = minimized.source if minimized else full_source
         program = model.Program(target.workload, target.seq, report.width,
                                 "minimized" if minimized else "full",
-                                minimized.ops_after if minimized else candidate.op_count)
+                                ops=minimized.ops_after if minimized else op_count)
         self.progress(f"timing {self.samples} synchronized iterations at the good and the "
                       "bad build")
         runs = {side: self.timing(commit, target, source)
@@ -360,9 +381,43 @@ class Investigator:
         commits = model.Commits(self.history.describe(parent), self.history.describe(culprit),
                                 self.history.describe(culprit))
         return model.Investigation(
-            model.INVESTIGATION_VERSION, alert, target, commits, result, confirmed, report,
-            workaround, minimized, source, model.timing(program, runs["good"], runs["bad"]),
-            {side: str(path) if path.is_file() else None for side, path in traces.items()},
+            version=model.INVESTIGATION_VERSION, alert=alert, target=target, commits=commits,
+            bisect=result, confirmation=confirmed, stages=report,
+            workaround=workaround, minimized=minimized, source=source,
+            timing=model.timing(program, runs["good"], runs["bad"]),
+            traces={side: str(path) if path.is_file() else None for side, path in traces.items()},
+            backend=self.prober.backend, compiler=self.prober.compiler)
+
+    def _failure(self, alert: Alert, target: Target, located: Located,
+                 traces: Mapping[str, Path]) -> model.Investigation:
+        """A benchmark that stops running: the culprit's compile fails. The stage is where
+        the compiler raised, the evidence its error; no knob, no minimization (the program
+        that fails is the probe's own), and the timing of the good build beside the bad
+        build's failure."""
+        result, parent, culprit = located.bisection, located.parent, located.culprit
+        self.progress(f"capturing stages at {parent[:10]} (good); the compile at "
+                      f"{culprit[:10]} (bad) fails")
+        (good_probe, good_capture), = self.prober.stages((parent,), target, (traces["good"],))
+        try:
+            self.prober.stages((culprit,), target, (traces["bad"],))
+        except BuildFailed as failed:
+            report = stages.failure_report(good_capture, good_probe, failed.failed,
+                                           good=parent, bad=culprit, workload=target.workload,
+                                           seq=target.seq)
+        else:
+            raise NotReproduced(f"the benchmark fails at {culprit[:10]}, but its compile "
+                                "there does not", result)
+        source, op_count, _ = self.prober.program_source(target)
+        program = model.Program(target.workload, target.seq, report.width, "full", ops=op_count)
+        runs = {side: self.timing(commit, target, source)
+                for side, commit in (("good", parent), ("bad", culprit))}
+        commits = model.Commits(self.history.describe(parent), self.history.describe(culprit),
+                                self.history.describe(culprit))
+        return model.Investigation(
+            version=model.INVESTIGATION_VERSION, alert=alert, target=target, commits=commits,
+            bisect=result, confirmation=None, stages=report, workaround=None, minimized=None,
+            source=source, timing=model.timing(program, runs["good"], runs["bad"]),
+            traces={side: str(path) if path.is_file() else None for side, path in traces.items()},
             backend=self.prober.backend, compiler=self.prober.compiler)
 
 
@@ -379,7 +434,7 @@ def confirm(result: BisectResult, parent: str, culprit: str, target: Target,
     # detection reports worsenings only: one with a ratio below 1 is a higher-is-better series
     higher = member.ratio is not None and member.ratio < 1
     return model.confirmation(program, metric, result.samples[parent], result.samples[culprit],
-                              floor, higher)
+                              floor=floor, higher_is_better=higher)
 
 
 def expected_step(member: Regression) -> float | None:

@@ -37,7 +37,7 @@ DEFAULT_MAX_ABS = 0.05
 ERROR_FIELDS = ("max_abs", "max_rel", "rmse", "rmse_ratio", "rmse_ratio_fp16")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Target:
     """One benchmark series as the probes measure it: the program, the shape, the metric."""
 
@@ -105,7 +105,7 @@ class Commits:
     culprit: CommitInfo | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Confirmation:
     """The investigation's own measurement of the alert's benchmark at the culprit and its
     parent (the bisection's samples): the figure every headline quotes."""
@@ -134,7 +134,7 @@ class Errors:
     rmse_ratio_fp16: float | None = None  # to eager IEEE fp16
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class BuildRun:
     """One build's timing probe: synchronized iterations of one program, and its output."""
 
@@ -154,7 +154,7 @@ class BuildRun:
         return self.status == "ok"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SampleSummary:
     n: int
     median: float
@@ -166,7 +166,7 @@ class SampleSummary:
     maximum: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Comparison:
     """bad vs good for one timing series."""
 
@@ -193,6 +193,9 @@ class Tolerance:
                 f"{self.max_abs:g}; inf/NaN anywhere in the run fails")
 
 
+UNMEASURED = "unmeasured"  # a build whose program ran nowhere here (a card's, as torch-spyre's)
+
+
 @dataclass(frozen=True)
 class Correctness:
     build: str
@@ -201,8 +204,15 @@ class Correctness:
     passed: bool
     reasons: tuple[str, ...]
 
+    @property
+    def verdict(self) -> str:
+        """PASS or FAIL, or "not measured" where the build's program cannot run here."""
+        if self.status == UNMEASURED:
+            return "not measured"
+        return "PASS" if self.passed else "FAIL"
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, kw_only=True)
 class Timing:
     """Both builds running one program (the one the reproducer embeds), compared."""
 
@@ -224,7 +234,7 @@ class KnobTrial:
     metric: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Workaround:
     """A Config knob that restores the metric at the bad build: a local workaround."""
 
@@ -252,7 +262,7 @@ class Related:
     first_divergent_stage: str | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Investigation:
     version: int
     alert: Alert
@@ -327,8 +337,9 @@ def summarize(samples: Sequence[float]) -> SampleSummary:
     values = np.asarray(samples, dtype=float)
     q1, median, q3 = (float(x) for x in np.percentile(values, [25, 50, 75]))
     geomean = float(np.exp(np.log(values).mean())) if (values > 0).all() else math.nan
-    return SampleSummary(int(values.size), median, q1, q3, float(values.mean()), geomean,
-                         float(values.min()), float(values.max()))
+    return SampleSummary(n=int(values.size), median=median, q1=q1, q3=q3, mean=float(values.mean()),
+                         geomean=geomean,
+                         minimum=float(values.min()), maximum=float(values.max()))
 
 
 def compare_series(name: str, unit: str, good: Sequence[float] | None,
@@ -337,19 +348,25 @@ def compare_series(name: str, unit: str, good: Sequence[float] | None,
     """Summaries of both builds; the ratio of geometric means with a Welch interval on log
     samples and the two-sided p of that same test, so p and interval never disagree."""
     if not good or not bad:
-        return Comparison(name, unit, summarize(good) if good else None,
-                          summarize(bad) if bad else None, None, None, confidence, None)
+        return Comparison(name=name, unit=unit, good=summarize(good) if good else None,
+                          bad=summarize(bad) if bad else None, ratio=None, ci=None,
+                          confidence=confidence, pvalue=None)
     interval = stats.ratio_interval(good, bad, confidence=confidence)
     pvalue = stats.welch_pvalue(good, bad)
-    return Comparison(name, unit, summarize(good), summarize(bad), interval.ratio,
-                      (interval.low, interval.high), confidence, pvalue)
+    return Comparison(name=name, unit=unit, good=summarize(good), bad=summarize(bad),
+                      ratio=interval.ratio,
+                      ci=(interval.low, interval.high), confidence=confidence, pvalue=pvalue)
 
 
 def judge(build: str, run: BuildRun, tolerance: Tolerance) -> Correctness:
     """Pass/fail of one build's output against float64 at `tolerance`."""
-    if not run.ok or run.errors is None:
+    if not run.ok:
         return Correctness(build, run.status, None, False,
-                           (f"the build did not run: {run.detail or run.status}",))
+                           reasons=(f"the build did not run: {run.detail or run.status}",))
+    if run.errors is None:  # it compiled; its outputs exist only where its device is
+        return Correctness(build, UNMEASURED, None, False,
+                           reasons=("the compiled program runs only on the device: its "
+                                    "outputs were not computed here",))
     errors = run.errors
     reasons = [f"inf/NaN first appears in {run.nonfinite}"] if run.nonfinite else []
     if not all(v is not None and math.isfinite(v) for v in (errors.max_abs, errors.rmse)):
@@ -358,7 +375,7 @@ def judge(build: str, run: BuildRun, tolerance: Tolerance) -> Correctness:
         reasons.append(f"RMSE ratio {_number(errors.rmse_ratio)} > {tolerance.rmse_ratio:g}")
     if not (errors.max_abs is not None and errors.max_abs <= tolerance.max_abs):
         reasons.append(f"max abs {_number(errors.max_abs)} > {tolerance.max_abs:g}")
-    return Correctness(build, "ok", errors, not reasons, tuple(reasons))
+    return Correctness(build, "ok", errors, not reasons, reasons=tuple(reasons))
 
 
 def timing(program: Program, good: BuildRun, bad: BuildRun,
@@ -370,8 +387,9 @@ def timing(program: Program, good: BuildRun, bad: BuildRun,
                             bad.device_us if bad.ok else None)
     host = compare_series("host wall time per call", "s", good.host_s if good.ok else None,
                           bad.host_s if bad.ok else None)
-    return Timing(program, iterations, good, bad, device, host, tolerance,
-                  (judge("good", good, tolerance), judge("bad", bad, tolerance)))
+    return Timing(program=program, iterations=iterations, good=good, bad=bad, device=device,
+                  host=host, tolerance=tolerance,
+                  correctness=(judge("good", good, tolerance), judge("bad", bad, tolerance)))
 
 
 def confirmation(program: Program, metric: metrics.Metric, good: Sequence[float],
@@ -388,9 +406,12 @@ def confirmation(program: Program, metric: metrics.Metric, good: Sequence[float]
     worsening = (1 / ratio - 1) if higher_is_better else (ratio - 1)
     excludes_one = (high < 1) if higher_is_better else (low > 1)
     confirmed = math.isfinite(ratio) and worsening >= floor and (excludes_one or exact)
-    return Confirmation(program, metric.name, metric.unit, len(good), len(bad),
-                        float(np.median(good)), float(np.median(bad)), ratio, (low, high),
-                        REPORT_CONFIDENCE, pvalue, floor, bool(confirmed))
+    return Confirmation(program=program, metric=metric.name, unit=metric.unit, good_n=len(good),
+                        bad_n=len(bad),
+                        good_median=float(np.median(good)), bad_median=float(np.median(bad)),
+                        ratio=ratio, ci=(low, high),
+                        confidence=REPORT_CONFIDENCE, pvalue=pvalue, floor=floor,
+                        confirmed=bool(confirmed))
 
 
 def errors_from(values: Mapping[str, float | None] | None) -> Errors | None:

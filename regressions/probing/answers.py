@@ -29,7 +29,8 @@ def read(cls: type[T], answer: Mapping[str, Any], command: str) -> T | Failed:
     try:
         if answer.get("status") != "ok":
             return from_json(Failed, {"status": known.get("status"),
-                                      "detail": str(known.get("detail", ""))}, command)
+                                      "detail": str(known.get("detail", "")),
+                                      "stage": known.get("stage")}, command)
         return from_json(cls, known, command)
     except RecordError as error:
         raise SpyreRegressError(f"the {command} probe answered something this spyre-regress "

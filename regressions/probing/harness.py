@@ -15,6 +15,7 @@ simulated device).
 # --- reproducer harness begins ---
 import argparse
 import contextlib
+import dataclasses
 import gc
 import json
 import math
@@ -83,20 +84,53 @@ def failures(errors, tolerance):
     return reasons
 
 
+@dataclasses.dataclass(kw_only=True)
+class Summary:
+    """A series of timings: n, median, quartiles (numpy's linear interpolation), geometric
+    mean, min and max."""
+
+    n: int
+    median: float
+    q1: float
+    q3: float
+    geomean: float
+    min: float
+    max: float
+
+
 def summarize(values):
-    """n, median, quartiles (numpy's linear interpolation) and geometric mean."""
     if len(values) > 1:
         q1, median, q3 = statistics.quantiles(values, n=4, method="inclusive")
     else:
         q1 = median = q3 = values[0]
     geomean = math.exp(statistics.fmean(math.log(v) for v in values)) \
         if all(v > 0 for v in values) else math.nan
-    return {"n": len(values), "median": median, "q1": q1, "q3": q3, "geomean": geomean,
-            "min": min(values), "max": max(values)}
+    return Summary(n=len(values), median=median, q1=q1, q3=q3, geomean=geomean,
+                   min=min(values), max=max(values))
 
 
-def measure(backend, program, inputs, values, iterations, compile_repeats):
-    """Cold compiles, a warm-up call, `iterations` synchronized calls, and the errors."""
+@dataclasses.dataclass(kw_only=True)
+class Measured:
+    """One build's measurement (`measure`): the median seconds of each compile stage, and
+    of the whole compile call ("total"); each synchronized call's host seconds (the
+    backend's own clock, `Execution.host_s`) and device microseconds (where it has a device
+    clock); the warm-up call's errors against float64, its kernels and where inf/NaN first
+    appeared. Where the program cannot run here: the compiles, and the device's model once
+    where there is one."""
+
+    compile_s: dict
+    host_s: list
+    device_us: list
+    errors: dict | None
+    kernels: list
+    nonfinite: str | None
+
+
+def measure(backend, program, inputs, values, *, iterations, compile_repeats):
+    """Cold compiles, a warm-up call, `iterations` synchronized calls, and the errors; where
+    the compiled program cannot run here (`EXECUTES` False: a card's), the compiles and the
+    device's model alone, with no host time and no errors. The probes' `timing` command
+    measures with this function too, so a report's figures and its reproducer's agree."""
     compiles = []
     for _ in range(max(1, compile_repeats)):
         start = time.perf_counter()
@@ -104,21 +138,98 @@ def measure(backend, program, inputs, values, iterations, compile_repeats):
         took = time.perf_counter() - start
         compiles.append({**{k: v for k, v in compiled.compile_s.items() if k != "total"},
                          "total": took})
+    compile_s = {stage: statistics.median(c[stage] for c in compiles) for stage in compiles[0]}
+    if not getattr(backend, "EXECUTES", True):
+        try:
+            modelled = compiled.run(*inputs) if backend.DEVICE_CLOCK else None
+        except ImportError as missing:  # the device's model is spyre-regress's spyre_sim
+            print(f"device time not modelled here: {missing}", file=sys.stderr)
+            modelled = None
+        return Measured(compile_s=compile_s, host_s=[],
+                        device_us=[modelled.device_us] if modelled else [], errors=None,
+                        kernels=list(modelled.kernels) if modelled else [],
+                        nonfinite=None)
     first = compiled.run(*inputs)  # uploads the weights, as the probe's warm-up does
     host, device = [], []
     for _ in range(iterations):
-        start = time.perf_counter()
         result = compiled.run(*inputs)  # returns once the compiled code is done
-        host.append(time.perf_counter() - start)
+        host.append(result.host_s)
         if result.device_us is not None:
             device.append(result.device_us)
-    return {"host_s": host, "device_us": device,
-            "errors": output_errors(first.outputs[0], *compiled.baselines(*inputs)),
-            "nonfinite": first.nonfinite,
-            "compile_s": {stage: statistics.median(c[stage] for c in compiles)
-                          for stage in compiles[0]},
-            "kernels": [{"name": k.name, "time_us": k.time_us, "bound": k.bound,
-                         "cores": getattr(k, "cores", None)} for k in first.kernels]}
+    return Measured(compile_s=compile_s, host_s=host, device_us=device,
+                    errors=output_errors(first.outputs[0], *compiled.baselines(*inputs)),
+                    kernels=list(first.kernels), nonfinite=first.nonfinite)
+
+
+def kernel_rows(kernels):
+    """Each kernel's record as JSON values; a kernel the model could not time (its name says
+    why, its time is NaN) has no time."""
+    return [{"name": k.name, "time_us": None if math.isnan(k.time_us) else k.time_us,
+             "bound": k.bound, "cores": getattr(k, "cores", None)} for k in kernels]
+
+
+@dataclasses.dataclass
+class Build:
+    """The compiler a reproducer ran: its backend's name, versions and folder, and Python's
+    version."""
+
+    backend: str
+    versions: dict
+    path: str
+    python: str
+
+
+@dataclasses.dataclass
+class Correctness:
+    """The warm-up call's errors against float64 (`output_errors`), and why they fail the
+    recorded tolerance (none: a pass)."""
+
+    errors: dict
+    reasons: list
+
+    def to_json(self):
+        return {**self.errors, "pass": not self.reasons, "reasons": self.reasons}
+
+
+@dataclasses.dataclass
+class Instructions:
+    """`--instructions`: instructions per compile region, or None and why not."""
+
+    counts: dict | None
+    note: str
+
+
+@dataclasses.dataclass(kw_only=True)
+class Outcome:
+    """What a reproducer prints (`--json`: version REPRODUCER_OUTPUT_VERSION, the keys
+    docs/formats.md lists): the build, the settings it ran with, the compile's seconds, the
+    timings' summaries (None where nothing was timed on that clock), the correctness (None
+    where the program cannot run here), the kernels, and the counts when asked for."""
+
+    build: Build
+    config: str
+    overrides: dict
+    dropped: list
+    compile_s: dict
+    device_us: Summary | None
+    host_s: Summary | None
+    correctness: Correctness | None
+    kernels: list
+    instructions: Instructions | None = None
+
+    def to_json(self):
+        document = {
+            "version": REPRODUCER_OUTPUT_VERSION, "build": dataclasses.asdict(self.build),
+            "config": self.config, "overrides": self.overrides, "dropped": self.dropped,
+            "compile_s": self.compile_s,
+            "device_us": None if self.device_us is None else dataclasses.asdict(self.device_us),
+            "host_s": None if self.host_s is None else dataclasses.asdict(self.host_s),
+            "correctness": None if self.correctness is None else self.correctness.to_json(),
+            "kernels": self.kernels}
+        if self.instructions is not None:
+            document.update(compile_instructions=self.instructions.counts,
+                            compile_instructions_note=self.instructions.note)
+        return document
 
 
 def parse_value(text):
@@ -146,33 +257,34 @@ def compile_line(compile_s):
 
 
 def describe(outcome, settings):
-    device, host = outcome["device_us"], outcome["host_s"]
-    correctness = outcome["correctness"]
-    build = outcome["build"]
-    versions = ", ".join(f"{k} {v}" for k, v in build["versions"].items() if k != "python")
+    device, host = outcome.device_us, outcome.host_s
+    correctness, build = outcome.correctness, outcome.build
+    versions = ", ".join(f"{k} {v}" for k, v in build.versions.items() if k != "python")
+    counted = outcome.instructions
     lines = [
-        f"{build['backend']} from {build['path']} ({versions}, python {build['python']})",
-        f"settings: recorded '{outcome['config']}'" + "".join(
-            f", {k}={v!r}" for k, v in outcome["overrides"].items())
-        + (f"; dropped (unknown to this build): {', '.join(outcome['dropped'])}"
-           if outcome["dropped"] else ""),
-        compile_line(outcome["compile_s"]),
+        f"{build.backend} from {build.path} ({versions}, python {build.python})",
+        f"settings: recorded '{outcome.config}'" + "".join(
+            f", {k}={v!r}" for k, v in outcome.overrides.items())
+        + (f"; dropped (unknown to this build): {', '.join(outcome.dropped)}"
+           if outcome.dropped else ""),
+        compile_line(outcome.compile_s),
         *(["compile instructions (millions, counted in this process: compare the two builds "
-           "here): " + ", ".join(
-            f"{k} {v / 1e6:.3f}" for k, v in outcome["compile_instructions"].items())]
-          if outcome.get("compile_instructions") else
-          [f"compile instructions: {outcome['compile_instructions_note']}"]
-          if "compile_instructions" in outcome else []),
-        *([f"device time: median {device['median']:.2f} us, IQR {device['q1']:.2f}-"
-           f"{device['q3']:.2f} us, geomean {device['geomean']:.2f} us (n={device['n']})"]
+           "here): " + ", ".join(f"{k} {v / 1e6:.3f}" for k, v in counted.counts.items())]
+          if counted is not None and counted.counts else
+          [f"compile instructions: {counted.note}"] if counted is not None else []),
+        *([f"device time: median {device.median:.2f} us, IQR {device.q1:.2f}-"
+           f"{device.q3:.2f} us, geomean {device.geomean:.2f} us (n={device.n})"]
           if device else []),
-    f"host time:   median {host['median'] * 1e3:.3f} ms, IQR {host['q1'] * 1e3:.3f}-"
-        f"{host['q3'] * 1e3:.3f} ms (n={host['n']})",
-        "correctness vs float64: " + ", ".join(
-            f"{k} {correctness[k]:.3g}" for k in ("max_abs", "max_rel", "rmse", "rmse_ratio"))
-        + (" -> PASS" if correctness["pass"] else " -> FAIL (" + "; ".join(
-            correctness["reasons"]) + ")"),
-        f"tolerance: {settings['tolerance_text']}",
+        *([f"host time:   median {host.median * 1e3:.3f} ms, IQR "
+           f"{host.q1 * 1e3:.3f}-{host.q3 * 1e3:.3f} ms (n={host.n})"] if host else []),
+        *(["correctness vs float64: " + ", ".join(
+            f"{k} {correctness.errors[k]:.3g}" for k in ("max_abs", "max_rel", "rmse",
+                                                          "rmse_ratio"))
+           + (" -> FAIL (" + "; ".join(correctness.reasons) + ")" if correctness.reasons
+              else " -> PASS"), f"tolerance: {settings['tolerance_text']}"]
+          if correctness is not None else
+          ["host time and correctness: not measured (the compiled program runs only on the "
+           "device; this build compiles it)"]),
     ]
     expected = settings.get("expected") or {}
     if expected:
@@ -182,7 +294,7 @@ def describe(outcome, settings):
 
 # valgrind.h's client request on amd64 as machine code (preamble of four rotates, then
 # `xchgq %rbx,%rbx`; arguments at %rax, result in %rdx), the same bytes as
-# benchmarks/compile_work.py: a reproducer runs with torch alone, so it carries its own copy.
+# benchmarks/compile_work_child.py: a reproducer runs with torch alone, so it carries its own copy.
 CLIENT_REQUEST = bytes.fromhex(
     "4889f8" "31d2" "48c1c703" "48c1c70d" "48c1c73d" "48c1c733" "4887db" "4889d0" "c3")
 CALLGRIND_START_INSTRUMENTATION = (ord("C") << 24 | ord("T") << 16) + 4  # callgrind.h
@@ -205,7 +317,7 @@ def start_instrumentation():
     page.write(CLIENT_REQUEST)
     function = ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_void_p)(
         ctypes.addressof(ctypes.c_char.from_buffer(page)))
-    function((ctypes.c_uint64 * 6)(CALLGRIND_START_INSTRUMENTATION, 0, 0, 0, 0, 0))
+    function((ctypes.c_uint64 * 6)(CALLGRIND_START_INSTRUMENTATION))  # the rest zeroed
 
 
 def counted_compile(backend, program, inputs, values):
@@ -295,25 +407,21 @@ def main(argv, backend, program, make_inputs, settings):
     if args.count_child:
         counted_compile(backend, program, inputs, values)
         return 0
-    measured = measure(backend, program, inputs, values, args.iterations,
-                       args.compile_repeats)
-    reasons = failures(measured["errors"], settings["tolerance"])
-    outcome = {
-        "version": REPRODUCER_OUTPUT_VERSION,
-        "build": {"backend": backend.NAME, "versions": backend.environment(),
-                  "path": backend.build_path(), "python": sys.version.split()[0]},
-        "config": args.config, "overrides": overrides, "dropped": dropped,
-        "compile_s": measured["compile_s"],
-        "device_us": summarize(measured["device_us"]) if measured["device_us"] else None,
-        "host_s": summarize(measured["host_s"]),
-        "correctness": {**measured["errors"], "pass": not reasons, "reasons": reasons},
-        "kernels": measured["kernels"],
-    }
+    measured = measure(backend, program, inputs, values, iterations=args.iterations,
+                       compile_repeats=args.compile_repeats)
+    errors = measured.errors
+    outcome = Outcome(
+        build=Build(backend.NAME, backend.environment(), backend.build_path(),
+                    sys.version.split()[0]),
+        config=args.config, overrides=overrides, dropped=dropped, compile_s=measured.compile_s,
+        device_us=summarize(measured.device_us) if measured.device_us else None,
+        host_s=summarize(measured.host_s) if measured.host_s else None,
+        correctness=None if errors is None else Correctness(
+            errors, failures(errors, settings["tolerance"])),
+        kernels=kernel_rows(measured.kernels))
     if args.instructions:
-        counts, why = compile_instructions(
-            backend, [a for a in argv if a not in ("--json", "--instructions")])
-        outcome["compile_instructions"] = counts
-        outcome["compile_instructions_note"] = why
-    print(json.dumps(outcome, indent=1) if args.json else describe(outcome, settings))
+        outcome.instructions = Instructions(*compile_instructions(
+            backend, [a for a in argv if a not in ("--json", "--instructions")]))
+    print(json.dumps(outcome.to_json(), indent=1) if args.json else describe(outcome, settings))
     return 0
 # --- reproducer harness ends ---

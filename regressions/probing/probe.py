@@ -130,8 +130,11 @@ def cmd_work(request: Request) -> protocol.WorkAnswer | protocol.Failed:
     probes and the CompileWork benchmark count the same way."""
     work = _load(request.compile_work, "spyre_regress_compile_work")
     point = (request.workload, request.seq, request.width)
+    # spyre_sim's stages are counted as its suite's compile-work family counts them; any other
+    # compiler's through its backend module's regions
+    backend = None if _backend(request).NAME == "spyre_sim" else request.backend
     try:
-        measured = work.measure([point], config=dict(request.config) or None)
+        measured = work.measure([point], config=dict(request.config) or None, backend=backend)
     except work.ValgrindUnavailable as missing:
         return protocol.Failed("untestable", str(missing))
     if measured.missing:
@@ -177,7 +180,8 @@ def cmd_bench(request: Request) -> protocol.BenchAnswer | protocol.Failed:
     if not samples and (result is None or (isinstance(result, float) and math.isnan(result))):
         return protocol.Failed("untestable", "benchmark skipped (NaN)")
     return protocol.BenchAnswer(
-        "ok", tuple(samples) if samples else (float(result),), deterministic=not samples,
+        status="ok", samples=tuple(samples) if samples else (float(result),),
+        deterministic=not samples,
         param_index=index, combos=len(combos),
         param_lists=tuple(tuple(values) for values in benchmark.params),
         benchmark_version=getattr(benchmark, "version", None), started_at=started)
@@ -188,19 +192,19 @@ def cmd_sample(request: Request) -> protocol.BenchAnswer:
     backend = _backend(request)
     program, inputs = _program(request)
     samples, deterministic = SAMPLES[request.metric](backend, request, program, inputs,
-                                                     _or(request.samples, 20))
-    return protocol.BenchAnswer("ok", tuple(samples), deterministic)
+                                                     count=_or(request.samples, 20))
+    return protocol.BenchAnswer(status="ok", samples=tuple(samples), deterministic=deterministic)
 
 
 def _error_samples(backend, request, program, inputs, count):
-    return [_metric(backend, request, program, inputs, _values(request))], True
+    return [_metric(backend, request, program, inputs, values=_values(request))], True
 
 
 def _compile_samples(backend, request, program, inputs, count):
     values = _values(request)
     return [_seconds_of(measured, request)
-            for measured in _compile_processes(backend, request, program, inputs, values,
-                                               count)], False
+            for measured in _compile_processes(backend, request, program, inputs,
+                                               values=values, count=count)], False
 
 
 def _run_samples(clock):
@@ -247,30 +251,47 @@ def cmd_stages(request: Request) -> protocol.StageAnswer:
     values = _values(request)
     backend.capture(program, inputs, values, Path(request.capture_dir))
     compiled = backend.compile(program, inputs, values)
-    compiles = _compile_processes(backend, request, program, inputs, values,
-                                  _or(request.compile_repeats, 4))
-    run = backend.compile(program, inputs, _values(request, **backend.QUIET)).run(*inputs)
-    if request.trace and run.trace is not None:
+    compiles = _compile_processes(backend, request, program, inputs, values=values,
+                                  count=_or(request.compile_repeats, 4))
+    run = _quiet_run(backend, program, inputs, request)
+    if request.trace and run is not None and run.trace is not None:
         with open(request.trace, "w") as handle:
             json.dump(run.trace, handle)
     stage_errors = {}
-    if request.numerics:
+    if request.numerics and executes(backend):
         harness = _harness(request)
         references = compiled.baselines(*inputs)
         stage_errors = {stage: harness.output_errors(outputs[0], *references)
                         for stage, outputs in compiled.stage_outputs(*inputs).items()}
     return protocol.StageAnswer(
-        "ok", tuple({s: c.seconds[s] for s in backend.STAGES} for c in compiles),
-        run.device_us, _kernels(run), tuple(backend.STAGES), stage_errors,
+        status="ok",
+        compile_times=tuple({s: c.seconds[s] for s in backend.STAGES} for c in compiles),
+        device_time_us=None if run is None else run.device_us,
+        kernels=() if run is None else _kernels(run),
+        stages=tuple(backend.STAGES), stage_errors=stage_errors,
         width=_width(request), backend=backend.environment(),
         host_s=(_warm_call_seconds(compiled, request, inputs) if request.host_clock
                 else None),
         compile_waits=tuple(c.waits for c in compiles))
 
 
+def executes(backend: Any) -> bool:
+    """Whether the backend's compiled programs run here (`backends.interface`: torch-spyre's
+    need a card)."""
+    return bool(getattr(backend, "EXECUTES", True))
+
+
+def _quiet_run(backend: Any, program: Any, inputs: Any, request: Request) -> Any:
+    """A noise-free run for the device's figures; None where nothing runs and no device is
+    modelled (its compile is then all there is to measure)."""
+    if not (executes(backend) or backend.DEVICE_CLOCK):
+        return None
+    return backend.compile(program, inputs, _values(request, **backend.QUIET)).run(*inputs)
+
+
 def _metric(backend: Any, request: Request, program: Any, inputs: Any, values: dict) -> float:
     """One value of the target's metric (noise-free where the values say so)."""
-    return METRIC[request.metric].measure(backend, request, program, inputs, values)
+    return METRIC[request.metric].measure(backend, request, program, inputs, values=values)
 
 
 def _compile_seconds(backend, request, program, inputs, values) -> float:
@@ -280,8 +301,8 @@ def _compile_seconds(backend, request, program, inputs, values) -> float:
     than its CPU (`wait_part`), that part's seconds."""
     return statistics.median(
         _seconds_of(measured, request)
-        for measured in _compile_processes(backend, request, program, inputs, values,
-                                           _or(request.compile_repeats, 5)))
+        for measured in _compile_processes(backend, request, program, inputs, values=values,
+                                           count=_or(request.compile_repeats, 5)))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -435,7 +456,7 @@ def cmd_knobs(request: Request) -> protocol.KnobsAnswer:
     backend = _backend(request)
     program, inputs = _program(request)
     quiet = backend.QUIET
-    baseline = _metric(backend, request, program, inputs, _values(request, **quiet))
+    baseline = _metric(backend, request, program, inputs, values=_values(request, **quiet))
     trials = []
     first, every = request.part or (0, 1)  # this probe's share of the knobs
     for index, knob in enumerate(backend.knobs()):
@@ -447,12 +468,13 @@ def cmd_knobs(request: Request) -> protocol.KnobsAnswer:
             values = _values(request, **quiet, **{knob.name: value})
             trials.append(protocol.KnobTrialAnswer(
                 knob.name, knob.stage, value,
-                _metric(backend, request, program, inputs, values), index))
+                _metric(backend, request, program, inputs, values=values), index=index))
     if METRIC[request.metric].reads_clock:
-        baseline, trials = _confirmed(backend, request, program, inputs, baseline, trials)
+        baseline, trials = _confirmed(backend, request, program, inputs, baseline=baseline,
+                                      trials=trials)
     scoped: tuple[protocol.ScopedAnswer, ...] = ()
     if request.scope and backend.SCOPES_KNOBS:  # a compiler that logs its decisions
-        scoped = _scoped(backend, request, request.scope, program, inputs)
+        scoped = _scoped(backend, request, request.scope, program, inputs=inputs)
     return protocol.KnobsAnswer("ok", baseline, tuple(trials), scoped)
 
 
@@ -472,9 +494,9 @@ def _confirmed(backend: Any, request: Request, program: Any, inputs: Any, baseli
         trial, values = trials[best], [trials[best].metric]
         for _ in range(CONFIRMATIONS):
             baselines.append(_metric(backend, request, program, inputs,
-                                     _values(request, **quiet)))
+                                     values=_values(request, **quiet)))
             values.append(_metric(backend, request, program, inputs,
-                                  _values(request, **quiet, **{trial.knob: trial.value})))
+                                  values=_values(request, **quiet, **{trial.knob: trial.value})))
         trials[best] = dataclasses.replace(trial, metric=statistics.median(values))
         confirmed.add(best)
     return statistics.median(baselines), trials
@@ -499,7 +521,7 @@ def _scoped(backend: Any, request: Request, scope: protocol.KnobScope, program: 
         records.clear()
         values = _values(request, **backend.QUIET, **{scope.knob: scope.value},
                          knob_scope=[[scope.knob, limit]])
-        metric = _metric(backend, request, program, inputs, values)
+        metric = _metric(backend, request, program, inputs, values=values)
         applications = tuple(r for r in records if r.startswith(f"decision {scope.knob}#"))
         counts.append(protocol.ScopedAnswer(limit, metric, applications))
     logger.removeHandler(handler)
@@ -507,23 +529,24 @@ def _scoped(backend: Any, request: Request, scope: protocol.KnobScope, program: 
 
 
 def cmd_timing(request: Request) -> protocol.TimingAnswer:
-    """Synchronized iterations for a report, through the backend, as the reproducers run
-    them (harness.measure): one cold compile, one warm-up call (its output is the one
-    checked against float64), then `iterations` calls, each timed on the host clock and, where
-    the backend has one, on the device clock."""
+    """Synchronized iterations for a report, measured by the reproducers' own loop
+    (`harness.measure`): one cold compile, one warm-up call (its output is the one checked
+    against float64), then `iterations` calls, each timed on the host clock and, where the
+    backend has one, on the device clock; where the program cannot run here, the device's
+    model alone."""
     backend = _backend(request)
     program, inputs = _program(request)
     values = _values(request)
-    compiled = backend.compile(program, inputs, values)
-    first = compiled.run(*inputs)  # uploads the weights, as the reproducer's warm-up does
-    runs = [compiled.run(*inputs) for _ in range(_or(request.iterations, 100))]
-    errors = _harness(request).output_errors(first.outputs[0], *compiled.baselines(*inputs))
+    measured = _harness(request).measure(backend, program, inputs, values,
+                                         iterations=_or(request.iterations, 100),
+                                         compile_repeats=1)
     return protocol.TimingAnswer(
-        "ok", tuple(run.host_s for run in runs),
-        tuple(run.device_us for run in runs) if backend.DEVICE_CLOCK else (),
-        errors, _kernels(first), {k: v for k, v in compiled.compile_s.items() if k != "total"},
+        status="ok", host_s=tuple(measured.host_s), device_us=tuple(measured.device_us),
+        errors=measured.errors,
+        kernels=tuple(protocol.KernelTime.of(kernel) for kernel in measured.kernels),
+        compile_times={k: v for k, v in measured.compile_s.items() if k != "total"},
         environment={**backend.environment(), "python": sys.version.split()[0]},
-        config=backend.settings(values), nonfinite=first.nonfinite,
+        config=backend.settings(values), nonfinite=measured.nonfinite,
         width=None if request.source else _width(request))
 
 
@@ -538,7 +561,7 @@ def cmd_worker(request: Request) -> protocol.Done:
             asked = dataclasses.replace(request, source=candidate.source)
             program, inputs = _program(asked)
             answer = protocol.MetricAnswer("ok", _metric(backend, asked, program, inputs,
-                                                         _values(asked, **backend.QUIET)))
+                                                         values=_values(asked, **backend.QUIET)))
         except Exception as error:  # a candidate the compiler rejects is just not a repro
             answer = protocol.Failed("failed", f"{type(error).__name__}: {error}")
         sys.stdout.write(json.dumps(dataclasses.asdict(answer)) + "\n")
@@ -563,8 +586,9 @@ def answer(command: str, request: Request) -> Any:
     try:
         return COMMANDS[command](request)
     except Exception as error:
-        return protocol.Failed("failed", f"{type(error).__name__}: {error}",
-                               traceback.format_exc(limit=8))
+        return protocol.Failed("failed", str(error) if getattr(error, "stage", None) else
+                               f"{type(error).__name__}: {error}",
+                               traceback.format_exc(limit=8), getattr(error, "stage", None))
 
 
 def main(argv: list[str]) -> int:

@@ -13,6 +13,7 @@ field is declared here once. A probe that failed or found the commit untestable 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -31,7 +32,7 @@ class KernelTime:
     and probe answers, stage reports and investigations keep it."""
 
     name: str
-    time_us: float
+    time_us: float | None  # None: the backend's model could not time it (its name says why)
     bound: str = ""
     cores: int | None = None
 
@@ -39,9 +40,10 @@ class KernelTime:
     def of(cls, kernel: Any) -> KernelTime:
         """A backend's kernel record as this one: any object with these fields (the
         compiler's own; `cores` is missing in builds from before the simulator counted
-        them)."""
-        return cls(str(kernel.name), float(kernel.time_us), str(kernel.bound),
-                   getattr(kernel, "cores", None))
+        them; a kernel its model cannot time has a NaN time, kept as None)."""
+        time_us = float(kernel.time_us)
+        return cls(str(kernel.name), None if math.isnan(time_us) else time_us,
+                   str(kernel.bound), getattr(kernel, "cores", None))
 
 
 @dataclass(frozen=True)
@@ -53,7 +55,7 @@ class KnobScope:
     limits: tuple[int, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ProbeRequest:
     """What a probe is told: the compiler under test, the program, the measurement, and
     the fields of the one command that reads them (None: the command's default)."""
@@ -116,6 +118,7 @@ class Failed:
     status: Status
     detail: str = ""
     traceback: str = ""  # where the probe's own code failed (for a person reading the file)
+    stage: str | None = None  # the compile stage it failed in, where the compiler says one
 
 
 @dataclass(frozen=True)
@@ -135,7 +138,7 @@ class DiscoverAnswer:
     params: Mapping[str, tuple[tuple[str, ...], ...]] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class BenchAnswer:
     """`bench`: one asv benchmark's samples at one parameter combination; `sample`: the
     metric's samples measured directly (the position fields keep their defaults)."""
@@ -151,7 +154,7 @@ class BenchAnswer:
     detail: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class StageAnswer:
     """`stages`: a compile with stage capture, repeated compile times, the noise-free run's
     kernels and device time, and each executable stage's error against float64."""
@@ -203,7 +206,7 @@ class KnobsAnswer:
     detail: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TimingAnswer:
     """`timing`: synchronized iterations of one program, its output's errors."""
 

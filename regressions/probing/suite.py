@@ -25,6 +25,33 @@ from regressions.probing.protocol import DiscoverAnswer, Failed, ProbeRequest
 
 SUITE_DIR = "benchmarks"
 CATALOGUE = "workloads.py"
+CONFIG = "asv.conf.json"
+
+
+def history_repo(repo: Path) -> Path:
+    """The git repository whose history the suite at `repo` measures: its asv.conf.json's
+    `repo`, relative to the configuration (asv's own reading). A suite that lives in its
+    project says "."; a suite that measures an external checkout (as django-asv measures
+    django) names the checkout's path.
+
+    Raises:
+        SpyreRegressError: `repo` names a URL (asv would clone it; this tool needs a clone
+            it can read) or a directory that does not exist.
+    """
+    config = Path(repo) / CONFIG
+    if not config.is_file():
+        return Path(repo)
+    from asv.util import load_json  # asv's reader, which allows the file's comments
+
+    value = str(load_json(str(config), js_comments=True).get("repo", "."))
+    if "://" in value or value.startswith("git@"):
+        raise SpyreRegressError(f"{config} measures {value}, a URL; clone it and set `repo` "
+                                "there to the clone's path")
+    history = (Path(repo) / value).resolve()
+    if not history.is_dir():
+        raise SpyreRegressError(f"{config} measures {history}, which does not exist; set "
+                                "`repo` there to a git checkout of the project")
+    return history
 
 
 def harness_path() -> Path:

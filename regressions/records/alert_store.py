@@ -101,8 +101,9 @@ class AlertStore:
                 "SELECT id, status, document, culprit, stage, report FROM alerts").fetchall():
             alert = alert_from_json(json.loads(row[2]))
             record = lifecycle.AlertRecord(
-                row[0], alert.kind, alert.good_commit, alert.bad_commit,
-                lifecycle.symptoms_of(alert), row[1], culprit=row[3],
+                id=row[0], kind=alert.kind, good_commit=alert.good_commit,
+                bad_commit=alert.bad_commit,
+                symptoms=lifecycle.symptoms_of(alert), status=row[1], culprit=row[3],
                 note="kept from a schema-2 database")
             self.save([record], {row[0]: {"stage": row[4], "report": row[5]}})
 

@@ -6,6 +6,14 @@ every writer goes through `new_document`, `new_row` and `set_result`, so there i
 of columns and one way to fill them. The format is asv's (docs/source/dev.rst, "Benchmark
 suite layout and file formats"): `results/<machine>/<sha[:8]>-<env>.json`, each benchmark a
 row aligned to `result_columns`, each cell a list over the cartesian product of its params.
+
+Every asv file the records read (a result document, `machine.json`, `benchmarks.json`) is
+opened by `open_document`, with one policy for one that cannot be read: it raises
+`UnreadableDocument`, naming the file and why, and nothing is lost for it. A reader of a
+store leaves the file out, as asv does, and the read of its series says so once
+(`result_columns.log_skipped`); a reader that cannot go on without it (the benchmark list
+an investigation names parameters from) stops with that message; a write into the file or a
+merge of it refuses, so nothing is written over.
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from regressions.errors import SpyreRegressError
 from regressions.probing.protocol import BenchAnswer
 from regressions.records.files import write_json, write_text
 
@@ -28,6 +37,31 @@ RESULT_COLUMNS = ("result", "params", "version", "started_at", "duration", "stat
 _TIMED_TYPES = frozenset({"time", "timeraw"})
 _STATS = ("stats_ci_99_a", "stats_ci_99_b", "stats_q_25", "stats_q_75", "stats_number",
           "stats_repeat")
+
+
+class UnreadableDocument(SpyreRegressError):
+    """An asv file that cannot be read as the JSON object asv writes (`path`, `why`)."""
+
+    def __init__(self, path: Path, why: str) -> None:
+        super().__init__(f"{path}: {why}")
+        self.path, self.why = path, why
+
+
+def open_document(path: Path) -> dict[str, Any]:
+    """The JSON object of one asv file: the one way the records open one.
+
+    Raises:
+        UnreadableDocument: missing or unreadable, not JSON, or not a JSON object.
+    """
+    try:
+        document = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UnreadableDocument(path, "does not exist") from None
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise UnreadableDocument(path, f"not readable JSON ({error})") from None
+    if not isinstance(document, dict):
+        raise UnreadableDocument(path, "not an asv JSON document (not a JSON object)")
+    return document
 
 
 def new_document(commit: str, env_name: str, date_ms: int, machine: str,
@@ -106,9 +140,12 @@ def record_measurement(results_dir: Path, *, machine: str, env_name: str, commit
     `results/<machine>/<commit8>-<env>.json`.
 
     Combinations not measured stay NaN (asv's "skipped"), so readers see exactly what ran.
+
+    Raises:
+        UnreadableDocument: the file is there but cannot be read (it is not written over).
     """
     path = result_path(results_dir, machine, commit, env_name)
-    document = json.loads(path.read_text()) if path.exists() else new_document(
+    document = open_document(path) if path.exists() else new_document(
         commit, env_name, commit_date_ms, machine)
     row = document["results"].get(benchmark) or new_row(measured.param_lists,
                                                         measured.benchmark_version)
@@ -302,10 +339,8 @@ def _merged_benchmarks(known: dict, new: dict, source: str) -> dict:
 
 
 def _read(path: Path) -> dict:
+    """A file a merge reads (`open_document`): one it cannot read refuses the merge."""
     try:
-        document = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as error:
-        raise MergeRefused(f"{path} is not a readable asv JSON document ({error})") from None
-    if not isinstance(document, dict):
-        raise MergeRefused(f"{path} is not an asv JSON document")
-    return document
+        return open_document(path)
+    except UnreadableDocument as error:
+        raise MergeRefused(str(error)) from None

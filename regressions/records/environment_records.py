@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # types only: the records stay free of the statistics' import
 ENVIRONMENT_RECORD_VERSION = 1
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class EnvironmentRecord:
     """One change of a machine as the nightly keeps it; `summary` is the alert's one line
     (what moved, what the result files recorded, what to do) when last seen."""
@@ -55,9 +55,11 @@ def advance(records: Sequence[EnvironmentRecord], alerts: Sequence[EnvironmentAl
                                  bad_commit=alert.bad_commit, explained=len(alert.members),
                                  summary=alert.describe(), last_seen=night)
             continue
-        record = EnvironmentRecord(next_id, alert.machine, alert.env, alert.good_commit,
-                                   alert.bad_commit, alert.direction, len(alert.members),
-                                   alert.describe(), night, night)
+        record = EnvironmentRecord(id=next_id, machine=alert.machine, env=alert.env,
+                                   good_commit=alert.good_commit,
+                                   bad_commit=alert.bad_commit, direction=alert.direction,
+                                   explained=len(alert.members),
+                                   summary=alert.describe(), first_seen=night, last_seen=night)
         next_id += 1
         updated.append(record)
         events.append(Event(record.id, "", "environment", f"found on {night}: "

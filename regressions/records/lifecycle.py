@@ -55,7 +55,7 @@ TRIAGE: dict[Status, tuple[Status, ...]] = {
 REPORTED: tuple[Status, ...] = ("reported", "acknowledged", "fixed")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Symptom:
     """One affected series of an alert: what a report lists."""
 
@@ -72,7 +72,7 @@ class Symptom:
         return series_key(self.machine, self.env, self.benchmark, self.params)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Evidence:
     """The investigation's own measurement of an alert: `ratio` = bad/good with its interval,
     judged against the `floor` (relative worsening) in the metric's direction. `alert_good`,
@@ -106,7 +106,7 @@ class Outcome:
     error: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class AlertRecord:
     """One alert as the nightly stores it."""
 
@@ -131,7 +131,7 @@ class AlertRecord:
         return frozenset(s.key for s in self.symptoms)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class HeadCheck:
     """The probe measured at the branch's newest benchmarked commit (`head`) beside the
     investigation's good and bad builds: `ratio` = head / good and `against_bad` = head /
@@ -194,7 +194,8 @@ def symptoms_of(alert: Alert) -> tuple[Symptom, ...]:
 
 
 def _symptom(r: Regression) -> Symptom:
-    return Symptom(r.kind, r.benchmark, r.params, r.machine, r.env, r.ratio, r.ci)
+    return Symptom(kind=r.kind, benchmark=r.benchmark, params=r.params, machine=r.machine,
+                   env=r.env, ratio=r.ratio, ci=r.ci)
 
 
 # --- matching tonight's alerts to stored records -----------------------------------------
@@ -262,8 +263,9 @@ def advance(records: Sequence[AlertRecord], alerts: Sequence[Alert], place: Mapp
             updated[pairs[j]] = record
             events += [event] if event else []
         else:
-            record = AlertRecord(next_id, alert.kind, alert.good_commit, alert.bad_commit,
-                                 symptoms_of(alert), provisional=alert.provisional,
+            record = AlertRecord(id=next_id, kind=alert.kind, good_commit=alert.good_commit,
+                                 bad_commit=alert.bad_commit,
+                                 symptoms=symptoms_of(alert), provisional=alert.provisional,
                                  first_seen=night, last_seen=night)
             next_id += 1
             updated.append(record)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import array
 import itertools
-import json
 import logging
 import math
 from collections.abc import Sequence
@@ -31,7 +30,11 @@ import numpy as np
 import pandas as pd
 
 from regressions.detection.environment import describe_settings
-from regressions.records.asv_documents import ASV_RESULTS_VERSION
+from regressions.records.asv_documents import (
+    ASV_RESULTS_VERSION,
+    UnreadableDocument,
+    open_document,
+)
 
 log = logging.getLogger(__name__)
 
@@ -116,12 +119,12 @@ def read_file(path: Path, machine: str, meta: dict[str, dict], into: Columns) ->
     format asv does not read either is left out, as is a malformed row, each recorded in
     `into.skipped` with the reason."""
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        doc = open_document(path)
+    except UnreadableDocument as error:
         into.files += 1
-        into.skipped.append((str(path), f"not readable JSON ({exc})"))
+        into.skipped.append((str(path), error.why))
         return
-    read_document(doc, machine, meta, into, str(path))
+    read_document(doc, machine, meta, into, source=str(path))
 
 
 def read_document(doc: object, machine: str, meta: dict[str, dict], into: Columns,

@@ -18,7 +18,6 @@ patterns for suites that cannot be edited.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import Sequence
@@ -30,7 +29,12 @@ import pandas as pd
 from regressions import git
 from regressions.detection.detect import Series
 from regressions.errors import SpyreRegressError
-from regressions.records.asv_documents import ASV_RESULTS_VERSION, has_samples
+from regressions.records.asv_documents import (
+    ASV_RESULTS_VERSION,
+    UnreadableDocument,
+    has_samples,
+    open_document,
+)
 from regressions.records.result_columns import (
     COLUMNS,
     Columns,
@@ -39,7 +43,8 @@ from regressions.records.result_columns import (
     read_file,
 )
 
-__all__ = ["COLUMNS", "asv_type_of", "benchmarks_meta", "load_results", "series_from_frame"]
+__all__ = ["COLUMNS", "asv_type_of", "benchmarks_meta", "in_history_order", "load_results",
+           "series_from_frame"]
 log = logging.getLogger(__name__)
 
 
@@ -86,9 +91,23 @@ def load_results(
     if frame.empty:
         raise no_results
     frame["date"] = pd.to_datetime(frame["date"], unit="ms", utc=True)
+    return in_history_order(frame, repo, f"the results under {root}")
+
+
+def in_history_order(frame: pd.DataFrame, repo: Path | str | None, source: str, *,
+                     key: str = "date") -> pd.DataFrame:
+    """The table sorted by series and history, with `position` each commit's place: the
+    first-parent chain of HEAD in `repo` when given (rows of commits off it dropped with a
+    warning), else the smallest `key` (a date, or a table's order) each commit has (then the
+    commit, for ties). `source` names the table in the error when no commit is on the
+    chain.
+
+    Raises:
+        SpyreRegressError: none of the table's commits are on the first-parent history.
+    """
     if repo is None:
-        order = frame.groupby("commit", observed=True)["date"].min().reset_index() \
-            .sort_values(["date", "commit"])
+        order = frame.groupby("commit", observed=True)[key].min().reset_index() \
+            .sort_values([key, "commit"])
         positions = {sha: i for i, sha in enumerate(order["commit"])}
     else:
         positions = {sha: i for i, sha in enumerate(git.first_parent_history(repo))}
@@ -99,8 +118,8 @@ def load_results(
             frame = frame[~frame["commit"].isin(stray)].reset_index(drop=True)
             frame["commit"] = frame["commit"].cat.remove_unused_categories()
         if frame.empty:
-            raise SpyreRegressError(f"none of the results under {root} are for commits on "
-                                    f"the first-parent history of HEAD in {repo}; check --repo")
+            raise SpyreRegressError(f"none of {source} are for commits on the first-parent "
+                                    f"history of HEAD in {repo}; check --repo")
     commits = frame["commit"].cat
     place = np.array([positions[c] for c in commits.categories], dtype=np.int64)
     frame["position"] = place[commits.codes.to_numpy()]
@@ -152,10 +171,12 @@ def series_from_frame(frame: pd.DataFrame, *, higher_is_better: Sequence[str] = 
         machine, env, benchmark, params, asv_type = points.first(lo)
         name = f"{benchmark}{params}"
         out.append(Series(
-            machine, env, benchmark, params, points.commits(lo, hi), points.positions(lo, hi),
-            points.samples(lo, hi), points.higher_is_better(lo, hi) or any(
-                p.search(name) for p in patterns), points.deterministic(lo, hi),
-            has_samples(asv_type), points.settings(lo, hi)))
+            machine=machine, env=env, benchmark=benchmark, params=params,
+            commits=points.commits(lo, hi), positions=points.positions(lo, hi),
+            samples=points.samples(lo, hi), higher_is_better=points.higher_is_better(lo, hi) or any(
+                p.search(name) for p in patterns), deterministic=points.deterministic(lo, hi),
+            keeps_samples=has_samples(asv_type), settings=points.settings(lo, hi),
+            kind=points.kind(lo)))
     return out
 
 
@@ -167,7 +188,8 @@ class _Points:
         self.rows = rows
         self.strings = {c: (list(frame[c].cat.categories), frame[c].cat.codes.to_numpy()[rows])
                         for c in ("machine", "env", "benchmark", "params", "type", "commit",
-                                  "settings") if isinstance(frame[c].dtype, pd.CategoricalDtype)}
+                                  "settings", "kind") if c in frame
+                        and isinstance(frame[c].dtype, pd.CategoricalDtype)}
         self.frame = frame
         position = frame["position"].to_numpy()[rows]
         self.position = position
@@ -190,6 +212,12 @@ class _Points:
     def first(self, lo: int) -> tuple:
         return tuple(self._strings(c, lo, lo + 1)[0]
                      for c in ("machine", "env", "benchmark", "params", "type"))
+
+    def kind(self, lo: int) -> str | None:
+        """The metric kind the source declared for the series (a table's), else None."""
+        if "kind" not in self.frame:
+            return None
+        return self._strings("kind", lo, lo + 1)[0] or None
 
     def commits(self, lo: int, hi: int) -> tuple[str, ...]:
         return tuple(self._strings("commit", lo, hi))
@@ -236,11 +264,11 @@ def benchmarks_meta(path: Path) -> dict[str, dict]:
         log.warning("no %s: benchmark types come from names, units are unknown", path)
         return {}
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        log.warning("ignoring %s: not readable JSON (%s)", path, exc)
+        doc = open_document(path)
+    except UnreadableDocument as error:
+        log.warning("ignoring %s", error)
         return {}
-    if not isinstance(doc, dict) or doc.get("version") != ASV_RESULTS_VERSION:
+    if doc.get("version") != ASV_RESULTS_VERSION:
         log.warning("ignoring %s: not an asv benchmarks.json of format version %d", path,
                     ASV_RESULTS_VERSION)
         return {}

@@ -12,7 +12,6 @@ out, as asv leaves it, and `load_results` says why when it reads the series.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +23,7 @@ import pandas as pd
 from regressions.detection.detect import Series
 from regressions.detection.remeasure import Costs
 from regressions.errors import SpyreRegressError
-from regressions.records import asv_documents, files, results
+from regressions.records import asv_documents, results
 from regressions.records.result_columns import (
     Columns,
     log_skipped,
@@ -72,11 +71,9 @@ class ResultsStore:
             if path.name == "machine.json":
                 continue
             try:
-                document = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, ValueError):
-                continue
-            if isinstance(document, dict):
-                yield document
+                yield asv_documents.open_document(path)
+            except asv_documents.UnreadableDocument:
+                continue  # left out, as asv leaves it; reading the series says why
 
     def benchmarks(self) -> dict[str, dict[str, Any]]:
         """`benchmarks.json`'s entry per benchmark ({} where the store has none usable)."""
@@ -89,12 +86,12 @@ class ResultsStore:
         Raises:
             SpyreRegressError: the store has no readable benchmark list.
         """
-        meta = files.read_json(self.root / "benchmarks.json", "asv benchmark list",
-                               "pass the results directory asv wrote (`results_dir` in "
-                               "asv.conf.json, e.g. .asv/results)")
-        if not isinstance(meta, dict):
-            raise SpyreRegressError(f"{self.root}/benchmarks.json is not asv's benchmark "
-                                    "list; pass the results directory asv wrote")
+        try:
+            meta = asv_documents.open_document(self.root / "benchmarks.json")
+        except asv_documents.UnreadableDocument as error:
+            raise SpyreRegressError(f"asv benchmark list {error}; pass the results directory "
+                                    "asv wrote (`results_dir` in asv.conf.json, e.g. "
+                                    ".asv/results)") from None
         return {name: tuple(entry.get("param_names") or ()) for name, entry in meta.items()
                 if isinstance(entry, dict)}
 
@@ -165,8 +162,9 @@ class ResultsStore:
         setup = {name: (key, float(np.median(caches[key])))
                  for name, entry in self.benchmarks().items()
                  if (key := entry.get("setup_cache_key")) in caches}
-        return Costs({name: float(np.median(v)) for name, v in per_sample.items()},
-                     float(np.median(builds)) if builds else 0.0, setup, wall_clock=True)
+        return Costs(per_sample={name: float(np.median(v)) for name, v in per_sample.items()},
+                     per_run=float(np.median(builds)) if builds else 0.0, setup_cache=setup,
+                     wall_clock=True)
 
     def snapshot(self) -> asv_documents.Store:
         """The whole directory read into memory, to be merged into another store (what a
@@ -215,7 +213,7 @@ def document_samples(store: asv_documents.Store) -> dict[tuple[str, str, str], t
     read = []
     for (machine, file), document in store.results.items():
         columns = Columns()
-        read_document(document, machine, store.benchmarks, columns, file)
+        read_document(document, machine, store.benchmarks, columns, source=file)
         read.append(columns)
         commit = str(document.get("commit_hash", ""))
         found.update(((commit, benchmark, params), samples)

@@ -4,7 +4,8 @@ A maintainer pointed at a store of hundreds of commits gets as many alerts, most
 since over. asv publish's own list (`regressions.json`) keeps only the regressions still
 there at the newest commit of their graph; here each alert is marked **open** (a member's
 series is still at the bad level at its newest measured commit) or **recovered** (every
-member's series came back: where, and by which commit). "Back at the good level" has one
+member's series came back: where, and by which commit), or **awaiting** more commits (its
+new level too few commits hold yet: `Detection.awaiting`). "Back at the good level" has one
 meaning in the tool, the nightly lifecycle's `fixed` (`lifecycle.back_at`): the trailing run
 of the series' levels nearer the good level than the bad one. The levels are the ones
 detection fitted between the series' own level changes (`detect.Reading.steps`), so a noisy
@@ -18,14 +19,14 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from regressions import metrics
 from regressions.detection.alerts import Alert
 from regressions.detection.detect import Reading, Regression, Series
 from regressions.records.lifecycle import back_at
 
-OPEN, RECOVERED = "open", "recovered"
+OPEN, RECOVERED, AWAITING = "open", "recovered", "awaiting"
 Key = tuple[str, str, str, str, str]  # machine, env, benchmark, params, bad commit
 
 
@@ -33,14 +34,18 @@ Key = tuple[str, str, str, str, str]  # machine, env, benchmark, params, bad com
 class Standing:
     """One regression at its series' newest commit: `recovered_in` = (last commit at the bad
     level, first back at the good one) with the second's position, None while it is open;
-    `judged_by` says what its test read (`detect.SAMPLES`, `SUMMARY` or `EXACT`)."""
+    `judged_by` says what its test read (`detect.SAMPLES`, `SUMMARY` or `EXACT`);
+    `awaiting` marks one whose new level too few commits hold yet (`Detection.awaiting`)."""
 
     recovered_in: tuple[str, str] | None
     recovered_position: int | None
     judged_by: str
+    awaiting: bool = False
 
     @property
     def status(self) -> str:
+        if self.awaiting:
+            return AWAITING
         return OPEN if self.recovered_in is None else RECOVERED
 
 
@@ -130,14 +135,18 @@ def cost(alert: Alert) -> tuple[float, float, int]:
     return max(map(worsening, alert.members), default=0.0), 1 - doubt, len(alert.members)
 
 
-def ranked(alerts: Sequence[Alert], known: dict[Key, Standing]) -> list[tuple[Alert, Standing]]:
-    """The alerts with their standing, open ones first, each group costliest first."""
-    marked = [(a, alert_standing(a, known)) for a in alerts]
-    return sorted(marked, key=lambda m: (m[1].status != OPEN, *(-x for x in cost(m[0]))))
+def ranked(alerts: Sequence[Alert], known: dict[Key, Standing],
+           awaiting: Sequence[Alert] = ()) -> list[tuple[Alert, Standing]]:
+    """The alerts with their standing, open ones first, then those `awaiting` more commits,
+    then recovered ones, each group costliest first."""
+    marked = [(a, alert_standing(a, known)) for a in alerts] + [
+        (a, replace(alert_standing(a, known), awaiting=True)) for a in awaiting]
+    group = {OPEN: 0, AWAITING: 1, RECOVERED: 2}
+    return sorted(marked, key=lambda m: (group[m[1].status], *(-x for x in cost(m[0]))))
 
 
 def marks(alert: Alert, standing: Standing, known: dict[Key, Standing]) -> dict:
-    """What the alerts JSON (version 4) adds to an alert and to each of its members:
+    """What the alerts JSON (version 5) adds to an alert and to each of its members:
     `status`, `recovered_in`, and what the series' test was `judged_by`."""
     def fields(mark: Standing) -> dict:
         return {"status": mark.status, "recovered_in": list(mark.recovered_in)

@@ -35,11 +35,12 @@ from spyre_regress.cli import (
     nightly,
     report,
     stages,
+    suite,
 )
 
 # In the order of the workflow: try it, run it nightly, then each step by hand.
 COMMANDS = (demo, nightly, detect, bisect, stages, knobs, minimize, report, alerts, benchmark,
-            merge_results)
+            merge_results, suite)
 EXIT_FAULT, EXIT_INTERRUPTED, EXIT_PIPE = 70, 130, 141
 EXIT_CODES = ("exit codes: 0 nothing regressed or the answer was found, 1 regressions found "
               "or a negative answer (each command's --help says which), 2 usage or input "

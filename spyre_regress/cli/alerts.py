@@ -18,7 +18,7 @@ def add(sub: argparse._SubParsersAction) -> None:
     p = common.add_parser(
         sub, "alerts", "list or triage the nightly's alerts",
         "List the alerts the nightly stored, or set one's status.",
-        "spyre-regress alerts --state .spyre-regress --set 3 acknowledged")
+        example="spyre-regress alerts --state .spyre-regress --set 3 acknowledged")
     p.add_argument("--state", required=True, type=Path, metavar="DIR",
                    help="the nightly's --state directory")
     p.add_argument("--set", nargs=2, metavar=("ID", "STATUS"),

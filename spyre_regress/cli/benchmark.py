@@ -25,12 +25,14 @@ def add(sub: argparse._SubParsersAction) -> None:
         "runs it, for shard I of N of the suite's benchmarks (docs/scale-out.md): N jobs of "
         "a CI matrix each run one, `spyre-regress merge-results` joins their results, and "
         "the nightly then detects on them.",
-        "spyre-regress benchmark --repo . --stride 3 --shard 1/3")
+        example="spyre-regress benchmark --repo . --stride 3 --shard 1/3")
     p.add_argument("--repo", required=True, type=Path, metavar="PATH",
                    help="the repository under test (a git checkout with asv.conf.json)")
     p.add_argument("--branch", default="main", help="the branch whose history is measured")
     p.add_argument("--stride", type=common.positive_int, default=1, metavar="N",
                    help="benchmark every N-th commit and the newest (default %(default)s)")
+    p.add_argument("--since", type=common.ref, metavar="REV",
+                   help="the oldest commit to benchmark (default: the branch's first)")
     p.add_argument("--bench", type=common.regex, metavar="REGEX",
                    help="only benchmarks asv's --bench selects")
     p.add_argument("--shard", required=True, type=shard, metavar="I/N",
@@ -46,12 +48,13 @@ def run(args: argparse.Namespace) -> int:
     from regressions.records.results_store import ResultsStore
     from spyre_regress import nightly, scaleout
 
-    git.check_repository(args.repo)
+    git.check_repository(suite.history_repo(args.repo))
     repo = args.repo.resolve()
     state = (args.state or repo / ".spyre-regress").resolve()
-    options = nightly.NightlyOptions(repo, state, state / "reports", args.branch, args.stride,
-                                     None, args.machine)
-    history = git.first_parent_history(repo, args.branch)
+    options = nightly.NightlyOptions(repo=repo, state_dir=state, reports_dir=state / "reports",
+                                     branch=args.branch, stride=args.stride,
+                                     bench=None, machine=args.machine)
+    history = nightly.branch_history(suite.history_repo(repo), args.branch, args.since)
     commits = nightly.select_commits(history, args.stride)
     listed = suite.discover(repo, state / "work")
     names = [b.name for b in listed.values() if scaleout.selected(b, args.bench)]

@@ -16,8 +16,8 @@ def add(sub: argparse._SubParsersAction) -> None:
         "Binary search over first-parent history with sequential same/different/unknown "
         "verdicts (docs/bisection.md). Exit 0: culprit found; 1: not reproduced or no single "
         "culprit; 2: usage error.",
-        "spyre-regress bisect --repo . --good v1 --bad HEAD --bench ExecuteDeviceTime "
-        "--params \"('mlp', 127)\"")
+        example="spyre-regress bisect --repo . --good v1 --bad HEAD --bench ExecuteDeviceTime "
+                "--params \"('mlp', 127)\"")
     targets.add_range_arguments(p)
     p.add_argument("--bench", required=True, type=common.regex, metavar="REGEX",
                    help="selects exactly one benchmark of the repository's suite")
@@ -48,7 +48,8 @@ def run(args: argparse.Namespace) -> int:
         params = checks.params(found, given, args.params)
         investigator = targets.investigator(args, work, args.results)
         metric = metrics.metric_for(found.name)
-        target = Target(found.name, params, "", 0, None, metric.name)
+        target = Target(benchmark=found.name, params=params, workload="", seq=0, width=None,
+                        metric=metric.name)
         result = investigator.bisect(good, bad, target)
     table = pd.DataFrame([{"commit": s.commit[:10], "samples": s.n,
                            "median": quantity(s.median, metric.unit, metric.display),
@@ -59,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"{result.commits_in_range} commits in range; {result.commits_measured} measured "
           f"(the ends included); {len(result.steps)} verdicts")
     if result.culprit:
-        info = git.commit_info(args.repo, result.culprit)
+        info = git.commit_info(suite.history_repo(args.repo), result.culprit)
         print(f"culprit {info.sha[:12]} {info.subject}")
     elif not result.reproduced:
         print("the regression did not reproduce between --good and --bad")

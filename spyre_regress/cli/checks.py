@@ -31,9 +31,10 @@ def listed(values: Sequence[str]) -> str:
 
 
 def repository_and_refs(repo: Path, *refs: str) -> list[str]:
-    """Full shas of `refs` in `repo`, after checking that `repo` is a git repository."""
-    git.check_repository(repo)
-    return [git.resolve(repo, ref) for ref in refs]
+    """Full shas of `refs` in the history `repo`'s suite measures (`repo` itself, or the
+    checkout its asv.conf.json names), after checking that it is a git repository."""
+    history = git.check_repository(suite.history_repo(repo))
+    return [git.resolve(history, ref) for ref in refs]
 
 
 def commit_range(repo: Path, good: str, bad: str) -> tuple[str, str]:
@@ -43,7 +44,7 @@ def commit_range(repo: Path, good: str, bad: str) -> tuple[str, str]:
     if good_sha == bad_sha:
         raise SpyreRegressError(f"--good {good} and --bad {bad} are the same commit "
                                 f"{good_sha[:12]}; pass an older commit as --good")
-    if good_sha not in git.first_parent_history(repo, bad_sha):
+    if good_sha not in git.first_parent_history(suite.history_repo(repo), bad_sha):
         raise SpyreRegressError(f"--good {good} ({good_sha[:12]}) is not on the first-parent "
                                 f"history of --bad {bad} ({bad_sha[:12]}); pass an older "
                                 "commit of that branch as --good")

@@ -70,6 +70,18 @@ def scheduler_address(text: str) -> str:
     return text
 
 
+def ref(text: str) -> str:
+    """A git revision from the command line: untrusted, so one that git would read as an
+    option (`-x`) or that holds a control character is refused before git sees it."""
+    from regressions import git
+    from regressions.errors import SpyreRegressError
+
+    try:
+        return git.check_ref(text)
+    except SpyreRegressError as refused:
+        raise argparse.ArgumentTypeError(str(refused)) from None
+
+
 def regex(text: str) -> str:
     try:
         re.compile(text)

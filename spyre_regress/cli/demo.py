@@ -15,7 +15,7 @@ def add(sub: argparse._SubParsersAction) -> None:
         "leave the reports (README: quick start). The demo checks the tool on a known "
         "answer: exit 0 when it found exactly the regressions it planted "
         "(ground_truth.json), 1 when it found anything else or missed one.",
-        "spyre-regress demo --out spyre-regress-demo")
+        example="spyre-regress demo --out spyre-regress-demo")
     p.add_argument("--out", type=Path, default=Path("spyre-regress-demo"), metavar="DIR",
                    help="output directory, must be new or empty (default %(default)s)")
     p.set_defaults(handler=run)

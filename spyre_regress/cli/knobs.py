@@ -15,7 +15,7 @@ def add(sub: argparse._SubParsersAction) -> None:
         sub, "knobs", "find the compiler knob that restores the metric",
         "At the bad commit, toggle every Config decision and narrow the winner to one "
         "application (docs/bisection.md). Exit 0: a knob restores the metric; 1: none does.",
-        "spyre-regress knobs --repo . --good HEAD~1 --bad HEAD --workload mlp --shape 127")
+        example="spyre-regress knobs --repo . --good HEAD~1 --bad HEAD --workload mlp --shape 127")
     targets.add_range_arguments(p)
     targets.add_workload_arguments(p)
     p.set_defaults(handler=run)
@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
         return common.EXIT_REGRESSED
 
     def value(x: float) -> str:
-        return metric_value(x, workaround.unit, target.measures, target.error, words)
+        return metric_value(x, workaround.unit, target.measures, target.error, words=words)
 
     print(f"noise-free {metrics.by_name(target.metric).label} of "
           f"{workaround.program.describe()}: good build {value(workaround.metric_good)}, bad "

@@ -16,7 +16,7 @@ def add(sub: argparse._SubParsersAction) -> None:
         "directory: the union of their benchmarks, samples of a benchmark measured again "
         "appended. Refused, with nothing written, when two of them describe the same "
         "machine differently or ran different versions of a benchmark (docs/scale-out.md).",
-        "spyre-regress merge-results shard-1/results shard-2/results --into .asv/results")
+        example="spyre-regress merge-results shard-1/results shard-2/results --into .asv/results")
     p.add_argument("shards", nargs="+", type=Path, metavar="SHARD_DIR",
                    help="asv results directories (each with benchmarks.json)")
     p.add_argument("--into", required=True, type=Path, metavar="RESULTS_DIR",

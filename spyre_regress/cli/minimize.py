@@ -20,8 +20,8 @@ def add(sub: argparse._SubParsersAction) -> None:
         f"regression; writes a standalone module. --metric: {' or '.join(MINIMIZABLE)} (a "
         "compile-time cost vanishes with the graph that pays it). Exit 0: written; 1: the "
         "full program shows no regression.",
-        "spyre-regress minimize --repo . --good HEAD~1 --bad HEAD --workload mlp --shape 127 "
-        "--out repro.py")
+        example="spyre-regress minimize --repo . --good HEAD~1 --bad HEAD --workload mlp --shape "
+                "127 --out repro.py")
     targets.add_range_arguments(p)
     targets.add_workload_arguments(p, MINIMIZABLE)
     p.add_argument("--out", required=True, type=Path, metavar="FILE.py",

@@ -20,7 +20,7 @@ def add(sub: argparse._SubParsersAction) -> None:
         "asv on the branch's commits (every --stride-th and the newest), detect, then "
         "investigate and report each new alert once (docs/nightly.md). Exit 1 when a report "
         "was written tonight (a regression confirmed by its investigation), 0 otherwise.",
-        "spyre-regress nightly --repo . --stride 3 --reports reports-out")
+        example="spyre-regress nightly --repo . --stride 3 --reports reports-out")
     p.add_argument("--repo", required=True, type=Path, metavar="PATH",
                    help="checkout of the benchmarked project with its asv.conf.json and full "
                         "history")
@@ -29,12 +29,18 @@ def add(sub: argparse._SubParsersAction) -> None:
                         "%(default)s)")
     p.add_argument("--stride", type=common.positive, default=1, metavar="N",
                    help="benchmark every N-th commit and the newest (default %(default)s)")
+    p.add_argument("--since", type=common.ref, metavar="REV",
+                   help="the oldest commit to benchmark (default: the branch's first)")
     p.add_argument("--bench", type=common.regex, metavar="REGEX", help="asv --bench selection")
     p.add_argument("--state", type=Path, metavar="DIR",
                    help="alert database, lock and scratch space (default REPO/.spyre-regress)")
     p.add_argument("--reports", type=Path, metavar="DIR",
                    help="report bundles (default STATE/reports)")
     p.add_argument("--machine", default="nightly", help="asv machine name")
+    p.add_argument("--samples", type=common.positive, metavar="N",
+                   help="samples per side behind an investigation's confirmation at the "
+                        "culprit, and timed iterations per build in its report (default 100; "
+                        "a compiler whose compile takes seconds may take fewer)")
     p.add_argument("--threshold", action="append", default=[], type=common.threshold,
                    metavar="REGEX=FRACTION", help="as for detect")
     scale = p.add_mutually_exclusive_group()
@@ -50,19 +56,23 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from regressions.probing import suite
     from spyre_regress import nightly
 
     common.show_warnings()
     common.say_large_floors(args.threshold)
-    git.check_repository(args.repo)
+    git.check_repository(suite.history_repo(args.repo))
     state = args.state or args.repo / ".spyre-regress"
     checks.writable_dir(state, "--state")
     checks.writable_dir(args.reports or state / "reports", "--reports")
-    options = nightly.NightlyOptions(args.repo.resolve(), state.resolve(),
-                                     (args.reports or state / "reports").resolve(),
-                                     args.branch, args.stride, args.bench, args.machine,
+    options = nightly.NightlyOptions(repo=args.repo.resolve(), state_dir=state.resolve(),
+                                     reports_dir=(args.reports or state / "reports").resolve(),
+                                     branch=args.branch, stride=args.stride, bench=args.bench,
+                                     machine=args.machine,
                                      floors=tuple(args.threshold), workers=args.workers,
-                                     scheduler=args.scheduler, dashboard=args.dashboard)
+                                     scheduler=args.scheduler, dashboard=args.dashboard,
+                                     since=args.since,
+                                     **({"samples": args.samples} if args.samples else {}))
     outcome = nightly.run(options, common.progress)
     for event in outcome.environment_events:  # the machine changed: never investigated
         print(f"environment alert {event.alert_id}: {event.note}")
@@ -78,10 +88,14 @@ def run(args: argparse.Namespace) -> int:
             state = record.status + (", provisional" if record.provisional else "")
             print(f"alert {record.id}: {record.kind} {record.good_commit[:10]}.."
                   f"{record.bad_commit[:10]} culprit {(record.culprit or '-')[:12]} [{state}]")
+    for waiting in outcome.awaiting:  # not investigated until more commits confirm it
+        print(f"awaiting more commits: {waiting.kind} {waiting.name[:70]} "
+              f"x{waiting.ratio or 0:.3f} at {waiting.bad_commit[:10]}")
     print(textwrap.fill(f"{len(outcome.records)} alert record(s); {len(outcome.published)} "
                         f"report(s) written tonight; {len(outcome.environment_events)} new "
-                        f"environment alert(s); {len(outcome.transients)} transient(s) "
-                        "(`spyre-regress alerts` lists them all)", WIDTH))
+                        f"environment alert(s); {len(outcome.transients)} transient(s); "
+                        f"{len(outcome.awaiting)} change(s) awaiting more commits "
+                        "(`spyre-regress alerts` lists the alerts)", WIDTH))
     print(outcome.remeasurement_note)
     for failure in outcome.failures:
         print(f"spyre-regress: warning: {failure}", file=sys.stderr)

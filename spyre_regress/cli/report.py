@@ -20,8 +20,8 @@ def add(sub: argparse._SubParsersAction) -> None:
         "Bisect commit, stage and knob, minimize, time both builds and write report.md/html, "
         "reproducer and evidence (docs/reports.md). Or render a saved investigation. Exit 0: "
         "the bundle was written; 1: the alert does not reproduce (nothing is written).",
-        "spyre-regress report --repo . --alerts alerts.json --results .asv/results "
-        "--out reports-out")
+        example="spyre-regress report --repo . --alerts alerts.json --results .asv/results "
+                "--out reports-out")
     p.add_argument("--repo", type=Path, metavar="PATH", help="the benchmarked checkout")
     p.add_argument("--alerts", type=Path, metavar="FILE", help="the file `detect --json` wrote")
     p.add_argument("--alert", type=int, default=1, metavar="N",
@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         if args.repo is None or args.alerts is None or args.results is None:
             raise SpyreRegressError("pass --repo, --alerts and --results (or --investigation)")
-        git.check_repository(args.repo)
+        git.check_repository(suite.history_repo(args.repo))
         alerts = alerts_from_json(
             files.read_json(args.alerts, "alerts file",
                             "pass the file `spyre-regress detect --json` wrote"),

@@ -12,7 +12,7 @@ def add(sub: argparse._SubParsersAction) -> None:
         sub, "stages", "name the first compiler stage where two builds differ",
         "Compile the probe at both commits with stage capture and diff the canonical "
         "artifacts (docs/bisection.md). Exit 0: the report was printed.",
-        "spyre-regress stages --repo . --good HEAD~1 --bad HEAD --workload mlp --shape 127")
+        example="spyre-regress stages --repo . --good HEAD~1 --bad HEAD --workload mlp --shape 127")
     targets.add_range_arguments(p)
     targets.add_workload_arguments(p)
     p.set_defaults(handler=run)

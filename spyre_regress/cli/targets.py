@@ -60,8 +60,9 @@ def target(args: argparse.Namespace) -> Target:
     width = args.width
     if metric.width == "numerics_width" and width is None:
         width = suite.numerics_widths(args.repo).get(args.workload)
-    return Target("", (), args.workload, args.shape, width, metric.name, args.stage,
-                  args.error if metric.errors else None)
+    return Target(benchmark="", params=(), workload=args.workload, seq=args.shape, width=width,
+                  metric=metric.name, stage=args.stage,
+                  error=args.error if metric.errors else None)
 
 
 def investigator(args: argparse.Namespace, work: Path, results_dir: Path | None = None,
@@ -72,5 +73,5 @@ def investigator(args: argparse.Namespace, work: Path, results_dir: Path | None 
     )
     from spyre_regress.prober import GitHistory, SubprocessProber
 
-    prober = SubprocessProber(args.repo, work, results_dir, machine, common.progress)
+    prober = SubprocessProber(args.repo, work, results_dir, machine, progress=common.progress)
     return Investigator(GitHistory(args.repo), prober, common.progress)

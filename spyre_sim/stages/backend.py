@@ -61,7 +61,8 @@ def _kernel_entry(name: str, sdsc: dict[str, Any]) -> dict[str, Any]:
     space = tuple((k[:-1], v) for k, v in opfunc_body["N_"].items() if k != "name_")
     splits = tuple(sdsc["numWkSlicesPerDim_"].items())
     accumulation = opfunc_body["computeOp_"][0]["attributes_"]["accumulation_"]
-    work = derive_work(name, sdsc["kernelKind_"], space, splits, read, write, ops, accumulation)
+    work = derive_work(name, sdsc["kernelKind_"], space, splits, read_bytes=read, write_bytes=write,
+                       ops=ops, accumulation=accumulation)
     return {
         "name": name,
         "ops": nodes,

@@ -12,6 +12,7 @@ elimination (knob `cse`) and dead-code elimination.
 from __future__ import annotations
 
 import logging
+from typing import Literal
 
 import torch
 
@@ -40,7 +41,8 @@ def _eliminate_common_subexpressions(
     kept = []
     for node in nodes:
         inputs = tuple(rename.get(a, a) if isinstance(a, str) else a for a in node.inputs)
-        node = Node(node.name, node.op, inputs, node.attrs, node.shape, node.dtype, node.placement)
+        node = Node(name=node.name, op=node.op, inputs=inputs, attrs=node.attrs, shape=node.shape,
+                    dtype=node.dtype, placement=node.placement)
         key = (node.op, node.inputs, repr(node.attrs), node.shape, node.dtype, node.placement)
         if key in seen and decisions.use("cse", lambda n=node, k=key: f"%{n.name} = %{seen[k]}"):
             rename[node.name] = seen[key]
@@ -69,7 +71,7 @@ def run(captured: CapturedGraph, config: Config) -> Graph:
     for fx_node in captured.graph_module.graph.nodes:
         if fx_node.op == "placeholder":
             val = meta_tensor(fx_node.meta.get("val"))
-            kind = next(kinds, "input")
+            kind: Literal["input", "parameter"] = next(kinds, "input")
             if val is None:
                 raise SpyreCompileError(STAGE, f"input {fx_node.name}", [],
                                         "non-tensor graph inputs are not supported")
@@ -77,7 +79,8 @@ def run(captured: CapturedGraph, config: Config) -> Graph:
             dtype = device_dtype(val.dtype, f"input {fx_node.name}", shape)
             name = b.fresh(fx_node.name)
             b.values[name] = (shape, dtype)
-            b.inputs.append(Value(name, shape, dtype, str(val.dtype).replace("torch.", ""), kind))
+            b.inputs.append(Value(name, shape, dtype, str(val.dtype).replace("torch.", ""),
+                                  kind=kind))
             b.env[fx_node] = name
         elif fx_node.op == "get_attr":
             tensor = getattr(captured.graph_module, fx_node.target)
@@ -102,5 +105,6 @@ def run(captured: CapturedGraph, config: Config) -> Graph:
     nodes = _eliminate_dead_code(nodes, graph_outputs)
     fallbacks = sorted({n.op for n in nodes if n.placement == "cpu"})
     log.info("decompose: %d ops, %d CPU fallback(s) %s", len(nodes), len(fallbacks), fallbacks)
-    return Graph(captured.index, tuple(b.inputs), tuple(nodes), tuple(graph_outputs),
-                 tuple(output_dtypes), tuple(b.constants))
+    return Graph(index=captured.index, inputs=tuple(b.inputs), nodes=tuple(nodes),
+                 outputs=tuple(graph_outputs),
+                 output_host_dtypes=tuple(output_dtypes), constants=tuple(b.constants))

@@ -12,7 +12,7 @@ import itertools
 import logging
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import torch
 import torch._dynamo
@@ -57,7 +57,7 @@ def aot_backend(compile_graph: GraphCompiler, captured: list[CapturedGraph] | No
     graph_ids = itertools.count()
 
     def backend(graph_module: torch.fx.GraphModule, example_inputs: Sequence[Any]):
-        kinds = tuple(
+        kinds: tuple[Literal["input", "parameter"], ...] = tuple(
             "parameter" if isinstance(x, torch.nn.Parameter) else "input" for x in example_inputs
         )
         index = next(graph_ids)

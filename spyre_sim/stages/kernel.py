@@ -15,9 +15,18 @@ from __future__ import annotations
 import itertools
 import logging
 import math
+from typing import Literal
 
 from spyre_sim.config import Config, Decisions
-from spyre_sim.cost import REDUCING_OPS, OpWork, derive_work, divisors, kernel_cost, op_work
+from spyre_sim.cost import (
+    REDUCING_OPS,
+    KernelKind,
+    OpWork,
+    derive_work,
+    divisors,
+    kernel_cost,
+    op_work,
+)
 from spyre_sim.executor import HostStep, KernelStep, ViewStep
 from spyre_sim.ir import KernelProgram, KernelSpec, LayoutGraph, Node, TensorArg
 from spyre_sim.layouts import DEVICE_DTYPE_NAMES, TensorLayout, elems_per_stick
@@ -38,16 +47,17 @@ def core_split(sizes: list[tuple[str, int]], cores: int) -> dict[str, int]:
     return splits
 
 
-def _kernel_kind(nodes: list[Node]) -> str:
+def _kernel_kind(nodes: list[Node]) -> KernelKind:
     ops = {n.op for n in nodes}
     if ops & {"restickify", "pad_rows"}:
         return "restickify"
     for op in ("mm", "bmm"):
         if op in ops:
             return "matmul"
-    for op in ("softmax", "layernorm"):
-        if op in ops:
-            return op
+    if "softmax" in ops:
+        return "softmax"
+    if "layernorm" in ops:
+        return "layernorm"
     if ops & set(REDUCING_OPS):
         return "reduction"
     if ops == {"full"}:
@@ -84,7 +94,7 @@ class _KernelBuilder:
     def storage(self, name: str) -> str:
         """The buffer a value lives in: views read their source's memory."""
         while name in self.producers and self.producers[name].kind == "view":
-            name = self.producers[name].node.inputs[0]
+            name = self.producers[name].node.value_input(0)
         return name
 
     def args(self, nodes: list[Node]) -> tuple[TensorArg, ...]:
@@ -98,13 +108,14 @@ class _KernelBuilder:
                     # a view reads its source's memory: all of it for a broadcast, only the
                     # selected part for a slice
                     nbytes = min(self.layouts[self.storage(a)].nbytes, self.layouts[a].nbytes)
-                    args.append(TensorArg(a, "input", self.layouts[a], "hbm", nbytes))
+                    args.append(TensorArg(a, "input", self.layouts[a], "hbm", nbytes=nbytes))
         for node in nodes:
             escapes = node.name in self.graph_outputs or bool(self.consumers.get(node.name, set())
                                                               - members)
-            role, memory = ("output", "hbm") if escapes else ("intermediate", "lx")
+            role: Literal["output", "intermediate"] = "output" if escapes else "intermediate"
+            memory: Literal["hbm", "lx"] = "hbm" if escapes else "lx"
             layout = self.layouts[node.name]
-            args.append(TensorArg(node.name, role, layout, memory, layout.nbytes))
+            args.append(TensorArg(node.name, role, layout, memory, nbytes=layout.nbytes))
         return tuple(args)
 
     @staticmethod
@@ -124,8 +135,8 @@ class _KernelBuilder:
         and elements per stick."""
         if kind == "matmul":
             mm = next(n for n in nodes if n.op in ("mm", "bmm"))
-            per_stick = elems_per_stick(self.layouts[mm.inputs[0]].dtype)
-            k = self.layouts[mm.inputs[0]].host_size[-1]
+            per_stick = elems_per_stick(self.layouts[mm.value_input(0)].dtype)
+            k = self.layouts[mm.value_input(0)].host_size[-1]
             m, n = mm.shape[-2], mm.shape[-1]
             space = (("b", math.prod(mm.shape[:-2])), ("m", m),
                      ("n", -(-n // per_stick) * per_stick), ("k", -(-k // per_stick) * per_stick))
@@ -139,7 +150,7 @@ class _KernelBuilder:
                 size = -(-size // per_stick) * per_stick
             dims.append((f"d{d}", size))
         if anchor.op in REDUCING_OPS:
-            source = self.layouts[anchor.inputs[0]].host_size
+            source = self.layouts[anchor.value_input(0)].host_size
             if anchor.op == "softmax":
                 reduced = [anchor.shape[anchor.attr["dim"]]]
             elif anchor.op == "layernorm":
@@ -149,7 +160,7 @@ class _KernelBuilder:
             dims.append(("r", math.prod(reduced)))
         stick = f"d{layout.stick_dim}" if anchor.shape else ""
         if anchor.op in REDUCING_OPS and anchor.op != "layernorm" and anchor.op != "softmax":
-            source_layout = self.layouts[anchor.inputs[0]]
+            source_layout = self.layouts[anchor.value_input(0)]
             if source_layout.host_size and source_layout.stick_dim in anchor.attr["dims"]:
                 # reducing along the stick leaves one element per stick (torch-spyre's
                 # "sparse" layout): the output's rows are not packed into sticks
@@ -186,6 +197,7 @@ class _KernelBuilder:
             cost = price(candidate)
             if best is None or cost < best[0] - 1e-9:
                 best = (cost, candidate)
+        assert best is not None  # one core per dim, (1, 1, 1, 1), always fits
         return best[1]
 
     def kernel(self, group_name: str, nodes: list[Node]) -> KernelSpec:
@@ -206,14 +218,17 @@ class _KernelBuilder:
         space, stick, per_stick = self.iteration_space(kind, nodes)
 
         def price(splits):
-            work = derive_work(name, kind, space, splits, read, write, ops, accumulation)
+            work = derive_work(name, kind, space, splits, read_bytes=read, write_bytes=write,
+                               ops=ops, accumulation=accumulation)
             return kernel_cost(work, self.config.device).total_us
 
-        splits = self.split(kind, name, space, stick, per_stick, price)
-        work = derive_work(name, kind, space, splits, read, write, ops, accumulation)
+        splits = self.split(kind, name, space, stick, per_stick=per_stick, price=price)
+        work = derive_work(name, kind, space, splits, read_bytes=read, write_bytes=write, ops=ops,
+                           accumulation=accumulation)
         tiling = tuple((label, size // dict(splits).get(label, 1)) for label, size in space)
-        return KernelSpec(name, kind, tuple(nodes), args, space, splits, tiling, accumulation,
-                          data_format, work)
+        return KernelSpec(name=name, kind=kind, ops=tuple(nodes), args=args, iteration_space=space,
+                          splits=splits, tiling=tiling, accumulation=accumulation,
+                          data_format=data_format, work=work)
 
 
 def run(layout_graph: LayoutGraph, config: Config) -> KernelProgram:
@@ -236,5 +251,7 @@ def run(layout_graph: LayoutGraph, config: Config) -> KernelProgram:
              sum(isinstance(s, HostStep) for s in steps))
     for spec in kernels:
         log.debug("kernel %s %s split=%s", spec.name, spec.kind, dict(spec.splits))
-    return KernelProgram(graph.index, graph.inputs, tuple(steps), graph.outputs,
-                         graph.output_host_dtypes, layout_graph.layouts, graph.constants)
+    return KernelProgram(index=graph.index, inputs=graph.inputs, steps=tuple(steps),
+                         outputs=graph.outputs,
+                         output_host_dtypes=graph.output_host_dtypes, layouts=layout_graph.layouts,
+                         constants=graph.constants)

@@ -18,6 +18,7 @@ from spyre_sim.ir import (
     FusionGroup,
     LayoutGraph,
     LoopGraph,
+    LoopKind,
     LoopNode,
     Node,
     UniqueNames,
@@ -51,11 +52,11 @@ class _Propagation:
         for loop_node in self.loop.nodes:
             if loop_node.kind != "matmul":
                 continue
-            operand = loop_node.node.inputs[1]
+            operand = loop_node.node.value_input(1)
             view = producers.get(operand)
             if view is None or view.node.op != "permute":
                 continue
-            source = view.node.inputs[0]
+            source = view.node.value_input(0)
             if source not in parameters or source in orders:
                 continue
             perm = view.node.attr["dims"]
@@ -65,7 +66,7 @@ class _Propagation:
                 orders[source] = order
         return orders
 
-    def add(self, node: Node, kind: str, layout: TensorLayout) -> str:
+    def add(self, node: Node, kind: LoopKind, layout: TensorLayout) -> str:
         self.nodes.append(LoopNode(node, kind, node.shape))
         self.layouts[node.name] = layout
         return node.name
@@ -74,8 +75,10 @@ class _Propagation:
         key = (operand, order)
         if key not in self.inserted:
             source = self.layouts[operand]
-            node = Node(self.names.fresh(f"restick_{operand}"), "restickify", (operand,),
-                        make_attrs(dim_order=list(order)), source.host_size, source.dtype)
+            node = Node(name=self.names.fresh(f"restick_{operand}"), op="restickify",
+                        inputs=(operand,),
+                        attrs=make_attrs(dim_order=list(order)), shape=source.host_size,
+                        dtype=source.dtype)
             self.inserted[key] = self.add(node, "pointwise",
                                           stick_layout(source.host_size, source.dtype, order))
         return self.inserted[key]
@@ -84,9 +87,9 @@ class _Propagation:
         key = (operand, ("pad", rows))
         if key not in self.inserted:
             source = self.layouts[operand]
-            node = Node(self.names.fresh(f"pad_{operand}"), "pad_rows", (operand,),
-                        make_attrs(dim=len(source.host_size) - 2, rows=rows),
-                        source.host_size, source.dtype)
+            node = Node(name=self.names.fresh(f"pad_{operand}"), op="pad_rows", inputs=(operand,),
+                        attrs=make_attrs(dim=len(source.host_size) - 2, rows=rows),
+                        shape=source.host_size, dtype=source.dtype)
             self.inserted[key] = self.add(node, "pointwise", source)
         return self.inserted[key]
 
@@ -97,7 +100,7 @@ class _Propagation:
         return self.restickify(operand, _order_with_stick(len(layout.host_size), host_dim))
 
     def matmul_operands(self, node: Node) -> tuple:
-        a, b = node.inputs[0], node.inputs[1]
+        a, b = node.value_input(0), node.value_input(1)
         a = self.stick_on(a, len(self.layouts[a].host_size) - 1)
         b = self.stick_on(b, len(self.layouts[b].host_size) - 1)
         k = self.layouts[a].host_size[-1]
@@ -125,7 +128,7 @@ class _Propagation:
 
     def view(self, loop_node: LoopNode) -> None:
         node = loop_node.node
-        source = self.layouts[node.inputs[0]]
+        source = self.layouts[node.value_input(0)]
         attrs = node.attr
         if node.op == "permute":
             self.add(node, "view", permuted_layout(source, tuple(attrs["dims"])))
@@ -150,10 +153,10 @@ class _Propagation:
 
     def visit(self, loop_node: LoopNode) -> None:
         node = loop_node.node
-        node = Node(node.name, node.op,
-                    tuple(self.copy_of_view.get(a, a) if isinstance(a, str) else a
-                          for a in node.inputs),
-                    node.attrs, node.shape, node.dtype, node.placement)
+        node = Node(name=node.name, op=node.op,
+                    inputs=tuple(self.copy_of_view.get(a, a) if isinstance(a, str) else a
+                                 for a in node.inputs),
+                    attrs=node.attrs, shape=node.shape, dtype=node.dtype, placement=node.placement)
         if loop_node.kind == "view":
             self.view(LoopNode(node, loop_node.kind, loop_node.ranges))
             return
@@ -172,7 +175,8 @@ class _Propagation:
 
 
 def _with_inputs(node: Node, inputs: tuple) -> Node:
-    return Node(node.name, node.op, inputs, node.attrs, node.shape, node.dtype, node.placement)
+    return Node(name=node.name, op=node.op, inputs=inputs, attrs=node.attrs, shape=node.shape,
+                dtype=node.dtype, placement=node.placement)
 
 
 def _regroup(loop: LoopGraph, nodes: list[LoopNode]) -> list[FusionGroup]:
@@ -212,7 +216,8 @@ def run(loop: LoopGraph, config: Config) -> LayoutGraph:
     inserted = len(nodes) - len(loop.nodes)
     log.info("layout: %d buffers, %d restickify/padding node(s), %d prepacked parameter(s)",
              len(propagation.layouts), inserted, len(orders))
-    laid_out = LoopGraph(loop.index, loop.inputs, tuple(nodes), tuple(groups), outputs,
-                         loop.output_host_dtypes, loop.constants)
+    laid_out = LoopGraph(index=loop.index, inputs=loop.inputs, nodes=tuple(nodes),
+                         groups=tuple(groups), outputs=outputs,
+                         output_host_dtypes=loop.output_host_dtypes, constants=loop.constants)
     names = [v.name for v in loop.inputs] + [n.name for n in nodes]
     return LayoutGraph(laid_out, tuple((name, propagation.layouts[name]) for name in names))

@@ -30,13 +30,13 @@ def loop_node(node: Node, shapes: dict[str, tuple[int, ...]]) -> LoopNode:
     kind = OPS[node.op].kind
     attrs = node.attr
     if kind == "matmul":
-        return LoopNode(node, kind, node.shape, (shapes[node.inputs[0]][-1],))
+        return LoopNode(node, kind, node.shape, (shapes[node.value_input(0)][-1],))
     if node.op == "softmax":
         return LoopNode(node, kind, node.shape, (node.shape[attrs["dim"]],))
     if node.op == "layernorm":
         return LoopNode(node, kind, node.shape, node.shape[-attrs["ndims"]:])
     if kind == "reduction":
-        source = shapes[node.inputs[0]]
+        source = shapes[node.value_input(0)]
         return LoopNode(node, kind, node.shape, tuple(source[d] for d in attrs["dims"]))
     return LoopNode(node, kind, node.shape)
 
@@ -96,5 +96,6 @@ def run(graph: Graph, config: Config) -> LoopGraph:
     nodes = [loop_node(n, shapes) for n in graph.nodes]
     groups = fuse(nodes, config)
     log.info("lower: %d nodes, %d kernels", len(nodes), len(groups))
-    return LoopGraph(graph.index, graph.inputs, tuple(nodes), tuple(groups), graph.outputs,
-                     graph.output_host_dtypes, graph.constants)
+    return LoopGraph(index=graph.index, inputs=graph.inputs, nodes=tuple(nodes),
+                     groups=tuple(groups), outputs=graph.outputs,
+                     output_host_dtypes=graph.output_host_dtypes, constants=graph.constants)

@@ -57,12 +57,12 @@ def _plan(program: dict[str, Any]) -> ExecPlan:
     inputs, resident = [], []
     for value in program["inputs"]:
         binding = Binding(value["name"], _layout(value["layout"]), value["host_dtype"],
-                          value["dtype"], value["kind"])
+                          value["dtype"], kind=value["kind"])
         if value["name"] in constants:
             resident.append((binding, _constant(constants[value["name"]])))
         else:
             inputs.append(binding)
-    steps = []
+    steps: list[KernelStep | HostStep | ViewStep] = []
     for step in program["steps"]:
         if step["type"] == "compute":
             kernel = step["kernel"]
@@ -77,7 +77,7 @@ def _plan(program: dict[str, Any]) -> ExecPlan:
             steps.append(ViewStep(node_from_dict(step["node"])))
     outputs = tuple(
         None if out is None else Binding(out["name"], _layout(out["layout"]), out["host_dtype"],
-                                         "", "output")
+                                         "", kind="output")
         for out in program["outputs"]
     )
     return ExecPlan(tuple(inputs), tuple(resident), tuple(steps), outputs)
@@ -97,24 +97,28 @@ def job_plan(program: dict[str, Any], config: Config) -> tuple[JobStep, ...]:
                     ("memory_us", round(cost.memory_us, 3)),
                     ("vector_us", round(cost.vector_us, 3)), ("psum_us", round(cost.psum_us, 3)),
                     ("reread_bytes", cost.reread_bytes))
-            jobs.append(JobStep("compute", kernel["name"], cost.total_us, device.launch_us,
-                                work.cores_used, args))
+            jobs.append(JobStep(kind="compute", name=kernel["name"], duration_us=cost.total_us,
+                                launch_us=device.launch_us,
+                                cores=work.cores_used, args=args))
         elif step["type"] == "host":
             node = step["node"]
             for index, layout in enumerate(step["input_layouts"]):
                 nbytes = TensorLayout.from_dict(layout).nbytes
-                jobs.append(JobStep("d2h", f"d2h {node['name']}[{index}]",
-                                    transfer_time_us(nbytes, device), args=(("bytes", nbytes),)))
+                jobs.append(JobStep(kind="d2h", name=f"d2h {node['name']}[{index}]",
+                                    duration_us=transfer_time_us(nbytes, device),
+                                    args=(("bytes", nbytes),)))
             elements = math.prod(node["shape"])
-            jobs.append(JobStep("host", f"cpu {node['op']}", host_op_time_us(elements, device),
+            jobs.append(JobStep(kind="host", name=f"cpu {node['op']}",
+                                duration_us=host_op_time_us(elements, device),
                                 args=(("elements", elements),)))
             nbytes = TensorLayout.from_dict(step["output_layout"]).nbytes
-            jobs.append(JobStep("h2d", f"h2d {node['name']}", transfer_time_us(nbytes, device),
+            jobs.append(JobStep(kind="h2d", name=f"h2d {node['name']}",
+                                duration_us=transfer_time_us(nbytes, device),
                                 args=(("bytes", nbytes),)))
     return tuple(jobs)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Executable:
     """Stage 8 artifact: the loaded program — job plan, device timeline, executor."""
 
@@ -175,7 +179,8 @@ def run(binary: Binary, config: Config) -> Executable:
     )
     seed = config.noise_seed
     rng = random.Random(None if seed is None else seed * 1_000_003 + program["graph"])
-    executable = Executable(program["graph"], plan, jobs, output_shapes, config, None, rng)
+    executable = Executable(index=program["graph"], plan=plan, jobs=jobs,
+                            output_shapes=output_shapes, config=config, _executor=None, _rng=rng)
     log.info("runtime: %d job steps, %.1f us modelled device time", len(jobs),
              executable.base_device_time_us)
     return executable

@@ -22,7 +22,7 @@ from spyre_sim.config import Config
 from spyre_sim.errors import SpyreCompileError
 from spyre_sim.executor import HostStep
 from spyre_sim.ir import KernelProgram, KernelSpec, SdscBundle, canonical_json, node_to_dict
-from spyre_sim.layouts import DEVICE_DTYPE_NAMES, DTYPE_BYTES, elems_per_stick
+from spyre_sim.layouts import DEVICE_DTYPE_NAMES, DTYPE_BYTES, TensorLayout, elems_per_stick
 from spyre_sim.ops import OPS
 
 log = logging.getLogger("spyre_sim.sdsc")
@@ -137,15 +137,16 @@ def _constant_payload(name: str, tensor: torch.Tensor) -> dict[str, Any]:
 def run(program: KernelProgram, config: Config) -> SdscBundle:
     del config
     layouts = dict(program.layouts)
-    bundle, sdscs = [], {}
+    bundle: list[dict[str, Any]] = []
+    sdscs = {}
     for step in program.steps:
         if isinstance(step, KernelSpec):
             sdscs[step.name] = descriptor(step)
             bundle.append({"sdsc_execute": step.name})
         elif isinstance(step, HostStep):
             bundle.append({"host_op": node_to_dict(step.node),
-                           "input_layouts": [lay.to_dict() for lay in step.input_layouts],
-                           "output_layout": step.output_layout.to_dict()})
+                           "input_layouts": [_layout_dict(lay) for lay in step.input_layouts],
+                           "output_layout": _layout_dict(step.output_layout)})
         else:
             bundle.append({"view": node_to_dict(step.node)})
     document = {
@@ -164,3 +165,10 @@ def run(program: KernelProgram, config: Config) -> SdscBundle:
     }
     log.info("sdsc: %d descriptors", len(sdscs))
     return SdscBundle(program.index, canonical_json(document))
+
+
+def _layout_dict(layout: TensorLayout | None) -> dict[str, Any]:
+    """A host op's tensor layout in the bundle: the kernel stage lays out every one."""
+    if layout is None:
+        raise TypeError("a host op of the kernel program has no layout")
+    return layout.to_dict()

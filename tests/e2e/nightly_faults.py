@@ -35,6 +35,8 @@ import sys
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import NoReturn
+from unittest import mock
 
 TESTS = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(TESTS))
@@ -51,7 +53,7 @@ SAMPLES = 20
 MACHINE, ENV = "faults", "fake-env"
 
 
-def ctrl_c(where: str) -> None:
+def ctrl_c(where: str) -> NoReturn:
     """What a terminal's Ctrl-C does: SIGINT to every process of the group."""
     print(f"fault: Ctrl-C in {where}", file=sys.stderr, flush=True)
     os.killpg(os.getpgrp(), signal.SIGINT)
@@ -130,7 +132,8 @@ class HeadProber:
     def bench(self, commit, target, samples=None):
         from regressions.bisection.commits import Measurement
 
-        return Measurement(commit, "ok", self.culprit_samples[target.workload])
+        return Measurement(commit=commit, status="ok",
+                           samples=self.culprit_samples[target.workload])
 
 
 class StepInvestigator:
@@ -162,15 +165,19 @@ class StepInvestigator:
 
 
 def install(fault: str, repo: Path, steps: tuple[int, ...]) -> None:
-    """The two seams, and the fault's place in the bundle writing if it is there."""
+    """The two seams, and the fault's place in the bundle writing if it is there: each put
+    in place for the rest of the process (`mock.patch.object(...).start()`)."""
     import tarfile
 
     from regressions import processes
     from spyre_regress import reporting
 
-    processes.run_asv = FakeAsv(repo, steps, fault)
-    reporting.Investigator = lambda history, prober, progress, probes=1, samples=100: (
-        StepInvestigator(history, prober, progress, fault))
+    mock.patch.object(processes, "run_asv", FakeAsv(repo, steps, fault)).start()
+
+    def investigator(history, prober, progress, probes=1, samples=100) -> StepInvestigator:
+        return StepInvestigator(history, prober, progress, fault)
+
+    mock.patch.object(reporting, "Investigator", investigator).start()
     if fault == "bundle":  # inside reports.bundle._archive, the archive half written
         add = tarfile.TarFile.add
 
@@ -179,15 +186,15 @@ def install(fault: str, repo: Path, steps: tuple[int, ...]) -> None:
             if Path(name).name == "report.md":
                 ctrl_c("writing the first bundle's archive")
 
-        tarfile.TarFile.add = add_then_stop
+        mock.patch.object(tarfile.TarFile, "add", add_then_stop).start()
     if fault == "record":
         write_bundle = reporting.write_bundle
 
-        def written_then_stop(investigation, out_dir):
-            write_bundle(investigation, out_dir)
+        def written_then_stop(investigation, out_dir, repo_name=None) -> NoReturn:
+            write_bundle(investigation, out_dir, repo_name)
             ctrl_c("recording the first bundle's path")
 
-        reporting.write_bundle = written_then_stop
+        mock.patch.object(reporting, "write_bundle", written_then_stop).start()
 
 
 def main(argv: list[str]) -> int:

@@ -36,11 +36,13 @@ def files(tmp_path_factory) -> dict[str, Path]:
     """An alerts file with one alert, a bundle's summary.json, a results directory without
     benchmarks.json, a plain file, a directory that is not a repository, an alert store."""
     root = tmp_path_factory.mktemp("inputs")
-    member = Regression("m", "env", DEVICE, "('mlp', 127)", "device_time", "a" * 40, "b" * 40,
-                        0, 1, 1.7, (1.6, 1.8), 1e-5, 1e-4, 1.0)
+    member = Regression(machine="m", env="env", benchmark=DEVICE, params="('mlp', 127)",
+                        kind="device_time", good_commit="a" * 40, bad_commit="b" * 40,
+                        good_position=0, bad_position=1, ratio=1.7, ci=(1.6, 1.8), p=1e-5, q=1e-4,
+                        baseline=1.0)
     alerts = root / "alerts.json"
     alerts.write_text(json.dumps(alerts_to_json([Alert("device_time", "a" * 40,
-                                                              "b" * 40, (member,), member)])))
+                                                              "b" * 40, (member,), probe=member)])))
     summary = root / "summary.json"
     summary.write_text(json.dumps({"version": 2, "regressions": [], "alerts": 3,
                                    "failures": []}))
@@ -50,10 +52,12 @@ def files(tmp_path_factory) -> dict[str, Path]:
     state = root / "state"
     state.mkdir()
     database = alert_store.AlertStore(state / "alerts.sqlite")
-    record = lifecycle.AlertRecord(1, "device_time", "a" * 40, "b" * 40,
-                                   lifecycle.symptoms_of(Alert("device_time", "a" * 40,
-                                                               "b" * 40, (member,), member)),
-                                   "reported", culprit="c" * 40)
+    record = lifecycle.AlertRecord(id=1, kind="device_time", good_commit="a" * 40,
+                                   bad_commit="b" * 40,
+                                   symptoms=lifecycle.symptoms_of(Alert("device_time", "a" * 40,
+                                                                        "b" * 40, (member,),
+                                                                        probe=member)),
+                                   status="reported", culprit="c" * 40)
     database.save([record], {1: {"stage": "kernel",
                                  "report": str(root / ("reports/" + "alert-001/" + "x" * 150))}})
     database.close()
@@ -196,7 +200,9 @@ def test_a_fault_of_the_tool_is_one_line_and_a_traceback_file(monkeypatch, capsy
     assert cli.main(["alerts", "--state", "."]) == EXIT_FAULT
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line.startswith("spyre-regress: internal error: ZeroDivisionError: a bug")
-    path = Path(re.search(r"traceback is in (\S+);", line).group(1))
+    written = re.search(r"traceback is in (\S+);", line)
+    assert written is not None
+    path = Path(written.group(1))
     assert "raise ZeroDivisionError" in path.read_text()
     path.unlink()
 
@@ -253,6 +259,7 @@ def closed_pipe(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     """`spyre-regress ARGS | head -0`: the reader is gone before the first line is written."""
     process = subprocess.Popen([str(SCRIPT), *args], cwd=cwd, env=user_environment(),
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert process.stdout is not None and process.stderr is not None  # both piped
     process.stdout.close()
     stderr = process.stderr.read()
     return subprocess.CompletedProcess(args, process.wait(timeout=300), "", stderr)
@@ -319,7 +326,10 @@ def test_a_regression_that_does_not_reproduce_is_an_answer_not_a_usage_error(
 
     def not_reproduced(self, alert, target, out_dir, floors=()):
         raise investigator.NotReproduced("the regression did not reproduce between aaaa and "
-                                         "bbbb", BisectResult(None, "a", "b", 1, 2, []))
+                                         "bbbb",
+                                         BisectResult(culprit=None, good="a", bad="b",
+                                                      commits_in_range=1, commits_measured=2,
+                                                      steps=[]))
 
     monkeypatch.setattr(investigator.Investigator, "investigate", not_reproduced)
     (files["results"] / "benchmarks.json").write_text(json.dumps({"version": 2, DEVICE: {

@@ -34,13 +34,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _layernorm(x, weight, bias):
-    return F.layer_norm(x, (x.shape[-1],), weight, bias, 1e-5)
+    return F.layer_norm(x, (x.shape[-1],), weight, bias, eps=1e-5)
 
 
 def _attention(x, w_qkv, b_qkv, w_out, b_out):
     q, k, v = F.linear(x, w_qkv, b_qkv).split(x.shape[-1], dim=-1)
     heads = [t.view(1, x.shape[1], 8, -1).transpose(1, 2) for t in (q, k, v)]
-    attended = F.scaled_dot_product_attention(*heads, is_causal=True)
+    q, k, v = heads
+    attended = F.scaled_dot_product_attention(q, k, v, is_causal=True)
     return F.linear(attended.transpose(1, 2).reshape(x.shape), w_out, b_out)
 
 
@@ -74,8 +75,9 @@ def builds(change: EmulatedBuild) -> list[EmulatedBuild]:
 
 
 def investigate(work, target: Target, params: str, source: str, change: EmulatedBuild):
-    found = example.investigate(target, params, source, builds(change), work / "probe")
-    assert found.commits.culprit.sha == change.sha  # bisection found the change
+    found = example.investigate(target, params, source, builds(change), work_dir=work / "probe")
+    assert found.commits.culprit is not None  # bisection found a culprit: the change
+    assert found.commits.culprit.sha == change.sha
     return found, write_bundle(found, work / "out")
 
 
@@ -83,7 +85,8 @@ def investigate(work, target: Target, params: str, source: str, change: Emulated
 def device_bundle(tmp_path_factory):
     work = tmp_path_factory.mktemp("device")
     found, change = example.fusion_example(work / "probe")
-    assert found.commits.culprit.sha == change.sha  # bisection found the change
+    assert found.commits.culprit is not None  # bisection found a culprit: the change
+    assert found.commits.culprit.sha == change.sha
     return found, write_bundle(found, work / "out")
 
 
@@ -94,10 +97,12 @@ def numerics_bundle(tmp_path_factory):
     inputs = (_randn(128, 4096, shift=4.0), torch.ones(4096), torch.zeros(4096))
     source = example.captured_source(_layernorm, inputs,
                                      "LayerNorm over 4096 offset activations.")
-    target = Target("bench_numerics.NumericsStageErrorDLFloat16.track_rmse_vs_eager_dlfloat16",
-                    ("'layernorm'", "128", "'runtime'"), "layernorm", 128, 4096, "numerics",
-                    None, "rmse_ratio")
-    return investigate(work, target, "('layernorm', 128, 'runtime')", source, EmulatedBuild(
+    target = Target(benchmark="bench_numerics.NumericsStageErrorDLFloat16."
+                              "track_rmse_vs_eager_dlfloat16",
+                    params=("'layernorm'", "128", "'runtime'"), workload="layernorm", seq=128,
+                    width=4096, metric="numerics",
+                    stage=None, error="rmse_ratio")
+    return investigate(work, target, "('layernorm', 128, 'runtime')", source, change=EmulatedBuild(
         "config: accumulate reductions in fp16 (faster norms)",
         {"reduction_accumulation": "fp16"}))
 
@@ -108,12 +113,13 @@ def compile_bundle(tmp_path_factory):
     inputs = (_randn(1, 128, 256), _randn(768, 256, scale=0.05, seed=1), torch.zeros(768),
               _randn(256, 256, scale=0.05, seed=2), torch.zeros(256))
     source = example.captured_source(_attention, inputs, "Causal attention, [1, 128, 256].")
-    target = Target("bench_compile.CompileStage.time_stage",
-                    ("'decompose'", "'attention'", "128"), "attention", 128, 256,
-                    "compile_time", "decompose")
+    target = Target(benchmark="bench_compile.CompileStage.time_stage",
+                    params=("'decompose'", "'attention'", "128"), workload="attention", seq=128,
+                    width=256,
+                    metric="compile_time", stage="decompose")
     return investigate(work, target, "('decompose', 'attention', 128)", source,
-                       EmulatedBuild("decompose: re-verify the decomposition",
-                                     patch=slow_decompose))
+                       change=EmulatedBuild("decompose: re-verify the decomposition",
+                                            patch=slow_decompose))
 
 
 def run_reproducer(folder: Path, *args: str, path: str | None = None) -> dict:

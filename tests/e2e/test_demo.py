@@ -76,20 +76,23 @@ def test_each_figure_has_one_value_wherever_it_is_quoted(demo):
         report, html = (bundle / "report.md").read_text(), (bundle / "report.html").read_text()
         statement = json.loads((bundle / "summary.json").read_text())["causal_statement"]
         c, error, metric = found.confirmation, found.target.error, found.target.measures
+        culprit = found.commits.culprit
+        assert c is not None and found.bisect is not None and culprit is not None  # each found
         figure = confirmation_figure(c)
         assert figure in done.stdout and figure in statement and figure in html
-        good, bad = (metric_value(v, c.unit, metric, error, wording(found))
+        good, bad = (metric_value(v, c.unit, metric, error, words=wording(found))
                      for v in (c.good_median, c.bad_median))
         assert f"at the parent and {bad}" in statement and f"measured {good}" in statement
         assert c.program.width is not None  # the width it ran at, as every other quote says
-        for step in [s for s in found.bisect.steps if s.commit == found.commits.culprit.sha]:
+        for step in [s for s in found.bisect.steps if s.commit == culprit.sha]:
             if step.n == c.bad_n:  # the same samples: the same median in the bisection table
-                median = metric_value(step.median, c.unit, metric, error, wording(found))
+                median = metric_value(step.median, c.unit, metric, error, words=wording(found))
                 assert f"| **{median}** |" in report
         reproducer = " ".join((bundle / "reproducer.py").read_text().split())  # unwrapped
         device = found.timing.device
         if device.ratio is not None:
             for side in (device.good, device.bad):
+                assert side is not None  # a ratio is of two sides
                 if c.metric != "numerics":  # a numerics statement quotes the errors instead
                     assert f"{side.median:.1f} us" in statement
                 assert f"{side.median:.1f} (IQR" in report
@@ -101,6 +104,7 @@ def test_each_figure_has_one_value_wherever_it_is_quoted(demo):
             assert f"from {found.workaround.metric_bad:.1f} us" in report
         if c.metric == "numerics":
             # the benchmark and the stage probe computed the same error of the same output
+            assert error is not None  # a numerics benchmark names its error
             stage = found.stages.numerics["bad"]["runtime"][error]
             assert f"{stage:.4g}" == f"{c.bad_median:.4g}"
             assert f"→ {stage:.4g}× eager DLFloat16's" in statement

@@ -33,6 +33,7 @@ from regressions import git
 from regressions.groundtruth import scenarios
 from regressions.groundtruth import scratch as scratch_history
 from regressions.records import results as results_store
+from regressions.records import tables
 
 pytestmark = pytest.mark.slow
 
@@ -125,7 +126,9 @@ def every_file(root: Path) -> dict[str, bytes]:
             with tarfile.open(path) as archive:
                 for member in archive.getmembers():
                     if member.isfile():
-                        files[f"{path.name}!{member.name}"] = archive.extractfile(member).read()
+                        extracted = archive.extractfile(member)
+                        assert extracted is not None  # a regular file
+                        files[f"{path.name}!{member.name}"] = extracted.read()
     return files
 
 
@@ -166,7 +169,13 @@ def run_documented(command, values: dict, cwd: Path, scratch: Scratch, timeout: 
 
 
 def _detect(scratch, command, work):
-    done = run_documented(command, {"--repo": (), "--json": ()}, scratch.workspace, scratch)
+    values: dict = {"--repo": (), "--json": ()}
+    if "--table" in command.text:  # the scratch store as a long table of results
+        table = work / "results.csv"
+        tables.long_table(results_store.load_results(scratch.workspace / ".asv" / "results")
+                          ).to_csv(table, index=False)
+        values = {"--table": str(table), "--json": ()}
+    done = run_documented(command, values, scratch.workspace, scratch)
     assert done.returncode == 1, done.stderr  # exit 1: alerts
     alerts = json.loads((scratch.workspace / "alerts.json").read_text())["alerts"]
     assert [(a["kind"], a["bad_commit"]) for a in alerts] == [("device_time", scratch.culprit)]
@@ -282,6 +291,21 @@ def _merge_results(scratch, command, work):
     return done
 
 
+def _suite(scratch, command, work):
+    """The torch-spyre suite written out for a checkout (the scratch history stands in for
+    one: any git repository with the branch will do; compiling needs torch-spyre's history,
+    tests/e2e/test_torch_spyre_nightly.py)."""
+    out = work / "bench"
+    done = run_documented(command, {"--repo": str(scratch.workspace), "--out": str(out)},
+                          work, scratch)
+    assert done.returncode == 0, done.stderr
+    assert json.dumps(str(scratch.workspace.resolve())) in (out / "asv.conf.json").read_text()
+    assert {"torch_spyre.py", "torch_spyre_stand_in.py", "workloads.py", "clocks.py"} <= {
+        p.name for p in (out / "benchmarks").iterdir()}
+    assert (out / "torch_spyre_install.py").is_file()
+    return done
+
+
 def _demo(scratch, command, work):
     """The demo's command is the one conftest's `demo_run` runs for tests/e2e/test_demo.py
     (run there, once: it takes minutes)."""
@@ -295,7 +319,7 @@ def _range(scratch) -> dict:
 
 RUNNERS = {"detect": _detect, "bisect": _bisect, "stages": _stages, "knobs": _knobs,
            "minimize": _minimize, "report": _report, "nightly": _nightly, "alerts": _alerts,
-           "benchmark": _benchmark, "merge-results": _merge_results}
+           "benchmark": _benchmark, "merge-results": _merge_results, "suite": _suite}
 
 
 @pytest.mark.parametrize("command", fenced_commands(), ids=lambda c: c.id)

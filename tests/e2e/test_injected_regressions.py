@@ -65,7 +65,7 @@ def _scenario(tmp_path: Path, name: str):
     return records, investigator, target
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Workdiv:
     """The workdiv_m127 history, its investigator and its stage report, shared."""
 
@@ -88,8 +88,9 @@ def workdiv(tmp_path_factory) -> Workdiv:
                                               "workdiv_m127")
     injected = next(r.sha for r in records if r.injection == "workdiv_m127")
     good = investigator.history.parent(injected)
-    return Workdiv(records, investigator, target, injected, good,
-                   investigator.stages(good, injected, target))
+    return Workdiv(records=records, investigator=investigator, target=target, injected=injected,
+                   good=good,
+                   report=investigator.stages(good, injected, target))
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -130,7 +131,8 @@ def test_knob_bisection_finds_the_work_division_workaround(workdiv):
 
 def test_minimize_shrinks_mlp_and_attention_to_three_ops(tmp_path, workdiv):
     investigator = workdiv.investigator
-    target = Target("", (), "block", 127, None, "device_time")
+    target = Target(benchmark="", params=(), workload="block", seq=127, width=None,
+                    metric="device_time")
     candidate = investigator.prober.full_candidate(target)
     assert candidate.op_count > 20
     result = investigator.minimize(workdiv.good, workdiv.injected, target, candidate)

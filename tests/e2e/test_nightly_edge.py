@@ -77,6 +77,7 @@ def night(tmp_path_factory, asv_env, cluster):
     process = subprocess.Popen(command, cwd=root, env=user_environment(**GRID),
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     errors = []
+    assert process.stdout is not None and process.stderr is not None  # both piped
     for line in process.stderr:  # kill a worker once the first unit of work is merged
         errors.append(line)
         if "done 1 of" in line and doomed.poll() is None:
@@ -89,7 +90,9 @@ def night(tmp_path_factory, asv_env, cluster):
 
 def extra_samples(done: subprocess.CompletedProcess) -> int:
     """The samples re-measurement says it spent, from the nightly's summary."""
-    return int(re.search(r"re-measured (\d+) extra samples", done.stdout).group(1))
+    said = re.search(r"re-measured (\d+) extra samples", done.stdout)
+    assert said is not None, done.stdout
+    return int(said.group(1))
 
 
 def test_a_regression_in_the_newest_commit_is_reported_the_night_it_lands(night):

@@ -46,7 +46,9 @@ import dataclasses
 import sys
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 from unittest import mock
 
 import pytest
@@ -63,6 +65,7 @@ from torch.testing._internal.common_methods_invocations import op_db  # noqa: E4
 from torch.testing._internal.opinfo import core as opinfo_core  # noqa: E402
 from torch.testing._internal.opinfo.core import (  # noqa: E402
     BinaryUfuncInfo,
+    OpInfo,
     SampleInput,
     UnaryUfuncInfo,
 )
@@ -131,7 +134,7 @@ class Outcome:
     detail: str = ""
 
 
-def _split(sample) -> tuple[list[torch.Tensor], callable]:
+def _split(sample) -> tuple[list[torch.Tensor], Callable[..., Any]]:
     """The sample's tensors (graph inputs) and a function rebuilding (input, args, kwargs)."""
     leaves, spec = _pytree.tree_flatten((sample.input, sample.args, sample.kwargs))
     positions = [i for i, leaf in enumerate(leaves) if isinstance(leaf, torch.Tensor)]
@@ -202,7 +205,7 @@ def _accumulate_scales(f, primals: tuple, scales: list, elementwise: bool) -> No
         for k in range(len(primals)):
             tangents = tuple(p.abs() if j == k else torch.zeros_like(p)
                              for j, p in enumerate(primals))
-            _, products = torch.func.jvp(f, primals, tangents)
+            products = torch.func.jvp(f, primals, tangents)[1]  # (outputs, their jvp)
             for scale, product in zip(scales, products, strict=True):
                 scale += product.abs()
         return
@@ -260,10 +263,11 @@ def run_sample(op, sample) -> Outcome:
     scales = _condition_scale(op, rebuild, tensors)
     steps = max(_device_steps(program), 1)
     outs = list(result.outputs)
+    problem: str | None
     if len(outs) != len(refs):
         problem = f"{len(outs)} outputs, float64 has {len(refs)}"
     else:
-        problems = [_compare(o, r, q, s, steps)
+        problems = [_compare(o, r, q, s, steps=steps)
                     for o, r, q, s in zip(outs, refs, refs_q, scales, strict=True)]
         problem = next((p for p in problems if p), None)
     fallback = any(n.placement == "cpu" for g in program.graphs
@@ -275,7 +279,7 @@ def run_sample(op, sample) -> Outcome:
     return Outcome("silent", problem)
 
 
-def all_cases() -> list[tuple[str, object, object]]:
+def all_cases() -> list[tuple[str, OpInfo, SampleInput]]:
     return [(sample_id(op, i), op, s) for op in claimed_opinfos()
             for i, s in enumerate(samples_of(op))]
 
@@ -309,9 +313,9 @@ def test_the_tolerance_rejects_wrong_answers_and_accepts_dlfloat16_rounding():
     ref_q = _leaves(_call(op, rebuild, _float64(tensors, round_dlfloat16)))[0]
     (scale,) = _condition_scale(op, rebuild, tensors)
     steps = 6  # rms_norm's decomposition: mul, mean, add, rsqrt, mul, mul
-    assert _compare(round_dlfloat16(ref), ref, ref_q, scale, steps) is None
-    assert _compare(torch.zeros_like(ref), ref, ref_q, scale, steps) is not None
-    assert _compare(ref * 1.05, ref, ref_q, scale, steps) is not None
+    assert _compare(round_dlfloat16(ref), ref, ref_q, scale, steps=steps) is None
+    assert _compare(torch.zeros_like(ref), ref, ref_q, scale, steps=steps) is not None
+    assert _compare(ref * 1.05, ref, ref_q, scale, steps=steps) is not None
 
 
 def test_a_wrong_kernel_is_a_silent_mismatch(monkeypatch):

@@ -48,6 +48,7 @@ def test_a_regression_the_next_commit_reverted_is_reported_as_nothing(night):
     for record in around:
         assert record.status != "reported", record.note
         if record.status == "fixed":
+            assert record.fixed_in is not None  # a fixed record says where
             assert place[record.fixed_in[0]] < 11 <= place[record.fixed_in[1]]
     assert not list((root / "reports").glob("culprit-*"))
     spikes = json.loads((root / "state" / "transients.json").read_text())["transients"]

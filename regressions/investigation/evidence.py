@@ -35,21 +35,25 @@ def evidence_of(alert: Alert, bisection: BisectResult, parent: str | None,
         members=tuple(sorted(s.key for s in lifecycle.symptoms_of(alert))))
     if bisection.kind == metrics.FAILURE:
         bad = bisection.culprit or bisection.bad
-        return lifecycle.Evidence(parent or bisection.good, bad, None, None, None,
-                                  (len(bisection.samples.get(bisection.good, ())), 0),
+        return lifecycle.Evidence(good_commit=parent or bisection.good, bad_commit=bad, ratio=None,
+                                  ci=None, pvalue=None,
+                                  samples=(len(bisection.samples.get(bisection.good, ())), 0),
                                   failed=True, **common)
     if confirmation is not None and parent is not None and bisection.culprit is not None:
-        return lifecycle.Evidence(parent, bisection.culprit, confirmation.ratio,
-                                  confirmation.ci, confirmation.pvalue,
-                                  (confirmation.good_n, confirmation.bad_n), **common)
+        return lifecycle.Evidence(good_commit=parent, bad_commit=bisection.culprit,
+                                  ratio=confirmation.ratio,
+                                  ci=confirmation.ci, pvalue=confirmation.pvalue,
+                                  samples=(confirmation.good_n, confirmation.bad_n), **common)
     before, after = bisection.samples.get(bisection.good), bisection.samples.get(bisection.bad)
     if not before or not after:
         return None
     interval = stats.ratio_interval(before, after, confidence=model.REPORT_CONFIDENCE)
     exact = stats.is_constant(before) and stats.is_constant(after)
     pvalue = None if exact else stats.mann_whitney(before, after).pvalue
-    return lifecycle.Evidence(bisection.good, bisection.bad, interval.ratio,
-                              (interval.low, interval.high), pvalue, (len(before), len(after)),
+    return lifecycle.Evidence(good_commit=bisection.good, bad_commit=bisection.bad,
+                              ratio=interval.ratio,
+                              ci=(interval.low, interval.high), pvalue=pvalue,
+                              samples=(len(before), len(after)),
                               **common)
 
 
@@ -57,7 +61,7 @@ def not_reproduced(alert: Alert, error: NotReproduced, parent: str | None,
                    floors: Sequence[tuple[str, float]] = ()) -> lifecycle.Outcome:
     """The lifecycle's outcome of an investigation that stopped short of a report: its
     measurement, and the finding that refuted it when the measurement alone would confirm."""
-    evidence = evidence_of(alert, error.bisection, parent, error.confirmation, floors)
+    evidence = evidence_of(alert, error.bisection, parent, error.confirmation, floors=floors)
     if error.refuted and evidence is not None:
         evidence = replace(evidence, refuted=str(error))
     return lifecycle.Outcome(error.bisection.culprit, evidence)
@@ -79,7 +83,7 @@ def outcome_of(alert: Alert, attempt: Callable[[], Located], parent_of: Callable
     except SpyreRegressError as error:
         return lifecycle.Outcome(None, None, str(error))
     return lifecycle.Outcome(located.culprit, evidence_of(
-        alert, located.bisection, located.parent, located.confirmation, floors))
+        alert, located.bisection, located.parent, located.confirmation, floors=floors))
 
 
 def head_check(good: Sequence[float], bad: Sequence[float], at_head: Sequence[float],
@@ -92,11 +96,14 @@ def head_check(good: Sequence[float], bad: Sequence[float], at_head: Sequence[fl
     to_good = stats.ratio_interval(good, at_head, confidence=model.REPORT_CONFIDENCE)
     to_bad = stats.ratio_interval(bad, at_head, confidence=model.REPORT_CONFIDENCE)
     still = lifecycle.publishable(lifecycle.Evidence(
-        "", head, to_good.ratio, (to_good.low, to_good.high), None, (len(good), len(at_head)),
-        floor, higher_is_better))
+        good_commit="", bad_commit=head, ratio=to_good.ratio, ci=(to_good.low, to_good.high),
+        pvalue=None, samples=(len(good), len(at_head)),
+        floor=floor, higher_is_better=higher_is_better))
     better = to_bad.low > 1 if higher_is_better else to_bad.high < 1
-    return lifecycle.HeadCheck(head, to_good.ratio, (to_good.low, to_good.high), to_bad.ratio,
-                               (to_bad.low, to_bad.high), len(at_head), better and not still)
+    return lifecycle.HeadCheck(head=head, ratio=to_good.ratio, ci=(to_good.low, to_good.high),
+                               against_bad=to_bad.ratio,
+                               against_bad_ci=(to_bad.low, to_bad.high), samples=len(at_head),
+                               fixed=better and not still)
 
 
 def at_head(alert: Alert, located: Located, measure: Callable[[str, int], Measurement],
@@ -114,5 +121,5 @@ def at_head(alert: Alert, located: Located, measure: Callable[[str, int], Measur
     if measured.status != "ok" or not measured.samples:
         return None
     return head_check(good, bad, measured.samples, head,
-                      metrics.floor_for(alert.probe.name, tuple(floors)),
-                      alert.probe.ratio is not None and alert.probe.ratio < 1)
+                      floor=metrics.floor_for(alert.probe.name, tuple(floors)),
+                      higher_is_better=alert.probe.ratio is not None and alert.probe.ratio < 1)
