@@ -173,7 +173,8 @@ def timed_calls(prepare: Callable[[], object], call: Callable[[], object],
     against 1.5 ms, a layernorm call 16.6 ms against 6.1 ms), by an amount that moves with
     the machine's state; a warm call of a compiled program needs two (WARM_CALL_DISCARDED)."""
     return [(took, ref) for took, ref, _ in timed_waits(
-        prepare, call, clock, min_calls, min_seconds, max_calls, discarded, read_waits=False)]
+        prepare, call, clock, min_calls, min_seconds=min_seconds, max_calls=max_calls,
+        discarded=discarded, read_waits=False)]
 
 
 def timed_waits(prepare: Callable[[], object], call: Callable[[], object],
@@ -325,8 +326,10 @@ def take_pending(row: str, part: str) -> float | None:
     """`part` of `row` as the round's first row measured it, taken once; None when no fresh
     one waits (this row then measures)."""
     path = _pending_file(row)
+    if path is None:
+        return None
     try:
-        left = json.loads(path.read_text()) if path else None
+        left = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
     if not left or time.time() - left.get("at", 0) > PENDING_AGE_S or part not in left["parts"]:

@@ -68,13 +68,13 @@ class Wait(NamedTuple):
     run_queue: float
     blocked: float
 
-    def __add__(self, other: object) -> Wait:  # type: ignore[override]
+    def __add__(self, other: object) -> Wait:
         if not isinstance(other, Wait):
             return NotImplemented
         return Wait(*(a + b for a, b in zip(self, other, strict=True)))
 
 
-ZERO = Wait(0.0, 0.0, 0.0, 0.0, 0.0)
+ZERO = Wait(wall=0.0, cpu=0.0, children_cpu=0.0, run_queue=0.0, blocked=0.0)
 
 
 class Snapshot(NamedTuple):
@@ -100,7 +100,7 @@ def at_start() -> Snapshot:
     waiting = run_queue_waits()
     reaped = reaped_children_cpu()
     cpu = time.process_time()
-    return Snapshot(time.perf_counter(), cpu, reaped, waiting, live)
+    return Snapshot(wall=time.perf_counter(), cpu=cpu, reaped=reaped, waiting=waiting, live=live)
 
 
 def at_end() -> Snapshot:
@@ -108,7 +108,8 @@ def at_end() -> Snapshot:
     wall = time.perf_counter()
     cpu = time.process_time()
     reaped = reaped_children_cpu()
-    return Snapshot(wall, cpu, reaped, run_queue_waits(), live_descendants())
+    return Snapshot(wall=wall, cpu=cpu, reaped=reaped, waiting=run_queue_waits(),
+                    live=live_descendants())
 
 
 def between(start: Snapshot, end: Snapshot) -> Wait:
@@ -123,7 +124,8 @@ def between(start: Snapshot, end: Snapshot) -> Wait:
         seconds for key, seconds in start.live.items() if key not in end.live)
     children = max(0.0, end.reaped - start.reaped + live)
     run_queue = max(0.0, waited)
-    return Wait(wall, cpu, children, run_queue, max(0.0, wall - cpu - children - run_queue))
+    return Wait(wall=wall, cpu=cpu, children_cpu=children, run_queue=run_queue,
+                blocked=max(0.0, wall - cpu - children - run_queue))
 
 
 def measure(call: Callable[[], T]) -> tuple[T, Wait]:
@@ -210,7 +212,7 @@ def live_descendants() -> dict[tuple[int, int], float]:
 def _process_stats() -> dict[int, tuple[int, int, float]]:
     """pid -> (parent pid, start time in ticks, CPU seconds with reaped children) of every
     process /proc lists (a process that ends during the scan is left out)."""
-    stats = {}
+    stats: dict[int, tuple[int, int, float]] = {}
     try:
         names = os.listdir("/proc")
     except OSError:

@@ -186,7 +186,7 @@ def part_change(found: Investigation) -> str:
     where = f"the {target.stage} stage" if target.stage else \
         f"a compile of {c.program.describe()}"
     return change_sentence(metric, where, c.good_median, c.bad_median,
-                           metrics.wait_floor(metric)) + "."
+                           floor=metrics.wait_floor(metric)) + "."
 
 
 def has_device_clock(timing: Timing) -> bool:

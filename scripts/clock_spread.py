@@ -141,7 +141,7 @@ def wait_windows(selected: list, windows: int) -> dict[str, list[dict[str, float
             return None
         benchmark.prepare_row()
         return clocks.sample_waits(benchmark.fresh, benchmark.call, benchmark.clock,
-                                   benchmark.min_calls, benchmark.discarded_calls)
+                                   benchmark.min_calls, discarded=benchmark.discarded_calls)
 
     for window in range(windows):
         for name, cls, params in selected:

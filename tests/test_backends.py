@@ -146,11 +146,11 @@ def test_the_probe_reads_the_part_of_a_stage_s_wait_that_a_request_names(monkeyp
         return run_stage(stage, *args, **kwargs)
 
     monkeypatch.setattr(spyre_sim, "run_stage", sleepy)
-    blocked = probe.COMMANDS["sample"](_request("spyre_sim", "compile_time", samples=2,
-                                                stage="sdsc", wait_part="blocked"))
+    blocked = probe.cmd_sample(_request("spyre_sim", "compile_time", samples=2, stage="sdsc",
+                                        wait_part="blocked"))
     assert all(0.025 < s < 0.2 for s in blocked.samples), blocked.samples
-    other = probe.COMMANDS["sample"](_request("spyre_sim", "compile_time", samples=2,
-                                            stage="kernel", wait_part="blocked"))
+    other = probe.cmd_sample(_request("spyre_sim", "compile_time", samples=2, stage="kernel",
+                                      wait_part="blocked"))
     assert all(s < 0.01 for s in other.samples), other.samples  # another stage: no wait
 
 

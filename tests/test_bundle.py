@@ -674,14 +674,17 @@ def test_a_report_of_a_stage_that_now_waits_says_which_part_moved_and_by_how_muc
     found = synthetic_investigation(tmp_path, benchmark="bench_compile.CompileStage."
                                     "time_stage_blocked", params="('sdsc', 'mlp', 128)")
     metric = model.metrics.by_name("compile_blocked")
-    target = model.Target("bench_compile.CompileStage.time_stage_blocked",
-                          ("'sdsc'", "'mlp'", "128"), "mlp", 128, 1024, metric.name, "sdsc")
+    target = model.Target(benchmark="bench_compile.CompileStage.time_stage_blocked",
+                          params=("'sdsc'", "'mlp'", "128"), workload="mlp", seq=128, width=1024,
+                          metric=metric.name, stage="sdsc")
     program = model.Program("mlp", 128, 1024, "benchmark")
     rng = np.random.default_rng(1)
     confirmation = model.confirmation(program, metric, (0.005,) * 20,
                                       tuple(rng.normal(0.0502, 0.0002, 20).tolist()),
-                                      metric.floor)
-    rows = [StageDelta(s, False, 0, 0.00001, 0.0501 if s == "sdsc" else 0.00001, None, 0.03)
+                                      floor=metric.floor)
+    rows = [StageDelta(stage=s, changed=False, diff_lines=0, compile_s_good=0.00001,
+                       compile_s_bad=0.0501 if s == "sdsc" else 0.00001, compile_ratio=None,
+                       compile_p=0.03)
             for s in spyre_sim.STAGES]
     stages = dataclasses.replace(found.stages, first_divergent_stage="sdsc", basis="wait",
                                  diff="", stage_diff_lines=0, stages=rows, wait_part="blocked")

@@ -198,9 +198,13 @@ class Sleepy(clocks.ProcessSampled):
 def test_a_call_s_parts_come_from_one_process_and_its_cpu_is_relative(monkeypatch, machine):
     """`wait_figures`: the CPU figure as `relative_seconds` gives it, the other parts the
     median over the calls, in seconds."""
-    timed = [(0.004, clocks.REFERENCE_S * 2, clocks.waits.Wait(0.03, 0.004, 0.0, 0.0, 0.026)),
-             (0.004, clocks.REFERENCE_S * 2, clocks.waits.Wait(0.05, 0.004, 0.01, 0.0, 0.036)),
-             (0.004, clocks.REFERENCE_S * 2, clocks.waits.Wait(0.04, 0.004, 0.0, 0.0, 0.036))]
+    def wait(wall, children_cpu, blocked):
+        return clocks.waits.Wait(wall=wall, cpu=0.004, children_cpu=children_cpu,
+                                 run_queue=0.0, blocked=blocked)
+
+    timed = [(0.004, clocks.REFERENCE_S * 2, wait(0.03, 0.0, 0.026)),
+             (0.004, clocks.REFERENCE_S * 2, wait(0.05, 0.01, 0.036)),
+             (0.004, clocks.REFERENCE_S * 2, wait(0.04, 0.0, 0.036))]
     figures = clocks.wait_figures(timed)
     assert figures["cpu"] == pytest.approx(0.002)  # the machine ran at half speed
     assert figures["blocked"] == pytest.approx(0.036)

@@ -88,7 +88,8 @@ def test_a_region_that_raises_is_still_measured():
 
 
 def snapshot(wall=0.0, cpu=0.0, reaped=0.0, waiting=None, live=None):
-    return waits.Snapshot(wall, cpu, reaped, waiting or {}, live or {})
+    return waits.Snapshot(wall=wall, cpu=cpu, reaped=reaped, waiting=waiting or {},
+                          live=live or {})
 
 
 def test_the_parts_add_up_to_the_wall_time_and_blocked_is_the_rest():

@@ -173,7 +173,8 @@ def timed_calls(prepare: Callable[[], object], call: Callable[[], object],
     against 1.5 ms, a layernorm call 16.6 ms against 6.1 ms), by an amount that moves with
     the machine's state; a warm call of a compiled program needs two (WARM_CALL_DISCARDED)."""
     return [(took, ref) for took, ref, _ in timed_waits(
-        prepare, call, clock, min_calls, min_seconds, max_calls, discarded, read_waits=False)]
+        prepare, call, clock, min_calls, min_seconds=min_seconds, max_calls=max_calls,
+        discarded=discarded, read_waits=False)]
 
 
 def timed_waits(prepare: Callable[[], object], call: Callable[[], object],
@@ -284,6 +285,13 @@ def _one_thread() -> None:
         torch.set_num_threads(1)
 
 
+def advance(seconds: float) -> None:
+    """Move `process_clock` by a sample taken elsewhere: the compile of a grid point that
+    another benchmark process of the same round timed (the torch-spyre suite's rows)."""
+    global _elapsed
+    _elapsed += seconds
+
+
 def sample(prepare: Callable[[], object], call: Callable[[], object],
            clock: Callable[[], float], min_calls: int = 1, discarded: int = 1) -> float:
     """One asv sample of `call`: a fresh process's `relative_seconds`. Advances
@@ -318,8 +326,10 @@ def take_pending(row: str, part: str) -> float | None:
     """`part` of `row` as the round's first row measured it, taken once; None when no fresh
     one waits (this row then measures)."""
     path = _pending_file(row)
+    if path is None:
+        return None
     try:
-        left = json.loads(path.read_text()) if path else None
+        left = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
     if not left or time.time() - left.get("at", 0) > PENDING_AGE_S or part not in left["parts"]:
@@ -389,7 +399,7 @@ class ProcessSampled:
         self._warm = True
 
     def sample(self) -> None:
-        sample(self.fresh, self.call, self.clock, self.min_calls, self.discarded_calls)
+        sample(self.fresh, self.call, self.clock, self.min_calls, discarded=self.discarded_calls)
 
     def prepare_row(self) -> None:
         """Everything the measuring row needs before it forks (a part row that takes its
@@ -407,7 +417,7 @@ class ProcessSampled:
         if value is None:
             self.prepare_row()
             figures = sample_waits(self.fresh, self.call, self.clock, self.min_calls,
-                                   self.discarded_calls)
+                                   discarded=self.discarded_calls)
             judged = {p: waits.judged(p, figures[p]) for p in waits.JUDGED_PARTS}
             value = judged.pop(part)
             leave_pending(row, judged)
