@@ -266,12 +266,9 @@ def _stage_clause(found: Investigation) -> str:
             "outside the compile stages")
 
 
-def _what_changed(found: Investigation, kernels: KernelChanges,
-                  changes: Mapping[str, list], numerics_rows: Sequence[Mapping]) -> str:
+def _kernel_sentences(found: Investigation, kernels: KernelChanges) -> list[str]:
+    """How the compiled kernels changed, and which the timing model could not time."""
     sentences = []
-    if changes:
-        sentences.append(f"The default {wording(found).config} changed: " + ", ".join(
-            f"{name} {values[0]!r} → {values[1]!r}" for name, values in changes.items()) + ".")
     if kernels.any:
         parts = []
         if kernels.removed:
@@ -289,6 +286,16 @@ def _what_changed(found: Investigation, kernels: KernelChanges,
     if kernels.unmodelled:
         sentences.append(f"{len(kernels.unmodelled)} kernel(s) the timing model could not time "
                          f"are in none of these figures: {listing(list(kernels.unmodelled))}.")
+    return sentences
+
+
+def _what_changed(found: Investigation, kernels: KernelChanges,
+                  changes: Mapping[str, list], numerics_rows: Sequence[Mapping]) -> str:
+    sentences = []
+    if changes:
+        sentences.append(f"The default {wording(found).config} changed: " + ", ".join(
+            f"{name} {values[0]!r} → {values[1]!r}" for name, values in changes.items()) + ".")
+    sentences += _kernel_sentences(found, kernels)
     stage = found.stages.numerics_first_divergent_stage
     if stage:
         row = next((r for r in numerics_rows if r["stage"] == stage), None)
