@@ -171,7 +171,7 @@ def test_an_investigation_reads_back_as_itself(tmp_path):
                                         "number"),
     ("target.seq", True, "`investigation.target.seq` must be an integer"),
     ("stages.basis", 3, "`investigation.stages.basis` must be one of 'artifact', "
-                        "'instructions', 'compile_clock', 'compile_error' or null"),
+                        "'instructions', 'compile_clock', 'wait', 'compile_error' or null"),
 ])
 def test_reading_names_the_bad_field(tmp_path, path, value, message):
     document = model.dump(synthetic_investigation(tmp_path))
