@@ -27,23 +27,57 @@ machine's momentary speed does to both cancels. asv reads the value through
 `timer = process_clock`, a clock that `sample` advances by it, as the device clock advances
 by each simulated run (bench_execute).
 
-Stdlib and torch only: the probes load this file by path to measure clocks the same way.
+A compile's sample has parts (`waits.py`, its sibling): the process's CPU as above, its child
+processes' CPU and the time it spent blocked, each judged in a row of its own. One forked
+process measures them all at once (`sample_waits`); the benchmark process of the first row
+asv runs in a round takes them, and leaves the other parts for the rows that follow it in
+the same round (`ProcessSampled.part_sample`), so a part costs a benchmark process that
+measures nothing.
+
+Stdlib and torch only: the probes load this file (and `waits.py` beside it) by path to
+measure clocks the same way; a suite of another project copies both.
 """
 
 from __future__ import annotations
 
 import contextlib
 import gc
+import hashlib
+import importlib
+import importlib.util
 import json
 import os
 import select
 import signal
 import statistics
 import sys
+import tempfile
 import time
 import traceback
 from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import ModuleType
 from typing import Any, TypeVar
+
+
+def _sibling(name: str) -> ModuleType:
+    """A module beside this file: from its package in a suite, by path where a probe loaded
+    this file by path (the name it is given there is this one's, with `name` after it)."""
+    if __package__:
+        return importlib.import_module(f"{__package__}.{name}")
+    loaded = sys.modules.get(f"{__name__}_{name}")
+    if loaded is not None:
+        return loaded
+    spec = importlib.util.spec_from_file_location(f"{__name__}_{name}",
+                                                  Path(__file__).with_name(f"{name}.py"))
+    assert spec is not None and spec.loader is not None, name
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+waits = _sibling("waits")
 
 # What one run of `reference` takes on an undisturbed core of the machine the suite was
 # calibrated on (an AMD EPYC vCPU, Python 3.11, torch 2.13: the fastest of 3,000 runs,
@@ -74,6 +108,10 @@ WARM_CALL_MIN_CALLS = 5
 # A measuring process that has not answered by then is killed: one sample takes seconds, and
 # asv's own `timeout` (300 s) would end the benchmark process first.
 CHILD_TIMEOUT_S = 600.0
+# The parts one benchmark process measured and the next rows of its round take (asv runs
+# the rows of one benchmark class one after another, within seconds). Older than this, they
+# are another round's and nobody takes them.
+PENDING_AGE_S = 300.0
 
 T = TypeVar("T")
 _elapsed = 0.0
@@ -135,21 +173,34 @@ def timed_calls(prepare: Callable[[], object], call: Callable[[], object],
     That made first calls 1.3-3.6x slower than the next ones (a decompose stage 5.5 ms
     against 1.5 ms, a layernorm call 16.6 ms against 6.1 ms), by an amount that moves with
     the machine's state; a warm call of a compiled program needs two (WARM_CALL_DISCARDED)."""
+    return [(took, ref) for took, ref, _ in timed_waits(
+        prepare, call, clock, min_calls, min_seconds=min_seconds, max_calls=max_calls,
+        discarded=discarded, read_waits=False)]
+
+
+def timed_waits(prepare: Callable[[], object], call: Callable[[], object],
+                clock: Callable[[], float], min_calls: int = 1,
+                min_seconds: float = MIN_SECONDS, max_calls: int = MAX_CALLS,
+                discarded: int = 1, read_waits: bool = True) -> list[tuple[float, float, Any]]:
+    """`timed_calls`, each call also with the parts of its wall time (`waits.Wait`; None
+    when not `read_waits`), read around the same call the clock times."""
     reference()  # its first run allocates the operands
     for _ in range(discarded):
         prepare()
         call()
-    timed: list[tuple[float, float]] = []
+    timed: list[tuple[float, float, Any]] = []
     prepare()
     with _collector_off():
         previous = _timed(reference, clock)
     while True:
         with _collector_off():
+            start = waits.at_start() if read_waits else None
             took = _timed(call, clock)
+            wait = waits.between(start, waits.at_end()) if start is not None else None
             after = _timed(reference, clock)
-        timed.append((took, (previous + after) / 2))
+        timed.append((took, (previous + after) / 2, wait))
         previous = after
-        enough = len(timed) >= min_calls and sum(t for t, _ in timed) >= min_seconds
+        enough = len(timed) >= min_calls and sum(t for t, _, _ in timed) >= min_seconds
         if enough or len(timed) >= max_calls:
             return timed
         prepare()
@@ -175,6 +226,17 @@ def _collector_off() -> Iterator[None]:
 def relative_seconds(timed: list[tuple[float, float]]) -> float:
     """The process's sample: its median call time over the reference's, x REFERENCE_S."""
     return statistics.median(took / max(ref, 1e-9) for took, ref in timed) * REFERENCE_S
+
+
+def wait_figures(timed: list[tuple[float, float, Any]]) -> dict[str, float]:
+    """A process's figures for each part of its calls' wall time: `cpu` its sample as
+    `relative_seconds` gives it (relative to the reference, as the CPU row always was), every
+    other part (children_cpu, blocked, run_queue, wall) the median over its calls, in
+    seconds: a sleep or a child's work does not run at the machine's momentary speed."""
+    figures = {part: statistics.median(getattr(wait, part) for _, _, wait in timed)
+               for part in waits.Wait._fields}
+    figures["cpu"] = relative_seconds([(took, ref) for took, ref, _ in timed])
+    return figures
 
 
 def in_child(measure: Callable[[], Any], timeout: float = CHILD_TIMEOUT_S) -> Any:
@@ -242,6 +304,58 @@ def sample(prepare: Callable[[], object], call: Callable[[], object],
     return value
 
 
+def sample_waits(prepare: Callable[[], object], call: Callable[[], object],
+                 clock: Callable[[], float], min_calls: int = 1, discarded: int = 1
+                 ) -> dict[str, float]:
+    """One fresh process's `wait_figures` of `call`: every part of its wall time at once."""
+    return {part: float(value) for part, value in in_child(lambda: wait_figures(timed_waits(
+        prepare, call, clock, min_calls, discarded=discarded))).items()}
+
+
+def _pending_file(row: str) -> Path | None:
+    """Where one benchmark row's parts wait for the rows after it in this round: keyed by the
+    process asv forked this one from (one forkserver per commit and round) and the commit.
+    None outside an asv run (a probe runs a benchmark with no rows after it)."""
+    commit = os.environ.get("ASV_COMMIT")
+    if not commit:
+        return None
+    key = hashlib.sha256(f"{row}|{os.getppid()}|{commit}".encode()).hexdigest()[:32]
+    return Path(tempfile.gettempdir()) / f"spyre-regress-parts-{os.getuid()}" / key
+
+
+def take_pending(row: str, part: str) -> float | None:
+    """`part` of `row` as the round's first row measured it, taken once; None when no fresh
+    one waits (this row then measures)."""
+    path = _pending_file(row)
+    if path is None:
+        return None
+    try:
+        left = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if not left or time.time() - left.get("at", 0) > PENDING_AGE_S or part not in left["parts"]:
+        return None
+    value = float(left["parts"].pop(part))
+    if left["parts"]:
+        path.write_text(json.dumps(left))
+    else:
+        path.unlink(missing_ok=True)
+    return value
+
+
+def leave_pending(row: str, parts: dict[str, float]) -> None:
+    """Leave `parts` of `row` for the rows after this one in the round."""
+    path = _pending_file(row)
+    if path is None or not parts:
+        return
+    path.parent.mkdir(mode=0o700, exist_ok=True)
+    for old in path.parent.iterdir():  # another round's leftovers (a row that never ran)
+        with contextlib.suppress(OSError):
+            if time.time() - old.stat().st_mtime > PENDING_AGE_S:
+                old.unlink()
+    path.write_text(json.dumps({"at": time.time(), "parts": parts}))
+
+
 class ProcessSampled:
     """What every host-clock benchmark class shares: one asv sample per benchmark process,
     taken in one process forked from it.
@@ -254,7 +368,12 @@ class ProcessSampled:
 
     A class sets `clock` (what a call is timed with), `call` (the timed work) and, when a call
     needs something made fresh before it (untimed), `fresh`; its `setup` calls `warm_up` last
-    and its `time_` method returns `self.sample()`."""
+    and its `time_` method returns `self.sample()`.
+
+    A class whose rows are parts of a wait (a compile: cpu, children_cpu, blocked) has one
+    `time_` method per part, each calling `self.part_sample(part, *params)`; its `setup` does
+    only what is cheap, and `prepare_row` the rest (the program, `warm_up`), which only the
+    row that measures runs."""
 
     timer = staticmethod(process_clock)
     number = 1  # one forked process per asv sample
@@ -282,3 +401,25 @@ class ProcessSampled:
 
     def sample(self) -> None:
         sample(self.fresh, self.call, self.clock, self.min_calls, discarded=self.discarded_calls)
+
+    def prepare_row(self) -> None:
+        """Everything the measuring row needs before it forks (a part row that takes its
+        value from the round's first row needs none of it)."""
+        self.warm_up()
+
+    def part_sample(self, part: str, *params: object) -> None:
+        """One asv sample of `part` of the call's wait (`waits.JUDGED_PARTS`), as the gate
+        judges it (`waits.judged`: never below the part's floor). The first row of a round
+        measures every part in one forked process and leaves the others for its sibling
+        rows; a row that finds its part left by it takes that instead of measuring."""
+        global _elapsed
+        row = f"{type(self).__module__}.{type(self).__qualname__}{params!r}"
+        value = take_pending(row, part)
+        if value is None:
+            self.prepare_row()
+            figures = sample_waits(self.fresh, self.call, self.clock, self.min_calls,
+                                   discarded=self.discarded_calls)
+            judged = {p: waits.judged(p, figures[p]) for p in waits.JUDGED_PARTS}
+            value = judged.pop(part)
+            leave_pending(row, judged)
+        _elapsed += value

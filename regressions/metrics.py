@@ -17,9 +17,11 @@ import typing
 from dataclasses import dataclass
 from typing import Final, Literal, NamedTuple
 
+from benchmarks import waits
+
 # Alert kinds: one per metric, and "failure" (a series that stops running).
-Kind = Literal["compile_work", "device_time", "host_time", "compile_time", "numerics", "track",
-               "memory", "count", "time", "failure"]
+Kind = Literal["compile_work", "device_time", "host_time", "compile_blocked", "compile_children",
+               "compile_time", "numerics", "track", "memory", "count", "time", "failure"]
 # How the probes measure a metric inside one build (probing/probe.py implements each).
 Probe = Literal["device_time", "host_time", "compile_time", "compile_work", "numerics"]
 Section = Literal["timing", "correctness", "evidence"]
@@ -32,6 +34,9 @@ KnobBaseline = Literal["device_clock", "stage_clock", "runtime_error", "host_clo
 # How a figure is shown: device time in us, other times in ms or s, counts in millions of
 # instructions, errors with what they are, anything else as a number with its unit.
 Display = Literal["us", "ms", "instructions", "error", "value"]
+# Which part of a compile's wall time a compile metric's samples are (benchmarks/waits.py):
+# the process's CPU, its child processes' CPU, or the time it spent blocked.
+WaitPart = Literal["cpu", "children_cpu", "blocked"]
 
 FAILURE: Final = "failure"  # a Kind, and the failure of BisectResult.kind
 EVIDENCE_FIRST: tuple[Section, ...] = ("evidence", "timing", "correctness")
@@ -79,6 +84,12 @@ class Metric:
     # its figure does not depend on what else runs on the host (a simulated clock, counts,
     # errors), so it may be measured beside other work; a wall clock may not
     shares_host: bool = False
+    # A compile metric: which part of the compile's wall time its samples are; the stage
+    # probe reads the same part per stage, and `change` says how a report words its growth
+    # ({where}: "the sdsc stage", "a compile of mlp"; {delta}, {good}, {bad} in ms).
+    wait_part: WaitPart | None = None
+    change: str = "{where} now takes {delta} more per compile ({good} → {bad})"
+    stage_figure: str = "wall time"  # the stage probe's per-stage figure of the metric
 
 
 METRICS: tuple[Metric, ...] = (
@@ -111,13 +122,36 @@ METRICS: tuple[Metric, ...] = (
            knob_quantity="host wall time per warm call (median of 21; a clock: it moves "
                          "with the machine's load)",
            timing_row="host"),
+    # The parts of a cold compile's wall time other than the process's CPU
+    # (benchmarks/waits.py): its child processes' CPU (a backend compiler run as a
+    # subprocess, Inductor's C++ build) and its blocked time (sleeps, locks, files). Each
+    # sample reads at least the part's floor (waits.FLOORS), so a part near zero is flat at
+    # it, which is not a deterministic series (the next sample may be a little above); a
+    # rise above is worth an alert from 10%, the host clocks' floor (a few milliseconds over
+    # a floor of five are a larger ratio than they are a wait). Instruction counts cannot
+    # see either part (a child's instructions are not the measured process's; a wait
+    # executes none), so neither refutes a rise for want of more counted work, and no knob
+    # is searched.
+    Metric(name="compile_children", pattern=r"^(bench_)?compile\..*_children_cpu\b",
+           label="compile children's CPU time", unit="s", floor=0.10, probe="compile_time",
+           probe_unit="s", deterministic=False, clock="CPU time of the compile's child processes",
+           display="ms", per_stage=True, wait_part="children_cpu", reproducer_compiles=3,
+           change="the child processes of {where} now take {delta} more CPU per compile "
+                  "({good} → {bad})", stage_figure="children's CPU time"),
+    Metric(name="compile_blocked", pattern=r"^(bench_)?compile\..*_blocked\b",
+           label="compile blocked time", unit="s", floor=0.10, probe="compile_time",
+           probe_unit="s", deterministic=False,
+           clock="blocked time (wall time less CPU, children's CPU and run-queue wait)",
+           display="ms", per_stage=True, wait_part="blocked", reproducer_compiles=3,
+           change="{where} now waits {delta} more per compile, blocked ({good} → {bad})",
+           stage_figure="blocked time"),
     # Cold compile CPU time: asv's default regressions_threshold (asv/config.py, 0.05).
     Metric(name="compile_time", pattern=r"^(bench_)?compile\.", label="compile time", unit="s",
            floor=0.05, probe="compile_time", probe_unit="s", clock="CPU time", display="ms",
            per_stage=True, counts_instructions=True, knob_baseline="stage_clock",
            knob_quantity="wall time of the {stage} stage per cold compile (a clock: it "
                          "moves with the machine's load)",
-           refuted_without_more_work=True, reproducer_compiles=3),
+           refuted_without_more_work=True, reproducer_compiles=3, wait_part="cpu"),
     # Numerical error against float64: deterministic under fixed seeds; asv's default 5%.
     Metric(name="numerics", pattern=r"^(bench_)?numerics\.", label="numerical error", unit="",
            floor=0.05, probe="numerics", deterministic=True, display="error",
@@ -135,8 +169,9 @@ METRICS: tuple[Metric, ...] = (
     Metric(name="time", pattern=r"", label="time", unit="s", floor=0.01, display="ms"),
 )
 KINDS: tuple[Kind, ...] = tuple(m.name for m in METRICS) + (FAILURE,)
-# What the probes can measure (the CLI's --metric choices).
-PROBE_METRICS: tuple[str, ...] = tuple(dict.fromkeys(m.probe for m in METRICS if m.probe))
+# The metrics the probes can measure, by name (the CLI's --metric choices): a compile
+# metric per part of the compile's wall time, all three measured by the compile_time probe.
+PROBE_METRICS: tuple[str, ...] = tuple(m.name for m in METRICS if m.probe)
 
 class NumericsError(NamedTuple):
     """One error a numerics benchmark can track: which benchmarks (the end of the asv name,
@@ -225,6 +260,12 @@ def moves_with_runner(benchmark: str, kind: str | None = None) -> bool:
     a simulated clock nor for a deterministic metric (environment alerts count on it)."""
     metric = metric_of(benchmark, kind)
     return metric.runner_bound and metric.deterministic is not True
+
+
+def wait_floor(metric: Metric) -> float:
+    """The least a sample of the metric's part of a compile's wall time reads (the floor
+    the benchmarks apply, benchmarks/waits.py): a value at it says "this much or less"."""
+    return waits.FLOORS.get(metric.wait_part or "", 0.0)
 
 
 def numerics_error(benchmark: str) -> str:

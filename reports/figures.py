@@ -134,10 +134,12 @@ def evidence(found: Investigation, kernels: KernelChanges) -> list[Figure]:
                            change=_ratio(kernels.good_total_us, kernels.bad_total_us)))
     row = next((d for d in stages.stages if d.stage == stages.first_divergent_stage), None)
     if row is not None and found.target.measures.per_stage:  # compile alerts quote these
-        rows.append(Figure(quantity=f"wall time of the {row.stage} stage per cold compile",
+        rows.append(Figure(quantity=f"{found.target.measures.stage_figure} of the {row.stage} "
+                                    "stage per cold compile",
                            program=program,
-                           measured_by="the host's wall clock (stage probe: repeated compiles of "
-                                       "the whole pipeline in one process)",
+                           measured_by=("the host's wall clock" if stages.wait_part is None else
+                                        "the kernel's accounting of the compile's wall time") +
+                                       " (stage probe: repeated compiles of the whole pipeline)",
                            statistic="median of repeated compiles",
                            good=quantity(row.compile_s_good, "s"),
                            bad=quantity(row.compile_s_bad, "s"),

@@ -160,6 +160,35 @@ def confirmation_sentence(found: Investigation) -> str:
             f"({samples}): {confirmation_figure(c)}")
 
 
+def change_sentence(metric: metrics.Metric, where: str, good: float | None,
+                    bad: float | None, floor: float = 0.0) -> str:
+    """What grew, in the metric's words (`Metric.change`): "the sdsc stage now waits 50.08
+    ms more per compile, blocked (0.01 ms → 50.09 ms)". A good value at the part's `floor`
+    (the least a benchmark sample reads) is that much or less, so the growth is at least the
+    rest."""
+    if good is None or bad is None:
+        return ""
+    at_floor = floor > 0 and good <= floor * (1 + 1e-6)
+    delta = ("at least " if at_floor else "") + quantity(bad - good, "s")
+    before = f"{quantity(good, 's')} or less, the floor" if at_floor else quantity(good, "s")
+    text = metric.change.format(where=where, delta=delta, good=before,
+                                bad=quantity(bad, "s"))
+    return text[:1].upper() + text[1:]
+
+
+def part_change(found: Investigation) -> str:
+    """For a regression in a part of a compile's wall time other than its CPU (its
+    children's CPU, its blocked time): which part moved and by how much, per compile, as the
+    confirmation measured it."""
+    metric, c, target = found.target.measures, found.confirmation, found.target
+    if metric.wait_part in (None, "cpu") or c is None:
+        return ""
+    where = f"the {target.stage} stage" if target.stage else \
+        f"a compile of {c.program.describe()}"
+    return change_sentence(metric, where, c.good_median, c.bad_median,
+                           floor=metrics.wait_floor(metric)) + "."
+
+
 def has_device_clock(timing: Timing) -> bool:
     """Whether the compiler measured reads a device clock: False only when both builds ran
     and neither gave a device time (Inductor's CPU code), so a failed build is still shown as
@@ -227,6 +256,9 @@ def _stage_clause(found: Investigation) -> str:
     if first and stages.basis == "compile_clock":
         return (f"no stage artifact differs; the first stage whose compile time grew "
                 f"significantly is {first}")
+    if first and stages.basis == "wait":
+        return (f"no stage artifact differs; the stage whose "
+                f"{found.target.measures.stage_figure} grew most is {first}")
     if first and stages.basis == "compile_error":
         return (f"the bad build's compile fails in the {first} stage, where the good build's "
                 "compiles")
@@ -234,12 +266,9 @@ def _stage_clause(found: Investigation) -> str:
             "outside the compile stages")
 
 
-def _what_changed(found: Investigation, kernels: KernelChanges,
-                  changes: Mapping[str, list], numerics_rows: Sequence[Mapping]) -> str:
+def _kernel_sentences(found: Investigation, kernels: KernelChanges) -> list[str]:
+    """How the compiled kernels changed, and which the timing model could not time."""
     sentences = []
-    if changes:
-        sentences.append(f"The default {wording(found).config} changed: " + ", ".join(
-            f"{name} {values[0]!r} → {values[1]!r}" for name, values in changes.items()) + ".")
     if kernels.any:
         parts = []
         if kernels.removed:
@@ -257,6 +286,16 @@ def _what_changed(found: Investigation, kernels: KernelChanges,
     if kernels.unmodelled:
         sentences.append(f"{len(kernels.unmodelled)} kernel(s) the timing model could not time "
                          f"are in none of these figures: {listing(list(kernels.unmodelled))}.")
+    return sentences
+
+
+def _what_changed(found: Investigation, kernels: KernelChanges,
+                  changes: Mapping[str, list], numerics_rows: Sequence[Mapping]) -> str:
+    sentences = []
+    if changes:
+        sentences.append(f"The default {wording(found).config} changed: " + ", ".join(
+            f"{name} {values[0]!r} → {values[1]!r}" for name, values in changes.items()) + ".")
+    sentences += _kernel_sentences(found, kernels)
     stage = found.stages.numerics_first_divergent_stage
     if stage:
         row = next((r for r in numerics_rows if r["stage"] == stage), None)
@@ -276,6 +315,13 @@ def _what_changed(found: Investigation, kernels: KernelChanges,
                          f"{benchmark_program(found).describe()}, counted under callgrind "
                          f"(repeat runs agree within "
                          f"{metrics.instruction_counts().tolerance:.0%}).")
+    if found.stages.basis == "wait":
+        delta = next(d for d in found.stages.stages
+                     if d.stage == found.stages.first_divergent_stage)
+        sentences.append(change_sentence(found.target.measures, f"the {delta.stage} stage",
+                                         delta.compile_s_good, delta.compile_s_bad)
+                         + f" (on {benchmark_program(found).describe()}, medians of repeated "
+                         f"compiles; p = {pvalue(delta.compile_p)}, two-sided Mann-Whitney).")
     if found.stages.basis == "compile_error" or (found.confirmation is None
                                             and found.stages.log_excerpt):
         sentences.append(f"The error: {found.stages.log_excerpt}")
@@ -308,6 +354,7 @@ def causal_statement(found: Investigation, kernels: KernelChanges,
                    "(`spyre-regress alerts`)." if found.alert.provisional else "")
     parts = [
         f"{_where(found)}; {_stage_clause(found)}.",
+        part_change(found),
         _what_changed(found, kernels, changes, numerics_rows),
         f"Measured: {confirmation_sentence(found)}; "
         f"{timing_sentence(found.timing, found.target.measures, wording(found))}.",
@@ -416,9 +463,9 @@ def notes(found: Investigation) -> dict[str, str]:
                      f"{words.eager} and max abs error of the stage's output against "
                      "float64."),
         "stages": (f"Per stage, on {program}: whether the canonical artifact changed, and the "
-                   "stage's wall time per cold compile (median of repeated compiles of the "
-                   "whole pipeline in one process, p a two-sided Mann-Whitney test; "
-                   "compile_stages.csv, compile_stages.png). Wall times move with the "
+                   f"stage's {found.target.measures.stage_figure} per cold compile (median "
+                   "of repeated compiles of the whole pipeline, p a two-sided Mann-Whitney "
+                   "test; compile_stages.csv, compile_stages.png). Wall times move with the "
                    "machine's load: a time that moved without p < 0.05 measured the load, "
                    "not the compiler."),
         "kernels": (f"Kernels of {program}: each kernel's execution time per call, noise-free "

@@ -110,8 +110,9 @@ def stages(report: Report) -> Table:
                      quantity(d.compile_s_good, "s"), quantity(d.compile_s_bad, "s"),
                      number(d.compile_ratio, ".2f"), number(d.compile_p, ".2g")))
     work_header = ("M instructions good", "M instructions bad", "change") if counted else ()
+    figure = report.investigation.target.measures.stage_figure
     return Table(("stage", "artifact changed", "diff lines", *work_header,
-                  "wall time per cold compile, good", "wall time per cold compile, bad",
+                  f"{figure} per cold compile, good", f"{figure} per cold compile, bad",
                   "ratio", "p (Mann-Whitney)"), tuple(rows),
                  tuple(d.stage == report.first_stage for d in deltas))
 

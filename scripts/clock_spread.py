@@ -28,11 +28,21 @@ absolute deviation / median):
     python scripts/clock_spread.py --processes 6 --json spread.json
     python scripts/clock_spread.py --bench "CompileStage.*sdsc" --windows 12
     python scripts/clock_spread.py --report spread.json        # the table again, no measuring
+    python scripts/clock_spread.py --waits --bench Compile --windows 14
+
+`--waits`: the parts of a compile's wall time instead (benchmarks/waits.py): per compile row,
+each window's benchmark process forks one child that takes every part at once, as the
+suite's part rows do (`clocks.sample_waits`); per row the median, 90th percentile and
+largest of each part over the windows, against the floors the gate reads parts at
+(`waits.FLOORS`). Then where this machine's stolen time goes: a CPU-bound loop pinned to one
+CPU, in half-second regions, its blocked time beside the steal that CPU's line of /proc/stat
+counted meanwhile (`--steal-seconds`, default 30).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import itertools
 import json
 import os
@@ -87,6 +97,7 @@ def benchmark_process(cls: type, params: tuple, processes: int) -> list[list[lis
             benchmark.setup(*params)
         except NotImplementedError:  # a row the suite skips (too short to time, no API)
             return None
+        benchmark.prepare_row()  # the program and the warm-up (a no-op once warm)
         return [clocks.in_child(lambda: clocks.timed_calls(
             benchmark.fresh, benchmark.call, benchmark.clock, benchmark.min_calls))
             for _ in range(processes)]
@@ -111,6 +122,101 @@ def measure(selected: list, windows: int, processes: int) -> dict:
         print(f"window {window + 1}/{windows}: {time.monotonic() - started:.0f} s, load "
               f"{os.getloadavg()[0]:.2f}", file=sys.stderr, flush=True)
     return measured
+
+
+def wait_windows(selected: list, windows: int) -> dict[str, list[dict[str, float]]]:
+    """Per row, one benchmark process per window (round-robin over the rows), each forking
+    one child that takes every part of the row's call's wait (`clocks.sample_waits`)."""
+    from benchmarks import clocks, prepare
+
+    prepare.warm_up_forkserver()
+    measured: dict = {name: [] for name, _, _ in selected}
+    started = time.monotonic()
+
+    def one(cls: type, params: tuple) -> dict | None:
+        benchmark = cls()
+        try:
+            benchmark.setup(*params)
+        except NotImplementedError:
+            return None
+        benchmark.prepare_row()
+        return clocks.sample_waits(benchmark.fresh, benchmark.call, benchmark.clock,
+                                   benchmark.min_calls, discarded=benchmark.discarded_calls)
+
+    for window in range(windows):
+        for name, cls, params in selected:
+            found = clocks.in_child(functools.partial(one, cls, params))
+            if found is not None:
+                measured[name].append(found)
+        print(f"window {window + 1}/{windows}: {time.monotonic() - started:.0f} s, load "
+              f"{os.getloadavg()[0]:.2f}", file=sys.stderr, flush=True)
+    return measured
+
+
+def wait_report(measured: dict[str, list[dict[str, float]]]) -> None:
+    from benchmarks import waits
+
+    parts = ("blocked", "children_cpu", "run_queue", "wall")
+    print("per window (one benchmark process's child), in ms: median / p90 / max; floors "
+          + ", ".join(f"{p} {f * 1e3:g} ms" for p, f in waits.FLOORS.items() if f))
+    print(f"  {'row':58s} " + " ".join(f"{p:>20s}" for p in parts))
+    over = {p: 0 for p in parts}
+    for name, found in measured.items():
+        if not found:
+            continue
+        cells = []
+        for part in parts:
+            values = np.array([f[part] for f in found]) * 1e3
+            over[part] += int((values >= waits.FLOORS.get(part, np.inf) * 1e3).sum())
+            cells.append("{:>6.2f} {:>6.2f} {:>6.2f}".format(
+                *np.percentile(values, [50, 90, 100])))
+        print(f"  {name[:58]:58s} " + " ".join(f"{c:>20s}" for c in cells))
+    total = sum(len(f) for f in measured.values())
+    print(f"windows at or over the floor: blocked {over['blocked']} of {total}, children's "
+          f"CPU {over['children_cpu']} of {total}")
+
+
+def cpu_steal(cpu: int) -> float:
+    """Seconds of steal /proc/stat has counted for CPU `cpu` (its 8th field, in ticks)."""
+    with open("/proc/stat") as handle:
+        for line in handle:
+            if line.startswith(f"cpu{cpu} "):
+                return int(line.split()[8]) / os.sysconf("SC_CLK_TCK")
+    return float("nan")
+
+
+def steal_in_blocked(seconds: float, region: float = 0.5) -> None:
+    """A CPU-bound loop pinned to one CPU, measured in regions of `region` seconds: nothing
+    in it waits, so its blocked time is time the CPU was taken away without the guest's
+    scheduler seeing a wait, which on a virtual machine is steal."""
+    from benchmarks import waits
+
+    cpu = sorted(os.sched_getaffinity(0))[0]
+    saved = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {cpu})
+    blocked = steal = run_queue = cpu_time = 0.0
+    regions = 0
+    try:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            before = cpu_steal(cpu)
+
+            def spin() -> None:
+                end = time.perf_counter() + region
+                while time.perf_counter() < end:
+                    pass
+
+            _, wait = waits.measure(spin)
+            steal += cpu_steal(cpu) - before
+            blocked, run_queue, cpu_time = (blocked + wait.blocked, run_queue + wait.run_queue,
+                                            cpu_time + wait.cpu)
+            regions += 1
+    finally:
+        os.sched_setaffinity(0, saved)
+    print(f"CPU-bound loop on cpu{cpu}, {regions} regions of {region} s: CPU {cpu_time:.3f} s, "
+          f"run-queue wait {run_queue:.3f} s, blocked {blocked:.4f} s; steal counted on "
+          f"cpu{cpu} meanwhile {steal:.2f} s (/proc/stat, {1 / os.sysconf('SC_CLK_TCK'):g} s "
+          f"ticks); load {os.getloadavg()[0]:.2f}")
 
 
 def reference_runs(runs: int = 3000) -> None:
@@ -228,6 +334,11 @@ def main() -> int:
                         help="rounds a side in the simulated gate (default: CLOCK_ROUNDS)")
     parser.add_argument("--json", type=Path, help="write the measurements here")
     parser.add_argument("--report", type=Path, help="print the table of an earlier --json")
+    parser.add_argument("--waits", action="store_true",
+                        help="the parts of each compile row's wall time, and where steal "
+                             "goes (see above)")
+    parser.add_argument("--steal-seconds", type=float, default=30.0,
+                        help="--waits: seconds of the pinned CPU-bound loop")
     parser.add_argument("--reference", action="store_true",
                         help="time the reference workload 3,000 times on both clocks: the "
                              "fastest run is what benchmarks/clocks.py's REFERENCE_S says")
@@ -245,6 +356,16 @@ def main() -> int:
     selected = rows(args.bench)
     if not selected:
         parser.error(f"no clock row matches {args.bench!r}")
+    if args.waits:
+        compiles = [row for row in selected if "Compile" in row[0]]
+        if not compiles:
+            parser.error(f"no compile row matches {args.bench!r}")
+        found = wait_windows(compiles, args.windows or 2 * rounds)
+        if args.json:
+            args.json.write_text(json.dumps({"version": 1, "waits": found}))
+        wait_report(found)
+        steal_in_blocked(args.steal_seconds)
+        return 0
     windows = args.windows or 2 * rounds
     if windows < 2 * rounds:
         parser.error(f"--windows {windows} cannot fill one simulated gate of {rounds} rounds "

@@ -12,7 +12,15 @@ commit per pair on top of the base, each on its own branch:
   tests/e2e/test_asv_continuous.py), the DRAM model derated (device rows), a ~x1.2 host-time
   slowdown of one workload (layernorm: its kernels checked against two more computations), a
   ~25% CPU slowdown of one compile stage (sdsc: three descriptors in ten canonicalised once
-  more), and a ~3% single-stage compile-work step (sdsc: every other descriptor built twice).
+  more), a ~3% single-stage compile-work step (sdsc: every other descriptor built twice),
+  and the waits a CPU clock cannot see (benchmarks/waits.py): `spyre_sim.compile` sleeping
+  0.25 s, the sdsc stage sleeping 50 ms, the backend stage running a child process that
+  burns 0.2 s of CPU.
+
+`--project inductor` calibrates the example Inductor-based project's suite instead
+(examples/inductor_project, its working tree committed as the base of a repository of its
+own): a docs change (`inductor-docs`), and its backend building the wrapper in C++ too
+(`inductor-cpp`: `cpp_wrapper`, about twice the C++ compiler's CPU per cold compile).
 
 Runs `asv continuous --machine MACHINE base head` for each (`--runs` times), the full suite
 unless `--bench`, and prints per run its exit status, wall time and every changed row; then,
@@ -25,6 +33,8 @@ samples scaled up in 1% steps until `regressions.stats.asv_verdict` says worse; 
     python scripts/premerge_calibration.py OUT --pairs slowdown --runs 3
     python scripts/premerge_calibration.py OUT --pairs docs --runs 3 --neighbour
     python scripts/premerge_calibration.py OUT --pairs work3 --factor 1.02 --bench CompileWork
+    python scripts/premerge_calibration.py OUT --pairs compile-sleep,stage-sleep --runs 3
+    python scripts/premerge_calibration.py OUT --project inductor --pairs inductor-cpp --runs 3
     python scripts/premerge_calibration.py OUT --report       # the tables again from OUT
 
 `--neighbour` runs a CPU-bound process beside asv for the whole run, as a shared CI runner
@@ -48,15 +58,22 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from regressions.groundtruth.inductor_history import SOURCES as INDUCTOR_SOURCES  # noqa: E402
 from regressions.groundtruth.scenarios import INJECTIONS, Edit, apply_edit  # noqa: E402
 from regressions.records.results_store import ResultsStore  # noqa: E402
 from regressions.stats import asv_verdict  # noqa: E402
 
 MACHINE = "premerge-calibration"
-CALIBRATION_VERSION = 1
+CALIBRATION_VERSION = 2  # 2: each run names its `project`
 FAMILIES = {"CompileTotal": "compile total", "CompileStage": "compile stage",
-            "CompileWork": "compile work", "ExecuteDeviceTime": "device time",
+            "CompileWork": "compile work", "CompileWithBuild": "compile with build",
+            "Compile.": "compile", "ExecuteDeviceTime": "device time",
             "ExecuteHostTime": "host time", "Numerics": "numerics"}
+# The parts of a compile's wall time other than its CPU, by the end of their rows' names.
+PART_FAMILIES = {"_children_cpu": "children's CPU", "_blocked": "blocked"}
+# The projects a pair is made in: this repository, or the example Inductor-based project
+# (regressions/groundtruth/inductor_history.py builds its histories the same way).
+INDUCTOR_FOLDER = "examples/inductor_project"
 STEPS = [1 + i / 100 for i in range(0, 201)]  # x1.00 .. x3.00
 
 # Each pair: (kind, what it is, edits applied on top of the base).
@@ -105,7 +122,29 @@ PAIRS: dict[str, tuple[str, str, tuple[Edit, ...]]] = {
              "    for step in [s for s in program.steps if isinstance(s, KernelSpec)][::2]:\n"
              "        assert descriptor(step) == sdscs[step.name]  # deterministic\n"
              '    log.info("sdsc: %d descriptors", len(sdscs))\n'),)),
+    # The waits of benchmarks/waits.py: time no CPU clock of the compiling process sees.
+    "compile-sleep": ("slowdown", "spyre_sim.compile waits 0.25 s for a device lock (blocked "
+                                  "time of every compile)", (
+        Edit("spyre_sim/pipeline.py",
+             "    config = config or Config()\n    torch._dynamo.reset()\n",
+             "    config = config or Config()\n"
+             "    time.sleep(0.25)  # let the device's compile lock settle\n"
+             "    torch._dynamo.reset()\n"),)),
+    "stage-sleep": ("slowdown", "the sdsc stage waits 50 ms (blocked time of one stage)",
+                    INJECTIONS["sdsc_wait"].edits),
+    "stage-child": ("slowdown", "the backend stage runs a child process that burns 0.2 s of "
+                                "CPU (children's CPU of one stage)",
+                    INJECTIONS["backend_child"].edits),
+    # The example Inductor-based project (`--project inductor`).
+    "inductor-docs": ("nochange", "a docs change in the example project (README)", (
+        Edit("README.md", "# inductor-example\n", "# inductor-example\n\nStart here.\n"),)),
+    "inductor-cpp": ("slowdown", "the example backend builds its wrapper in C++ too "
+                                 "(cpp_wrapper: its C++ build's CPU about x2)", (
+        Edit("inductor_example/backend.py", "CONFIG: dict[str, Any] = {}",
+             'CONFIG: dict[str, Any] = {"cpp_wrapper": True}'),)),
 }
+# The pairs made in the example project; every other pair is made in this repository.
+INDUCTOR_PAIRS = ("inductor-docs", "inductor-cpp")
 # The pairs whose edit is a regular-expression substitution: (path, pattern, replacement,
 # how many times it must match).
 SUBSTITUTIONS: dict[str, tuple[str, str, str | Callable[[re.Match[str]], str], int]] = {
@@ -128,13 +167,18 @@ def asv(repo: Path, *args: str, timeout: float = 3600) -> subprocess.CompletedPr
                           capture_output=True, text=True, timeout=timeout)
 
 
-def scratch_clone(out: Path) -> tuple[Path, str]:
+def scratch_clone(out: Path, project: str = "spyre_sim") -> tuple[Path, str]:
     """OUT/repo: a clone of this repository with the working tree's suite committed on top
     as branch `base`; (repo, base sha). An existing clone (its asv environment built) gets a
-    new base, and its pairs are made again, when the working tree's suite has changed."""
-    repo = out / "repo"
+    new base, and its pairs are made again, when the working tree's suite has changed.
+    `project` inductor: OUT/inductor-repo, a repository of the example project's working
+    tree (examples/inductor_project), its base made the same way."""
+    repo = out / ("inductor-repo" if project == "inductor" else "repo")
     if not repo.exists():
-        subprocess.run(["git", "clone", "--quiet", str(ROOT), str(repo)], check=True)
+        if project == "inductor":
+            git_init(repo)
+        else:
+            subprocess.run(["git", "clone", "--quiet", str(ROOT), str(repo)], check=True)
         git(repo, "config", "user.name", "premerge calibration")
         git(repo, "config", "user.email", "premerge-calibration@example.invalid")
         git(repo, "branch", "clone", "HEAD")
@@ -142,10 +186,10 @@ def scratch_clone(out: Path) -> tuple[Path, str]:
         if done.returncode != 0:
             raise SystemExit(f"asv machine failed: {done.stdout}{done.stderr}")
     git(repo, "checkout", "--quiet", "-B", "main", "clone")
-    shutil.copy2(ROOT / "asv.conf.json", repo / "asv.conf.json")
-    shutil.rmtree(repo / "benchmarks")
-    shutil.copytree(ROOT / "benchmarks", repo / "benchmarks",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    if project == "inductor":
+        lay_over(ROOT / INDUCTOR_FOLDER, repo, INDUCTOR_SOURCES)
+    else:
+        lay_over(ROOT, repo, ("asv.conf.json", "benchmarks"))
     git(repo, "add", "-A")
     git(repo, "commit", "--quiet", "--allow-empty", "-m", "the asv suite under calibration")
     if git(repo, "branch", "--list", "base") and \
@@ -156,6 +200,31 @@ def scratch_clone(out: Path) -> tuple[Path, str]:
         for branch in git(repo, "branch", "--list", "pair/*").split():
             git(repo, "branch", "-D", branch.strip("* "))
     return repo, git(repo, "rev-parse", "base")
+
+
+def git_init(repo: Path) -> None:
+    """A new repository holding the example project's working tree, as its first commit."""
+    repo.mkdir(parents=True)
+    git(repo, "init", "--quiet", "--initial-branch", "main")
+    git(repo, "config", "user.name", "premerge calibration")
+    git(repo, "config", "user.email", "premerge-calibration@example.invalid")
+    lay_over(ROOT / INDUCTOR_FOLDER, repo, INDUCTOR_SOURCES)
+    (repo / ".gitignore").write_text("/.asv/\n__pycache__/\n*.egg-info/\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "--quiet", "-m", "import inductor-example")
+
+
+def lay_over(source: Path, repo: Path, names: tuple[str, ...]) -> None:
+    """`names` (files and folders) of `source` copied over the repository's own."""
+    for name in names:
+        target = repo / name
+        if target.is_dir():
+            shutil.rmtree(target)
+        if (source / name).is_dir():
+            shutil.copytree(source / name, target,
+                            ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+        else:
+            shutil.copy2(source / name, target)
 
 
 def pair_commit(repo: Path, name: str) -> str:
@@ -191,11 +260,16 @@ def changed_rows(output: str) -> dict[str, str]:
 
 
 def family(benchmark: str) -> str:
-    return next((name for key, name in FAMILIES.items() if key in benchmark), "other")
+    """A row's family, and for a part of a compile's wall time other than its CPU, the part:
+    "compile stage blocked"."""
+    base = next((name for key, name in FAMILIES.items() if key in benchmark), "other")
+    method = benchmark.split("(")[0]
+    part = next((name for end, name in PART_FAMILIES.items() if method.endswith(end)), "")
+    return f"{base} {part}" if part else base
 
 
 def run_pair(repo: Path, base: str, name: str, bench: list[str], factor: float | None,
-             neighbour: bool) -> dict:
+             neighbour: bool, project: str = "spyre_sim") -> dict:
     """One `asv continuous` of base against the pair's commit; its verdict and timing."""
     head = pair_commit(repo, name)
     arguments = ["continuous", "--machine", MACHINE]
@@ -211,7 +285,7 @@ def run_pair(repo: Path, base: str, name: str, bench: list[str], factor: float |
         if busy:
             busy.kill()
             busy.wait()
-    return {"pair": name, "kind": PAIRS[name][0], "exit": done.returncode,
+    return {"pair": name, "project": project, "kind": PAIRS[name][0], "exit": done.returncode,
             "seconds": round(time.monotonic() - started, 1), "neighbour": neighbour,
             "factor": factor or 1.1, "bench": bench, "rows": changed_rows(done.stdout),
             "load": round(os.getloadavg()[0], 2), "base": base, "head": head,
@@ -310,7 +384,7 @@ def report(runs: list[dict]) -> None:
               f"{len(chosen)} runs, {sum(r['exit'] != 0 for r in chosen)} exited non-zero, "
               f"{sum(bool(r['rows']) for r in chosen)} printed a changed row")
         names = sorted({name for r in chosen for name in r["families"]})
-        print(f"  {'family':14s} {'rows':>5s} {'false rows':>10s} {'rate':>7s} "
+        print(f"  {'family':30s} {'rows':>5s} {'false rows':>10s} {'rate':>7s} "
               f"{'flags at (median, p90)':>24s}")
         for name in names:
             figures = [r["families"][name] for r in chosen if name in r["families"]]
@@ -318,7 +392,7 @@ def report(runs: list[dict]) -> None:
             smallest = sorted(s if s is not None else float("inf")
                               for f in figures for s in f["smallest"])
             p90 = smallest[min(len(smallest) - 1, int(0.9 * len(smallest)))]
-            print(f"  {name:14s} {rows // len(figures):>5d} {flagged:>10d} "
+            print(f"  {name:30s} {rows // len(figures):>5d} {flagged:>10d} "
                   f"{flagged / rows:>7.2%}   x{statistics.median(smallest):.2f}, x{p90:.2f}")
 
 
@@ -334,6 +408,10 @@ def main() -> int:
     parser.add_argument("--factor", type=float, help="asv --factor (default: asv's 1.1)")
     parser.add_argument("--neighbour", action="store_true",
                         help="a CPU-bound process beside asv for the whole run")
+    parser.add_argument("--project", choices=("spyre_sim", "inductor"), default="spyre_sim",
+                        help="the suite calibrated: this repository's, or the example "
+                             "Inductor-based project's (its pairs: "
+                             f"{', '.join(INDUCTOR_PAIRS)})")
     parser.add_argument("--report", action="store_true", help="print OUT's tables and stop")
     parser.add_argument("--spread", action="store_true",
                         help="per family, how a clock row's rounds spread against their "
@@ -350,17 +428,18 @@ def main() -> int:
         round_spread(args.out / "repo", runs)
         return 0
     kinds = {"nochange", "slowdown"}
-    names = [n for n, (kind, _, _) in PAIRS.items()
-             if args.pairs == "all" or args.pairs == kind] if args.pairs in kinds | {"all"} \
-        else args.pairs.split(",")
-    unknown = [n for n in names if n not in PAIRS]
+    known = [n for n in PAIRS if (n in INDUCTOR_PAIRS) == (args.project == "inductor")]
+    names = [n for n in known if args.pairs == "all" or args.pairs == PAIRS[n][0]] \
+        if args.pairs in kinds | {"all"} else args.pairs.split(",")
+    unknown = [n for n in names if n not in known]
     if unknown:
-        parser.error(f"unknown pairs {unknown}; known: {', '.join(PAIRS)}")
-    repo, base = scratch_clone(args.out)
+        parser.error(f"unknown pairs {unknown} for --project {args.project}; known: "
+                     f"{', '.join(known)}")
+    repo, base = scratch_clone(args.out, args.project)
     for index in range(args.runs):
         for name in names:
             run = run_pair(repo, base, name, args.bench, factor=args.factor,
-                           neighbour=args.neighbour)
+                           neighbour=args.neighbour, project=args.project)
             run["families"] = sample_figures(repo, run, args.factor or 1.1)
             runs.append(run)
             store.write_text(json.dumps({"version": CALIBRATION_VERSION, "runs": runs},

@@ -17,6 +17,10 @@ spyre_sim and prices them with the same model (noise off). `--knobs` adds a comp
 torch-spyre knob (the backend's KNOB_TABLE) and non-default choice: its modelled device time
 against the default's. `--measured` puts a card's figures beside the model's (per kernel
 launch and per call; the format is MEASURED_VERSION's, docs/measurements/torch-spyre.md).
+`--render` also splits each point's device time, in both programs, into launches x launch gap,
+kernels, copies and fallbacks (`time_terms`, from each run's timeline), and lists every
+kernel's cost terms beside the SDSC fields it was priced from (`sdsc_cells`: `N_`, work slices,
+cores, each tensor's bytes in DRAM or LX) or spyre_sim's own kernel work.
 """
 
 from __future__ import annotations
@@ -47,12 +51,16 @@ CANDIDATES = (
     ("core_id_k_fast_emission", "", (False,)),
     ("layout_solver", "", ("bestfit", "firstfit")),
 )
+DMA_TID = 100  # spyre_sim.timeline's DMA thread (core threads are 0..cores-1)
+# a kernel's cost terms in its trace arguments (spyre_sim.cost.KernelCost), as the tables name
+PARTS = {"compute_us": "PE us", "vector_us": "vector us", "memory_us": "DRAM us",
+         "psum_us": "psum us", "relayout_us": "restickify us"}
 # where `--knobs` looks for the stage a knob's decision shows in first (a stage capture of
 # the default and of each choice): the workloads with matmuls, softmax and restickifies
 STAGE_POINTS = (("mlp", 512), ("attention", 512))
 
 CHILD = """
-import importlib.util, json, math, sys, time
+import dataclasses, importlib.util, json, math, sys, time
 def load(name, path):
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
@@ -113,8 +121,13 @@ for job in json.loads(sys.stdin.read()):
                 "bytes": k.bytes, "time_us": None if math.isnan(k.time_us) else k.time_us,
                 "bound": k.bound, "repeats": k.repeats, "reason": k.reason}
                for k in run.kernels]
+    fields = {e.name: {**dataclasses.asdict(e.op), "repeats": e.repeats}
+              for ex in compiled.program.kernels.values() for e in ex if e.op is not None}
+    timeline = [e for e in run.trace["traceEvents"]  # the script's compact_trace
+                if e.get("ph") == "X" and e.get("tid") in (0, 100)]
     print("RESULT " + json.dumps({
         **job, "device_us": run.device_us, "kernels": kernels, "unmodelled": run.unmodelled,
+        "sdsc": fields, "timeline": timeline,
         "compile_s": compiled_s, "read_s": read_seconds[-1], "price_s": price_s,
         "own_model": None if report is None else {
             "total_us": report.total_us,
@@ -125,7 +138,8 @@ for job in json.loads(sys.stdin.read()):
 
 def torch_spyre_points(checkout: Path, jobs: list[dict]) -> list[dict]:
     """`jobs` compiled and priced in one child process with `checkout` on its path."""
-    env = {"PYTHONPATH": str(checkout), "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+    env = {"PYTHONPATH": os.pathsep.join((str(checkout), str(ROOT))),  # this tree's spyre_sim
+           "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
            "OMP_NUM_THREADS": "1", "HOME": os.environ.get("HOME", "/tmp")}
     done = subprocess.run([sys.executable, "-c", CHILD, str(BACKEND), str(CATALOGUE)],
                           input=json.dumps(jobs), capture_output=True, text=True, env=env,
@@ -140,16 +154,137 @@ def torch_spyre_points(checkout: Path, jobs: list[dict]) -> list[dict]:
 def spyre_sim_point(workloads: Any, name: str, seq: int) -> dict:
     """The same program through spyre_sim, priced by the same model (noise and numerics
     off): each kernel's op, cores, split, bytes and time."""
+    import cbor2
+
     import spyre_sim
+    from spyre_sim.cost import KernelWork, kernel_cost
 
     program, inputs = workloads.build(name, seq)
-    result = spyre_sim.compile(program, inputs, spyre_sim.Config(numerics=False, noise_cv=0.0)
-                               ).run(*inputs)
+    compiled = spyre_sim.compile(program, inputs,
+                                 spyre_sim.Config(numerics=False, noise_cv=0.0))
+    result = compiled.run(*inputs)
     splits = {e["name"]: e["args"].get("split", {}) for e in result.trace["traceEvents"]
               if e.get("cat") == "kernel" and e.get("tid") == 0}
+    work = {step["kernel"]["name"]: step["kernel"]["work"] for graph in compiled.graphs
+            for step in cbor2.loads(graph.artifacts["backend"].payload)["steps"]
+            if step["type"] == "compute"}
+    costs = {name: kernel_cost(KernelWork.from_dict(w), compiled.config.device)
+             for name, w in work.items()}
     return {"device_us": result.device_time_us, "kernels": [
         {"name": k.name, "cores": k.cores, "splits": sorted(splits.get(k.name, {}).items()),
-         "bytes": k.bytes, "time_us": k.time_us, "bound": k.bound} for k in result.kernels]}
+         "bytes": k.bytes, "time_us": k.time_us, "bound": k.bound} for k in result.kernels],
+        "timeline": compact_trace(result.trace), "work": work,
+        "parts": {name: {part: getattr(c, part) for part in PARTS} for name, c in costs.items()}}
+
+
+def compact_trace(trace: dict) -> list[dict]:
+    """A run's timeline without the per-core copies of each kernel: its complete events on
+    core 0 (the kernels), the DMA thread (copies) and the host (launches, fallbacks)."""
+    return [e for e in trace["traceEvents"] if e.get("ph") == "X"
+            and e.get("tid") in (0, DMA_TID)]
+
+
+def time_terms(events: list[dict]) -> dict[str, float]:
+    """Where a call's device time goes: kernel launches (how many, their gaps), the kernels
+    (how many executions, their time), host<->device copies and CPU fallback ops. They add up
+    to the device time: the timeline lays them end to end (spyre_sim.timeline.run_record)."""
+    def total(*categories: str) -> float:
+        return sum(e["dur"] for e in events if e.get("cat") in categories
+                   and (e["cat"] != "kernel" or e.get("tid") == 0))
+
+    terms = {"launches": float(sum(e.get("cat") == "launch" for e in events)),
+             "launch_us": total("launch"),
+             "kernels": float(sum(e.get("cat") == "kernel" and e.get("tid") == 0
+                                  for e in events)),
+             "kernel_us": total("kernel"), "transfer_us": total("d2h", "h2d"),
+             "fallback_us": total("fallback")}
+    terms["device_us"] = sum(terms[k] for k in ("launch_us", "kernel_us", "transfer_us",
+                                                 "fallback_us"))
+    return terms
+
+
+def kernel_parts(events: list[dict]) -> dict[str, dict[str, float]]:
+    """Each kernel's cost terms as the cost model gave them (its trace arguments): PE array,
+    vector unit, DRAM, K-split partial sums and restickify time, before they overlap."""
+    return {e["name"]: {part: e["args"][part] for part in PARTS if part in e["args"]}
+            for e in events if e.get("cat") == "kernel" and e.get("tid") == 0}
+
+
+def sdsc_cells(fields: dict) -> tuple[str, str, str, str]:
+    """An SDSC execution's iteration space (`N_`), its work slices per dim and cores
+    (`numWkSlicesPerDim_`, `numCoresUsed_`) and its tensors in DRAM and in LX (the
+    `component_` of their `scheduleTree_` allocate nodes), each as r (read) or w (written),
+    its extents per dim and its bytes (`wordLength` times the extents)."""
+    def shape(extents: list) -> str:
+        return " ".join(f"{dim}{size}" for dim, size in extents)
+
+    def tensors(memory: str) -> str:
+        return ", ".join(f"{'w' if t['output'] else 'r'} {shape(t['extents'])} = "
+                         f"{math.prod(n for _, n in t['extents']) * t['word_bytes']}"
+                         for t in fields["tensors"] if t["memory"] == memory) or "-"
+
+    return (shape(fields["dims"]), f"{shape(fields['splits'])}, {fields['cores']} cores",
+            tensors("hbm"), tensors("lx"))
+
+
+def time_by_op(point: dict) -> list[tuple[str, int, float]]:
+    """torch-spyre's modelled kernel time per op, largest first: (op, executions, us)."""
+    found: dict[str, list[float]] = {}
+    for kernel in point["kernels"]:
+        if kernel["time_us"] is not None:
+            found.setdefault(kernel["op"], []).append(kernel["time_us"])
+    return sorted(((op, len(times), sum(times)) for op, times in found.items()),
+                  key=lambda row: -row[2])
+
+
+def decomposition_lines(point: dict, sim: dict) -> list[str]:
+    """Both programs' device time split into launch gaps, kernels, copies and fallbacks,
+    their difference, and each kernel's cost terms beside the SDSC fields (torch-spyre) or
+    the kernel's work (spyre_sim) they come from."""
+    sides = (("torch-spyre", time_terms(point["timeline"])),
+             ("spyre_sim", time_terms(sim["timeline"])))
+    lines = ["", f"#### {point['workload']}, seq {point['seq']}: where the time goes", "",
+             "| compiler | launches x launch gap = us | kernel executions | kernel us | "
+             "copies us | CPU fallbacks us | device us |", "|---|---|---|---|---|---|---|"]
+    for who, t in sides:
+        gap = t["launch_us"] / t["launches"] if t["launches"] else 0.0
+        lines.append(f"| {who} | {t['launches']:.0f} x {gap:.2f} = {t['launch_us']:.2f} | "
+                     f"{t['kernels']:.0f} | {t['kernel_us']:.2f} | {t['transfer_us']:.2f} | "
+                     f"{t['fallback_us']:.2f} | {t['device_us']:.2f} |")
+    (_, ts), (_, ss) = sides
+    lines.append(f"| torch-spyre - spyre_sim | {ts['launches'] - ss['launches']:+.0f} launches "
+                 f"= {ts['launch_us'] - ss['launch_us']:+.2f} | "
+                 f"{ts['kernels'] - ss['kernels']:+.0f} | "
+                 f"{ts['kernel_us'] - ss['kernel_us']:+.2f} | "
+                 f"{ts['transfer_us'] - ss['transfer_us']:+.2f} | "
+                 f"{ts['fallback_us'] - ss['fallback_us']:+.2f} | "
+                 f"{ts['device_us'] - ss['device_us']:+.2f} |")
+    lines += ["", "torch-spyre's kernel time by op: " + ", ".join(
+        f"{op} {n} = {us:.2f}" for op, n, us in time_by_op(point)), "",
+        "| compiler | kernel | " + " | ".join(PARTS.values()) + " | us | runs | iteration "
+        "space | slices per dim, cores | DRAM tensors (bytes) | LX tensors (bytes) |",
+        "|---|---|" + "---|" * (len(PARTS) + 6)]
+    for who, kernels, parts in (("torch-spyre", point["kernels"],
+                                 kernel_parts(point["timeline"])),
+                                ("spyre_sim", sim["kernels"], sim.get("parts", {}))):
+        for k in kernels:
+            terms = parts.get(k["name"], {})
+            cells = " | ".join(f"{terms[p]:.2f}" if p in terms else "-" for p in PARTS)
+            if who == "torch-spyre":
+                fields = point.get("sdsc", {}).get(k["name"])
+                space, slices, hbm, lx = sdsc_cells(fields) if fields else ("-",) * 4
+                runs = str(fields["repeats"]) if fields else "-"
+            else:
+                work = sim.get("work", {}).get(k["name"], {})
+                space = " ".join(f"{d}{n}" for d, n in work.get("dims", [])) or "-"
+                slices = (" ".join(f"{d}{n}" for d, n in work["splits"])
+                          + f", {work['cores_used']} cores" if work else "-")
+                hbm = (f"r {work['hbm_read_bytes']}, w {work['hbm_write_bytes']}"
+                       if work else "-")
+                lx, runs = "-", "1"
+            lines.append(f"| {who} | {k['name'].rpartition('/')[2]} | {cells} | "
+                         f"{_us(k['time_us'])} | {runs} | {space} | {slices} | {hbm} | {lx} |")
+    return lines
 
 
 def knob_jobs(points: list[tuple[str, int]], captures: bool = True) -> list[dict]:
@@ -220,6 +355,8 @@ def render(document: dict) -> str:
             lines += [f"| {who} | {k['name']} | {k['cores']} | "
                       f"{' '.join(f'{d}{n}' for d, n in k['splits'] if n > 1) or '-'} | "
                       f"{k['bytes']} | {_us(k['time_us'])} | {k['bound']} |" for k in kernels]
+        if "timeline" in p and "timeline" in sim:
+            lines += decomposition_lines(p, sim)
     knobs = [p for p in document["torch_spyre"] if p["values"] and "skipped" not in p
              and not p.get("capture")]
     if knobs:
@@ -250,7 +387,7 @@ def _stage_lines(document: dict) -> list[str]:
         base = default[(p["workload"], p["seq"])]
         first = next((s for s in base if p["digests"].get(s) != base[s]), "none")
         lines.append(f"| {name} | {value} | {p['workload']} | {p['seq']} | {first} |")
-    return lines if len(lines) > 4 else []
+    return lines if len(lines) > 5 else []
 
 
 def kernel_launches(point: dict) -> dict[str, float | None]:

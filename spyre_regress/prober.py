@@ -63,7 +63,8 @@ def probe_request(target: Target, backend: str = "spyre_sim", compiler: str | No
                         harness=str(suite.harness_path()), workloads=workloads,
                         workload=target.workload, seq=target.seq, width=target.width,
                         source=source, config={"numerics": target.measures.with_numerics},
-                        metric=target.probe or "", stage=target.stage, error=target.error)
+                        metric=target.probe or "", stage=target.stage, error=target.error,
+                        wait_part=target.measures.wait_part)
 
 
 class ProbeRunner(Protocol):

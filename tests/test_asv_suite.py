@@ -171,6 +171,21 @@ def test_every_host_clock_sample_is_one_process_relative_to_the_reference():
     assert bench_compile.CompileTotal.clock is clocks.time.process_time
 
 
+def test_each_compile_row_has_a_row_per_judged_part_of_its_wait_and_the_table_knows_each():
+    """CPU, children's CPU and blocked time, one row each, every one read by the metric
+    that judges that part (regressions/metrics.py)."""
+    from benchmarks import waits
+    from regressions import metrics
+
+    for benchmark, method in ((bench_compile.CompileTotal, "time_compile"),
+                              (bench_compile.CompileStage, "time_stage")):
+        for part in waits.JUDGED_PARTS:
+            name = method if part == "cpu" else f"{method}_{part}"
+            assert callable(getattr(benchmark, name))
+            metric = metrics.metric_for(f"bench_compile.{benchmark.__name__}.{name}")
+            assert metric.wait_part == part
+
+
 @pytest.mark.parametrize("workload, seq", sorted(bench_execute.UNTIMED_CALLS))
 def test_a_warm_call_too_short_to_time_skips(workload, seq):
     with pytest.raises(NotImplementedError, match="too short to time honestly"):

@@ -132,6 +132,28 @@ def test_the_probe_samples_through_the_backend_a_request_names():
     assert {t.knob for t in knobs.trials} == {k.name for k in spyre_knobs[::4]}
 
 
+def test_the_probe_reads_the_part_of_a_stage_s_wait_that_a_request_names(monkeypatch):
+    """A stage that sleeps 30 ms: its blocked time says so; another stage's does not."""
+    import time
+
+    import spyre_sim
+
+    run_stage = spyre_sim.run_stage
+
+    def sleepy(stage, *args, **kwargs):
+        if stage == "sdsc":
+            time.sleep(0.03)
+        return run_stage(stage, *args, **kwargs)
+
+    monkeypatch.setattr(spyre_sim, "run_stage", sleepy)
+    blocked = probe.cmd_sample(_request("spyre_sim", "compile_time", samples=2, stage="sdsc",
+                                        wait_part="blocked"))
+    assert all(0.025 < s < 0.2 for s in blocked.samples), blocked.samples
+    other = probe.cmd_sample(_request("spyre_sim", "compile_time", samples=2, stage="kernel",
+                                      wait_part="blocked"))
+    assert all(s < 0.01 for s in other.samples), other.samples  # another stage: no wait
+
+
 def test_a_clocks_best_knob_is_measured_again_beside_the_defaults(monkeypatch):
     """The machine grows quieter while the knob probe runs: the defaults, measured first,
     read 30, every trial after them 15. Measured again side by side, the best trial is no
@@ -182,10 +204,19 @@ def test_the_stage_probe_captures_and_times_through_the_backend(name, tmp_path):
     backend = _load(name)
     stages = probe.cmd_stages(_request(name, "compile_time", compile_repeats=2,
                                        capture_dir=str(tmp_path / "capture"),
-                                       trace=str(tmp_path / "trace.json")))
+                                       trace=str(tmp_path / "trace.json"),
+                                       wait_part="blocked"))
     assert isinstance(stages, StageAnswer)
     assert stages.stages == backend.STAGES and len(stages.compile_times) == 2
     assert all(set(times) == set(backend.STAGES) for times in stages.compile_times)
+    # for an alert on a part of the wall time: each compile's parts, per region of the
+    # backend's compile and in total
+    assert len(stages.compile_waits) == 2
+    for regions in stages.compile_waits:
+        assert set(regions) == {*backend.WORK_REGIONS, "total"}
+        assert all(set(parts) == {"wall", "cpu", "children_cpu", "run_queue", "blocked"}
+                   for parts in regions.values())
+        assert regions["total"]["wall"] >= regions["total"]["cpu"] > 0
     assert load_capture(single_capture(tmp_path / "capture")).stages == backend.STAGES
     # a device model gives device time, kernels, a trace and per-stage errors; a CPU does not
     modelled = backend.DEVICE_CLOCK

@@ -171,7 +171,7 @@ def test_an_investigation_reads_back_as_itself(tmp_path):
                                         "number"),
     ("target.seq", True, "`investigation.target.seq` must be an integer"),
     ("stages.basis", 3, "`investigation.stages.basis` must be one of 'artifact', "
-                        "'instructions', 'compile_clock', 'compile_error' or null"),
+                        "'instructions', 'compile_clock', 'wait', 'compile_error' or null"),
 ])
 def test_reading_names_the_bad_field(tmp_path, path, value, message):
     document = model.dump(synthetic_investigation(tmp_path))
@@ -666,3 +666,37 @@ def test_every_figure_the_statements_quote_is_a_named_figure_of_the_report(tmp_p
                 if line.startswith("| host wall time per call |"))
     assert named_twice(report.replace(host, f"{host}\n{host}")) == [tuple(
         cell.strip() for cell in host.split("|")[1:5])]
+
+
+def test_a_report_of_a_stage_that_now_waits_says_which_part_moved_and_by_how_much(tmp_path):
+    """A blocked-time regression (a stage that sleeps): the report names the part, the stage
+    and the wait per compile, on the part's own figures, not the stages' wall times."""
+    found = synthetic_investigation(tmp_path, benchmark="bench_compile.CompileStage."
+                                    "time_stage_blocked", params="('sdsc', 'mlp', 128)")
+    metric = model.metrics.by_name("compile_blocked")
+    target = model.Target(benchmark="bench_compile.CompileStage.time_stage_blocked",
+                          params=("'sdsc'", "'mlp'", "128"), workload="mlp", seq=128, width=1024,
+                          metric=metric.name, stage="sdsc")
+    program = model.Program("mlp", 128, 1024, "benchmark")
+    rng = np.random.default_rng(1)
+    confirmation = model.confirmation(program, metric, (0.005,) * 20,
+                                      tuple(rng.normal(0.0502, 0.0002, 20).tolist()),
+                                      floor=metric.floor)
+    rows = [StageDelta(stage=s, changed=False, diff_lines=0, compile_s_good=0.00001,
+                       compile_s_bad=0.0501 if s == "sdsc" else 0.00001, compile_ratio=None,
+                       compile_p=0.03)
+            for s in spyre_sim.STAGES]
+    stages = dataclasses.replace(found.stages, first_divergent_stage="sdsc", basis="wait",
+                                 diff="", stage_diff_lines=0, stages=rows, wait_part="blocked")
+    found = dataclasses.replace(found, target=target, confirmation=confirmation, stages=stages,
+                                workaround=None, minimized=None)
+    report = build_report(found, "spyre-regress")
+    assert "compile blocked time regression" in report.title and "in sdsc" in report.title
+    assert "the stage whose blocked time grew most is sdsc" in report.causal_statement
+    assert "The sdsc stage now waits 50.09 ms more per compile, blocked (0.01 ms → 50.10 ms)" \
+        in report.causal_statement  # the stage probe's own figures
+    # the benchmark's samples read the floor at the parent: the growth is at least the rest
+    assert "now waits at least 45." in report.causal_statement
+    assert "5.00 ms or less, the floor" in report.causal_statement
+    _, files = bundle.bundle_files(found, "spyre_sim")
+    assert "blocked time per cold compile, good" in files["report.md"].decode()

@@ -177,3 +177,81 @@ def test_a_slower_call_gives_a_proportionally_larger_sample(one_thread):
               / clocks.sample(lambda: None, spin(20_000), clocks.time.process_time, min_calls=5)
               for _ in range(5)]
     assert 2 < statistics.median(ratios) < 8  # four times the work
+
+
+class Sleepy(clocks.ProcessSampled):
+    """A call that waits 20 ms: a compile that sleeps (counts its measuring processes)."""
+
+    measured = 0
+    rows_prepared = 0
+
+    def prepare_row(self):
+        Sleepy.rows_prepared += 1
+        super().prepare_row()
+
+    def call(self):
+        import time
+
+        time.sleep(0.02)
+
+
+def test_a_call_s_parts_come_from_one_process_and_its_cpu_is_relative(monkeypatch, machine):
+    """`wait_figures`: the CPU figure as `relative_seconds` gives it, the other parts the
+    median over the calls, in seconds."""
+    def wait(wall, children_cpu, blocked):
+        return clocks.waits.Wait(wall=wall, cpu=0.004, children_cpu=children_cpu,
+                                 run_queue=0.0, blocked=blocked)
+
+    timed = [(0.004, clocks.REFERENCE_S * 2, wait(0.03, 0.0, 0.026)),
+             (0.004, clocks.REFERENCE_S * 2, wait(0.05, 0.01, 0.036)),
+             (0.004, clocks.REFERENCE_S * 2, wait(0.04, 0.0, 0.036))]
+    figures = clocks.wait_figures(timed)
+    assert figures["cpu"] == pytest.approx(0.002)  # the machine ran at half speed
+    assert figures["blocked"] == pytest.approx(0.036)
+    assert figures["wall"] == pytest.approx(0.04) and figures["children_cpu"] == 0
+
+
+def test_in_an_asv_round_the_first_row_measures_every_part_and_the_others_take_theirs(
+        monkeypatch, tmp_path):
+    monkeypatch.setattr(clocks.tempfile, "gettempdir", lambda: str(tmp_path))
+    monkeypatch.setenv("ASV_COMMIT", "c0ffee")
+    Sleepy.rows_prepared = 0
+    start = clocks.process_clock()
+    Sleepy().part_sample("cpu", "mlp", 128)
+    cpu = clocks.process_clock() - start
+    Sleepy().part_sample("blocked", "mlp", 128)
+    blocked = clocks.process_clock() - start - cpu
+    Sleepy().part_sample("children_cpu", "mlp", 128)
+    children = clocks.process_clock() - start - cpu - blocked
+    assert Sleepy.rows_prepared == 1  # one measuring process for the three rows
+    assert cpu < 0.005
+    assert blocked == pytest.approx(0.02, abs=0.01)
+    assert children == pytest.approx(clocks.waits.FLOORS["children_cpu"])  # no child: floor
+    assert not list(tmp_path.rglob("*-*/*"))  # every part taken: nothing left behind
+    # the next round's rows measure again (the parts were taken once)
+    Sleepy().part_sample("blocked", "mlp", 128)
+    assert Sleepy.rows_prepared == 2
+
+
+def test_a_part_left_by_another_commit_row_or_round_is_not_taken(monkeypatch, tmp_path):
+    monkeypatch.setattr(clocks.tempfile, "gettempdir", lambda: str(tmp_path))
+    monkeypatch.setenv("ASV_COMMIT", "c0ffee")
+    clocks.leave_pending("Row('mlp', 128)", {"blocked": 1.0})
+    assert clocks.take_pending("Row('mlp', 127)", "blocked") is None
+    monkeypatch.setenv("ASV_COMMIT", "decaf")
+    assert clocks.take_pending("Row('mlp', 128)", "blocked") is None
+    monkeypatch.setenv("ASV_COMMIT", "c0ffee")
+    monkeypatch.setattr(clocks.time, "time", lambda: 1e12)  # a round long gone
+    assert clocks.take_pending("Row('mlp', 128)", "blocked") is None
+
+
+def test_outside_an_asv_run_every_part_row_measures_for_itself(monkeypatch, tmp_path):
+    """A probe runs one benchmark row, several times, with no sibling rows after it: a part
+    it left behind would be taken by the next commit's probe."""
+    monkeypatch.setattr(clocks.tempfile, "gettempdir", lambda: str(tmp_path))
+    monkeypatch.delenv("ASV_COMMIT", raising=False)
+    Sleepy.rows_prepared = 0
+    Sleepy().part_sample("cpu", "mlp", 128)
+    Sleepy().part_sample("blocked", "mlp", 128)
+    assert Sleepy.rows_prepared == 2
+    assert not list(tmp_path.iterdir())

@@ -203,7 +203,19 @@ def test_metrics_table():
     assert metrics.numerics_error(
         "n.NumericsStageErrorDLFloat16.track_rmse_vs_eager_dlfloat16") == "rmse_ratio"
     assert set(metrics.PROBE_METRICS) == {"device_time", "host_time", "compile_time",
+                                          "compile_blocked", "compile_children",
                                           "compile_work", "numerics"}
+    # the parts of a compile's wall time: each its own metric, probed as compile time is
+    parts = {name: metrics.metric_for(name) for name in (
+        "bench_compile.CompileTotal.time_compile_blocked",
+        "bench_compile.CompileStage.time_stage_children_cpu",
+        "bench_compile.CompileWithBuild.time_compile")}
+    assert [(m.name, m.wait_part, m.probe) for m in parts.values()] == [
+        ("compile_blocked", "blocked", "compile_time"),
+        ("compile_children", "children_cpu", "compile_time"),
+        ("compile_time", "cpu", "compile_time")]
+    assert not any(m.counts_instructions or m.refuted_without_more_work or m.knob_baseline
+                   for m in parts.values() if m.wait_part != "cpu")
     assert metrics.metric_for("bench_compile_work.CompileWork.track_instructions").name == \
         "compile_work"
     with pytest.raises(KeyError, match="unknown metric 'latency'"):

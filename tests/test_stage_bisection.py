@@ -191,3 +191,54 @@ def test_a_compile_that_fails_names_the_stage_it_failed_in_and_keeps_its_error()
     unnamed = stages.failure_report(good, _probe([[0.1] * 5] * 3), Failed("failed", "x"),
                                     good="g", bad="b", workload="swiglu", seq=128)
     assert (unnamed.first_divergent_stage, unnamed.basis) == (None, None)
+
+
+def _waits_probe(parts_per_compile, counted=None):
+    """A stage probe whose compiles' stage clocks are all alike and whose `compile_waits`
+    are given: per compile, stage -> {part: seconds}."""
+    times = [[0.1, 0.010, 0.0003, 0.001, 0.005]] * len(parts_per_compile)
+    probe = _probe(times)
+    waits = tuple({stage: {"wall": 0.0, "cpu": 0.0, "children_cpu": 0.0, "run_queue": 0.0,
+                           "blocked": 0.0, **compile.get(stage, {})} for stage in STAGES}
+                  for compile in parts_per_compile)
+    return StageAnswer(**{**probe.__dict__, "compile_waits": waits})
+
+
+def test_a_stage_that_now_waits_is_named_on_its_blocked_time_though_it_does_no_more_work():
+    same = _capture(["x\n"] * 5)
+    good = _waits_probe([{"kernel": {"blocked": 0.0002 + 0.0001 * i}} for i in range(4)])
+    bad = _waits_probe([{"kernel": {"blocked": 0.0002 + 0.0001 * i},
+                         "layout": {"blocked": 0.050 + 0.0001 * i}} for i in range(4)])
+    counts = {s: 1_000_000 for s in STAGES}  # counted: no stage does more work
+    report = stages.bisect_stages(same, same, good, bad, good="g", bad="b", workload="mlp",
+                                  seq=128, width=1024, instructions=(counts, counts),
+                                  wait_part="blocked")
+    assert (report.first_divergent_stage, report.basis, report.wait_part) == (
+        "layout", "wait", "blocked")
+    layout = next(d for d in report.stages if d.stage == "layout")
+    assert layout.compile_s_bad == pytest.approx(0.05015)  # the part's median, not the clock
+    # read on the CPU the same builds name nothing: no stage executes more instructions
+    report = stages.bisect_stages(same, same, good, bad, good="g", bad="b", workload="mlp",
+                                  seq=128, width=1024, instructions=(counts, counts),
+                                  wait_part="cpu")
+    assert report.first_divergent_stage is None and report.wait_part is None
+
+
+def test_a_stage_whose_child_process_burns_more_is_named_on_children_cpu():
+    same = _capture(["x\n"] * 5)
+    good = _waits_probe([{"kernel": {"children_cpu": 0.20 + 0.001 * i}} for i in range(4)])
+    bad = _waits_probe([{"kernel": {"children_cpu": 0.40 + 0.001 * i}} for i in range(4)])
+    report = stages.bisect_stages(same, same, good, bad, good="g", bad="b", workload="mlp",
+                                  seq=128, width=1024, wait_part="children_cpu")
+    assert (report.first_divergent_stage, report.basis) == ("kernel", "wait")
+
+
+def test_a_part_that_moves_less_than_its_floor_names_no_stage():
+    """Blocked time grew by 1 ms in every compile: significant, but under the floor below
+    which the benchmarks read a part as its floor (waits.FLOORS)."""
+    same = _capture(["x\n"] * 5)
+    good = _waits_probe([{"kernel": {"blocked": 0.0001 * i}} for i in range(4)])
+    bad = _waits_probe([{"kernel": {"blocked": 0.001 + 0.0001 * i}} for i in range(4)])
+    report = stages.bisect_stages(same, same, good, bad, good="g", bad="b", workload="mlp",
+                                  seq=128, width=1024, wait_part="blocked")
+    assert report.first_divergent_stage is None

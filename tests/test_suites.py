@@ -66,6 +66,21 @@ def test_a_written_suite_measures_the_checkout_through_its_backend(checkout, tmp
     assert suite.backend_name(out) == "torch_spyre"
 
 
+def test_the_written_suite_s_measuring_files_import_each_other_from_the_suite(checkout,
+                                                                              tmp_path):
+    """The clocks module reads the parts of a compile's wall time with its sibling waits.py
+    (`clocks.waits`): both are copied, and they import from the written suite alone (no
+    site-packages, where this tool's own `benchmarks` could stand in for a missing file)."""
+    out = suites.write("torch_spyre", checkout, tmp_path / "bench", "main")
+    code = ("import sys; sys.path.insert(0, '.'); import benchmarks.clocks as c; "
+            "print(c.waits.__file__)")
+    found = subprocess.run([sys.executable, "-S", "-P", "-c", code], cwd=out,
+                           capture_output=True, text=True, check=False,
+                           env={"PATH": os.environ["PATH"]})
+    assert found.returncode == 0, found.stderr
+    assert Path(found.stdout.strip()) == out / "benchmarks" / "waits.py"
+
+
 def test_writing_again_replaces_the_benchmarks_and_keeps_asvs_results(checkout, tmp_path):
     out = suites.write("torch_spyre", checkout, tmp_path / "bench", "main")
     (out / "benchmarks" / "stale.py").write_text("")

@@ -6,7 +6,9 @@ stage's canonical text, the first stage whose artifact differs, per-stage compil
 per-kernel device-time deltas, and for numerical regressions the first stage whose executed
 output drifts further from float64. When no artifact differs (a compile-time regression that
 computes the same program more slowly), the stage that does the most extra work - instructions
-where they were counted, else significant compile time - is the answer.
+where they were counted, else significant compile time - is the answer; for a regression in
+another part of a compile's wall time (its children's CPU, its blocked time:
+benchmarks/waits.py), the stage where that part grew most.
 """
 
 from __future__ import annotations
@@ -17,14 +19,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from benchmarks import waits
 from regressions import stats
 from regressions.probing.protocol import Failed, KernelTime, StageAnswer
 
-STAGE_REPORT_VERSION = 3  # 3: `basis` names the evidence (instructions, compile_clock)
+STAGE_REPORT_VERSION = 4  # 4: `wait_part`, and the `wait` basis
 # What named the first divergent stage: its canonical artifact differs, or (no artifact
 # differs) it executes more instructions, or it got significantly slower on the clock, or
-# the bad build's compile raised in it.
-Basis = Literal["artifact", "instructions", "compile_clock", "compile_error"]
+# the part of its wall time the regression is in (`wait_part`) grew significantly, or the
+# bad build's compile raised in it.
+Basis = Literal["artifact", "instructions", "compile_clock", "wait", "compile_error"]
 COMPILE_RATIO_FLOOR = 1.5  # a stage must get at least this much slower to be named
 # Instruction counts repeat within 1% (docs/measurements/asv-suite.md); a stage that grew by 1% or
 # more did more work, and when no artifact differs the one that added the most is named.
@@ -96,6 +100,9 @@ class StageReport:
     # the median warm call's host seconds at each build, where the stage probe read the host
     # clock (the good build's value of a host-time metric, for the knob search)
     host_s: dict[str, float | None] = field(default_factory=dict)
+    # the part of each stage's compile wall time `stages` compares (children_cpu, blocked);
+    # None: each stage's compile seconds as its backend reports them (wall time)
+    wait_part: str | None = None
 
 
 def unified_diff(good: str, bad: str, stage: str) -> str:
@@ -152,6 +159,24 @@ def numerics_divergence(good: Mapping[str, Mapping[str, float | None]],
             if after > before * (1 + NUMERICS_TOLERANCE) + 1e-12:
                 return stage
     return None
+
+
+def part_times(answer: StageAnswer, part: str) -> tuple[dict[str, float], ...]:
+    """Per compile of a stage probe: each region's `part` of its wall time (the stage probe's
+    `compile_waits`), in the shape `compile_deltas` reads."""
+    return tuple({region: parts[part] for region, parts in compile.items() if part in parts}
+                 for compile in answer.compile_waits)
+
+
+def grown_part(deltas: Sequence[StageDelta], part: str) -> str | None:
+    """The stage whose `part` of the compile's wall time grew the most, by at least the
+    part's floor (a part under it reads as the floor in the benchmarks: waits.FLOORS) and
+    significantly; None when none did."""
+    grew = [d for d in deltas if d.compile_s_bad - d.compile_s_good >= waits.FLOORS[part]
+            and d.compile_p is not None and d.compile_p < COMPILE_P]
+    if not grew:
+        return None
+    return max(grew, key=lambda d: d.compile_s_bad - d.compile_s_good).stage
 
 
 def with_instructions(deltas: Sequence[StageDelta],
@@ -232,17 +257,26 @@ def text_at(capture: Capture, stage: str, order: Sequence[str]) -> str:
 def bisect_stages(good_capture: Capture, bad_capture: Capture, good_probe: StageAnswer,
                   bad_probe: StageAnswer, good: str, bad: str, workload: str, seq: int,
                   width: int | None,
-                  instructions: Sequence[Mapping[str, int] | None] | None = None
-                  ) -> StageReport:
+                  instructions: Sequence[Mapping[str, int] | None] | None = None,
+                  wait_part: str | None = None) -> StageReport:
+    """The two builds' stage report. `wait_part` (children_cpu, blocked): the regression is
+    in that part of the compile's wall time, so the stages' compile figures compared are
+    that part's, and with no artifact changed the stage it grew in is the one named."""
     stages = merged_stages(good_capture.stages, bad_capture.stages)
     diffs = {s: unified_diff(text_at(good_capture, s, stages), text_at(bad_capture, s, stages),
                              s)
              for s in stages}
-    deltas = with_instructions(compile_deltas(
-        stages, good_probe.compile_times, bad_probe.compile_times, diffs), instructions)
+    part = wait_part if wait_part != "cpu" else None  # the CPU: the stages' seconds
+    good_times, bad_times = ((part_times(good_probe, part), part_times(bad_probe, part))
+                             if part else (good_probe.compile_times, bad_probe.compile_times))
+    deltas = with_instructions(compile_deltas(stages, good_times, bad_times, diffs),
+                               instructions)
     first = next((d.stage for d in deltas if d.changed), None)
     basis: Basis | None = "artifact" if first else None
-    if first is None:
+    if first is None and part:
+        first = grown_part(deltas, part)
+        basis = "wait" if first else None
+    elif first is None:
         first, basis = slowest_stage(deltas)
     diff = diffs[first] if first and basis == "artifact" else ""
     numerics_stage = numerics_divergence(good_probe.stage_errors, bad_probe.stage_errors,
@@ -256,7 +290,8 @@ def bisect_stages(good_capture: Capture, bad_capture: Capture, good_probe: Stage
         numerics_first_divergent_stage=numerics_stage,
         numerics={"good": {s: dict(e) for s, e in good_probe.stage_errors.items()},
                   "bad": {s: dict(e) for s, e in bad_probe.stage_errors.items()}},
-        log_excerpt=log_excerpt, host_s={"good": good_probe.host_s, "bad": bad_probe.host_s})
+        log_excerpt=log_excerpt, host_s={"good": good_probe.host_s, "bad": bad_probe.host_s},
+        wait_part=part)
 
 
 def failure_report(good_capture: Capture, good_probe: StageAnswer, failed: Failed, *,

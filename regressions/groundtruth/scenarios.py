@@ -145,6 +145,39 @@ INJECTIONS: dict[str, Injection] = {i.name: i for i in (
         edits=(Edit("spyre_sim/device.py", "    dram_effective_gbps: float = 136.5",
                     "    dram_effective_gbps: float = 100.0  # the sustained rate of a busy bus"),),
         workaround=None, probe=("mlp", 128)),
+    # Waits no CPU clock of the compiling process sees (benchmarks/waits.py).
+    Injection(
+        name="sdsc_wait", kind="compile_blocked", stage="sdsc",
+        subject="sdsc: back off 50 ms before reading the descriptor cache",
+        description="The sdsc stage sleeps 50 ms per graph it compiles: the compile's wall time "
+                    "grows by 50 ms per graph, its CPU time and its artifacts do not.",
+        edits=(Edit("spyre_sim/stages/sdsc.py", "import math\nfrom typing import Any\n",
+                    "import math\nimport time\nfrom typing import Any\n"),
+               Edit("spyre_sim/stages/sdsc.py",
+                    "def run(program: KernelProgram, config: Config) -> SdscBundle:\n"
+                    "    del config\n",
+                    "def run(program: KernelProgram, config: Config) -> SdscBundle:\n"
+                    "    del config\n"
+                    "    time.sleep(0.05)  # back off before the descriptor cache is read\n"),),
+        workaround=None, probe=("mlp", 128)),
+    Injection(
+        name="backend_child", kind="compile_children", stage="backend",
+        subject="backend: self-check the binary in a child process",
+        description="The backend stage runs a child process that spends 0.2 s of CPU per graph "
+                    "it compiles, as a backend compiler run as a subprocess (torch-spyre's "
+                    "dxp_standalone) does: the compiling process's own CPU time does not grow.",
+        edits=(Edit("spyre_sim/stages/backend.py", "import math\nfrom typing import Any\n",
+                    "import math\nimport subprocess\nimport sys\nfrom typing import Any\n"),
+               Edit("spyre_sim/stages/backend.py",
+                    "def run(bundle: SdscBundle, config: Config) -> Binary:\n    del config\n",
+                    "def run(bundle: SdscBundle, config: Config) -> Binary:\n    del config\n"
+                    "    subprocess.run([sys.executable, \"-c\", \"import time\\n\"  "
+                    "# a self-check\n"
+                    "                    \"start = time.process_time()\\n\"\n"
+                    "                    \"while time.process_time() - start < 0.2:\\n"
+                    "    pass\\n\"],\n"
+                    "                   check=True)\n"),),
+        workaround=None, probe=("mlp", 128)),
 )}
 # A plan entry that reverts an earlier injection: REVERT + its name.
 REVERT = "revert:"

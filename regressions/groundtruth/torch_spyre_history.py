@@ -30,10 +30,11 @@ INJECTIONS: dict[str, Injection] = {i.name: i for i in (
     Injection(
         name="quadratic_span_reduction", kind="compile_time", stage="span_reduction",
         subject="work division: check every op's spans against each producer's reads",
-        description="span_reduction re-derives the read-writes of every computed buffer once per "
-                    "computed buffer (uncached `get_read_writes`, sympy dependency extraction each "
-                    "time): quadratic in the graph's operations, in one pass. Nothing it decides "
-                    "changes, so only the pass's time shows it, and it grows with the graph.",
+        description="span_reduction re-derives the read-writes of both buffers of every pair "
+                    "of computed buffers, the producer's once per read of the other (uncached "
+                    "`get_read_writes`, sympy dependency extraction each time): quadratic in "
+                    "the graph's operations, in one pass. Nothing it decides changes, so only "
+                    "the pass's time shows it, and it grows with the graph.",
         edits=(Edit("torch_spyre/_inductor/work_division.py",
                     '    """Pass 1: compute minimum per-op splits required by MAX_SPAN_BYTES."""\n'
                     "    operations = graph.operations\n",
@@ -42,7 +43,10 @@ INJECTIONS: dict[str, Injection] = {i.name: i for i in (
                     "    computed = list(_iter_computed_buffers(operations))\n"
                     "    for op in computed:  # a producer's span must cover its consumers' reads\n"
                     "        for producer in computed:\n"
-                    "            producer.get_read_writes()\n"),),
+                    "            shared = [dep for dep in op.get_read_writes().reads\n"
+                    "                      if dep.name in {d.name for d in\n"
+                    "                                      producer.get_read_writes().writes}]\n"),
+               ),
         workaround=None, probe=("stack_2", 128)),
     Injection(
         name="silu_loader", kind="failure", stage="lowering",

@@ -218,7 +218,8 @@ class Investigator:
                                     bad=bad,
                                     workload=target.workload, seq=target.seq,
                                     width=good_probe.width,
-                                    instructions=instructions)
+                                    instructions=instructions,
+                                    wait_part=target.measures.wait_part)
 
     # -- 3. knob bisection ---------------------------------------------------------------
     def knobs(self, bad: str, target: Target, regression: knobs.Regression,

@@ -202,9 +202,9 @@ def _error_samples(backend, request, program, inputs, count):
 
 def _compile_samples(backend, request, program, inputs, count):
     values = _values(request)
-    return [_seconds_of(compile_seconds, request.stage)
-            for compile_seconds in _compile_processes(backend, request, program, inputs,
-                                                      values=values, count=count)], False
+    return [_seconds_of(measured, request)
+            for measured in _compile_processes(backend, request, program, inputs,
+                                               values=values, count=count)], False
 
 
 def _run_samples(clock):
@@ -251,8 +251,8 @@ def cmd_stages(request: Request) -> protocol.StageAnswer:
     values = _values(request)
     backend.capture(program, inputs, values, Path(request.capture_dir))
     compiled = backend.compile(program, inputs, values)
-    compile_times = _compile_processes(backend, request, program, inputs, values=values,
-                                       count=_or(request.compile_repeats, 4))
+    compiles = _compile_processes(backend, request, program, inputs, values=values,
+                                  count=_or(request.compile_repeats, 4))
     run = _quiet_run(backend, program, inputs, request)
     if request.trace and run is not None and run.trace is not None:
         with open(request.trace, "w") as handle:
@@ -265,13 +265,14 @@ def cmd_stages(request: Request) -> protocol.StageAnswer:
                         for stage, outputs in compiled.stage_outputs(*inputs).items()}
     return protocol.StageAnswer(
         status="ok",
-        compile_times=tuple({s: times[s] for s in backend.STAGES} for times in compile_times),
+        compile_times=tuple({s: c.seconds[s] for s in backend.STAGES} for c in compiles),
         device_time_us=None if run is None else run.device_us,
         kernels=() if run is None else _kernels(run),
         stages=tuple(backend.STAGES), stage_errors=stage_errors,
         width=_width(request), backend=backend.environment(),
         host_s=(_warm_call_seconds(compiled, request, inputs) if request.host_clock
-                else None))
+                else None),
+        compile_waits=tuple(c.waits for c in compiles))
 
 
 def executes(backend: Any) -> bool:
@@ -296,15 +297,31 @@ def _metric(backend: Any, request: Request, program: Any, inputs: Any, values: d
 def _compile_seconds(backend, request, program, inputs, values) -> float:
     """The stage's own compile time when one is named (a stage regression hides in the
     total), else the whole compile; the median of a few cold compiles, each its own
-    process's where the suite has its clocks module."""
+    process's where the suite has its clocks module. For a part of the compile's wait other
+    than its CPU (`wait_part`), that part's seconds."""
     return statistics.median(
-        _seconds_of(times, request.stage)
-        for times in _compile_processes(backend, request, program, inputs, values=values,
-                                        count=_or(request.compile_repeats, 5)))
+        _seconds_of(measured, request)
+        for measured in _compile_processes(backend, request, program, inputs, values=values,
+                                           count=_or(request.compile_repeats, 5)))
 
 
-def _seconds_of(compile_seconds: dict[str, float], stage: str | None) -> float:
-    return compile_seconds[stage] if stage else compile_seconds["total"]
+@dataclasses.dataclass(frozen=True)
+class CompileMeasured:
+    """One cold compile in one process: its seconds per stage and in total ("total"), as
+    the backend's compile reports them, and the parts of its wall time (`waits.Wait`'s
+    fields) per region of `compile_in_regions` and for the whole `compile` call ("total")."""
+
+    seconds: dict[str, float]
+    waits: dict[str, dict[str, float]]
+
+
+def _seconds_of(measured: CompileMeasured, request: Request) -> float:
+    """The request's figure of one compile: its stage's (else the total's) seconds, or that
+    region's part of the wait when the request names a part other than the CPU."""
+    where = request.stage or "total"
+    if request.wait_part in (None, "cpu"):
+        return measured.seconds[where]
+    return measured.waits.get(where, {}).get(request.wait_part, 0.0)
 
 
 def _clocks(request: Request) -> Any:
@@ -318,31 +335,55 @@ def _clocks_module(path: str) -> Any:
     return _load(path, "spyre_regress_clocks")
 
 
-def _compile_processes(backend, request, program, inputs, values, count
-                       ) -> list[dict[str, float]]:
-    """`count` cold compiles' seconds per stage and in total ("total"). With the suite's
-    clocks module, each is one forked process's compile after a discarded one, timed
-    between two runs of the reference workload and scaled by it, as the suite's compile
-    benchmarks are (benchmarks/clocks.py); else `count` compiles in this process."""
-    clocks = _clocks(request)
+@functools.cache
+def _waits_module(clocks_path: str) -> Any:
+    """The suite's waits module (beside its clocks module, which loads it), else this
+    tree's own: how the parts of a compile's wall time are read."""
+    if clocks_path:
+        return _clocks_module(clocks_path).waits
+    return _load(str(HERE.parents[1] / "benchmarks" / "waits.py"), "spyre_regress_waits")
 
-    def compile_once() -> dict[str, float]:
-        start = time.perf_counter()
-        compiled = backend.compile(program, inputs, values)
-        return {**compiled.compile_s, "total": time.perf_counter() - start}
+
+def _compile_processes(backend, request, program, inputs, values, count
+                       ) -> list[CompileMeasured]:
+    """`count` cold compiles: the backend's compile, timed, with the parts of its whole wall
+    time; and, for a request on a part other than the CPU (`wait_part`), the same compile
+    once more region by region (`compile_in_regions`) for the parts of each region's wall
+    time. With the suite's clocks module, each is one forked process's, after a discarded
+    compile, its seconds timed between two runs of the reference workload and scaled by it,
+    as the suite's compile benchmarks are (benchmarks/clocks.py); else `count` compiles in
+    this process."""
+    clocks = _clocks(request)
+    waits = _waits_module(request.clocks)
+    by_region = request.wait_part not in (None, "cpu")
+
+    def regions_of() -> dict[str, dict[str, float]]:
+        if not by_region:
+            return {}
+        regions = waits.Regions()
+        backend.compile_in_regions(program, inputs, values, regions.region)
+        return {name: wait._asdict() for name, wait in regions.waits.items()}
+
+    def compile_once() -> dict:
+        (compiled, wait) = waits.measure(lambda: backend.compile(program, inputs, values))
+        return {"seconds": {**compiled.compile_s, "total": wait.wall},
+                "waits": {**regions_of(), "total": wait._asdict()}}
 
     if clocks is None:
-        return [compile_once() for _ in range(count)]
+        return [CompileMeasured(**compile_once()) for _ in range(count)]
 
-    def in_process() -> dict[str, float]:
+    def in_process() -> dict:
         backend.compile(program, inputs, values)  # the forked process's first-write costs
-        compiled, took, reference_s = clocks.between_references(
-            lambda: backend.compile(program, inputs, values), time.perf_counter)
+        (compiled, wait), took, reference_s = clocks.between_references(
+            lambda: waits.measure(lambda: backend.compile(program, inputs, values)),
+            time.perf_counter)
         scale = clocks.REFERENCE_S / reference_s
-        return {**{s: v * scale for s, v in compiled.compile_s.items()}, "total": took * scale}
+        return {"seconds": {**{s: v * scale for s, v in compiled.compile_s.items()},
+                            "total": took * scale},
+                "waits": {**regions_of(), "total": wait._asdict()}}
 
     backend.compile(program, inputs, values)  # first-use costs, paid before the forks
-    return [clocks.in_child(in_process) for _ in range(count)]
+    return [CompileMeasured(**clocks.in_child(in_process)) for _ in range(count)]
 
 
 def _device_us(backend, request, program, inputs, values) -> float:

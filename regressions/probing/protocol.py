@@ -78,6 +78,9 @@ class ProbeRequest:
     metric: str = ""
     stage: str | None = None
     error: str | None = None
+    # a compile metric's part of the compile's wall time (benchmarks/waits.py: cpu,
+    # children_cpu, blocked); None: the compile's seconds as its backend reports them
+    wait_part: str | None = None
     # discover, bench: the suite copy; bench: one benchmark at one parameter combination
     suite: str = ""
     benchmark: str = ""
@@ -166,6 +169,11 @@ class StageAnswer:
     detail: str = ""
     host_s: float | None = None  # median warm call, when the request asked for the host clock
     backend: Mapping[str, Any] = field(default_factory=dict)  # the backend's versions
+    # per compile of `compile_times`: the parts of the whole compile's wall time ("total") and,
+    # when the request names a part other than the CPU (`wait_part`), of each region's (a
+    # backend's `compile_in_regions`: spyre_sim's stages, Inductor's one "compile"), by part
+    # (benchmarks/waits.py's Wait fields), in seconds
+    compile_waits: tuple[Mapping[str, Mapping[str, float]], ...] = ()
 
 
 @dataclass(frozen=True)

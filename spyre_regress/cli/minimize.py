@@ -10,7 +10,7 @@ from regressions.records import files
 from spyre_regress.cli import checks, common, targets
 
 # Minimization keeps a cost that survives cutting the program down (metrics.Metric.minimizable)
-MINIMIZABLE = tuple(m.probe for m in metrics.METRICS if m.minimizable and m.probe)
+MINIMIZABLE = tuple(m.name for m in metrics.METRICS if m.minimizable and m.probe)
 
 
 def add(sub: argparse._SubParsersAction) -> None:

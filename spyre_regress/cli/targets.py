@@ -35,8 +35,9 @@ def add_workload_arguments(p: argparse.ArgumentParser,
     p.add_argument("--metric", choices=choices, default="device_time",
                    help="what regressed (default %(default)s)")
     p.add_argument("--stage", metavar="STAGE",
-                   help="compile_time: the stage to time, one of the compiler under test's "
-                        "(docs/reference/spyre_sim.md, docs/reference/backends.md)")
+                   help="compile_time, compile_blocked, compile_children: the stage to time, "
+                        "one of the compiler under test's (docs/reference/spyre_sim.md, "
+                        "docs/reference/backends.md)")
     p.add_argument("--error", choices=metrics.ERRORS, default="rmse_ratio",
                    help="numerics: which error (default %(default)s)")
 
@@ -55,7 +56,7 @@ def target(args: argparse.Namespace) -> Target:
     """The probe target `--workload/--shape/--metric` name (no benchmark: probes only)."""
     from regressions.investigation.model import Target
 
-    metric = next(m for m in metrics.METRICS if m.probe == args.metric)
+    metric = metrics.by_name(args.metric)
     width = args.width
     if metric.width == "numerics_width" and width is None:
         width = suite.numerics_widths(args.repo).get(args.workload)

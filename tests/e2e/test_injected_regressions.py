@@ -30,6 +30,8 @@ DEVICE = ("bench_execute.ExecuteDeviceTime.time_device", ("workload", "seq"))
 NUMERICS = ("bench_numerics.NumericsStageError.track_rmse_vs_eager_fp16",
             ("workload", "seq", "stage"))
 COMPILE = ("bench_compile.CompileStage.time_stage", ("stage", "workload", "seq"))
+BLOCKED = ("bench_compile.CompileStage.time_stage_blocked", ("stage", "workload", "seq"))
+CHILDREN = ("bench_compile.CompileStage.time_stage_children_cpu", ("stage", "workload", "seq"))
 WORK = ("bench_compile_work.CompileWork.track_instructions", ("workload", "seq", "stage"))
 CASES = {
     "workdiv_m127": (DEVICE, ("'mlp'", "127")),
@@ -40,16 +42,24 @@ CASES = {
     "gelu_fallback": (DEVICE, ("'mlp'", "128")),
     # a few-percent compile regression no clock sees: counted instructions, one per build
     "lower_fusion_check": (WORK, ("'attention'", "128", "'lower'")),
+    # waits the compiling process's CPU clock cannot see (benchmarks/waits.py): a stage that
+    # sleeps, a stage whose child process burns CPU; the full grid has their stages' rows
+    "sdsc_wait": (BLOCKED, ("'sdsc'", "'mlp'", "128")),
+    "backend_child": (CHILDREN, ("'backend'", "'mlp'", "128")),
 }
+FULL_GRID = {"sdsc_wait", "backend_child"}
 
 
-def _investigator(repo: Path, work: Path) -> investigator.Investigator:
-    return investigator.Investigator(GitHistory(repo), SubprocessProber(repo, work, env=GRID))
+def _investigator(repo: Path, work: Path, env: dict | None = None
+                  ) -> investigator.Investigator:
+    return investigator.Investigator(GitHistory(repo),
+                                     SubprocessProber(repo, work, env=GRID if env is None else env))
 
 
 def _scenario(tmp_path: Path, name: str):
     records = scratch.build(tmp_path / "repo", [None, name, None])
-    investigator = _investigator(tmp_path / "repo", tmp_path / "work")
+    investigator = _investigator(tmp_path / "repo", tmp_path / "work",
+                                 {} if name in FULL_GRID else None)
     (benchmark, names), params = CASES[name]
     target = target_for(benchmark, params, names, {"layernorm": 512}, stage_width=1024)
     return records, investigator, target
@@ -104,6 +114,11 @@ def test_culprit_and_first_divergent_stage(tmp_path, request, name):
         assert report.basis == "instructions"
         lower = next(d for d in report.stages if d.stage == "lower")
         assert 0.02 <= lower.work_growth <= 0.06, lower
+    if target.measures.wait_part not in (None, "cpu"):  # named on the part that grew
+        assert (report.basis, report.wait_part) == ("wait", target.measures.wait_part)
+        grown = next(d for d in report.stages if d.stage == report.first_divergent_stage)
+        added = {"sdsc_wait": 0.05, "backend_child": 0.2}[name]
+        assert 0.8 * added <= grown.compile_s_bad - grown.compile_s_good <= 3 * added, grown
 
 
 def test_knob_bisection_finds_the_work_division_workaround(workdiv):
@@ -139,7 +154,7 @@ def test_cli_stages_writes_json(tmp_path, outside):
                    "--width", "256", "--json", str(out), cwd=outside)
     assert done.returncode == 0, done.stderr
     data = json.loads(out.read_text())
-    assert data["version"] == 3 and data["first_divergent_stage"] == "lower"
+    assert data["version"] == 4 and data["first_divergent_stage"] == "lower"
     assert data["stage_diff_lines"] > 0 and "first divergent stage: lower" in done.stdout
 
 

@@ -44,10 +44,10 @@ def night(tmp_path_factory, torch_spyre_checkout):
                              timeout=300, check=False)
     assert written.returncode == 0, written.stderr
     # from the planted history's base on (the clone holds torch-spyre's whole history), with
-    # 20 samples a side: a compile clock sample costs seconds here. 898 s alone, 1266 s beside
-    # the other end-to-end files on two workers; the timeout leaves room for a slower runner
+    # 10 samples a side: a compile clock sample costs seconds here, and the planted changes
+    # are large. The timeout leaves room for a slower runner.
     command = [str(SCRIPT), "nightly", "--repo", str(suite), "--stride", "1", "--bench", BENCH,
-               "--since", records[0].sha, "--samples", "20",
+               "--since", records[0].sha, "--samples", "10",
                "--state", str(root / "state"), "--reports", str(root / "reports")]
     done = subprocess.run(command, cwd=root, env=user_environment(SPYRE_REGRESS_GRID="demo"),
                           capture_output=True, text=True, timeout=2700, check=False)
@@ -56,6 +56,17 @@ def night(tmp_path_factory, torch_spyre_checkout):
                 if r.status == "reported"]
     database.close()
     return root, records, done, reported
+
+
+def _detection(root: Path) -> str:
+    """What detection makes of the night's results, for a failure's message: a change that
+    was never reported shows here with its series' ratio and p, or by its absence."""
+    done = subprocess.run([str(SCRIPT), "detect", "--results", str(root / "bench" / ".asv" /
+                                                                   "results"),
+                           "--repo", str(root / "torch-spyre")], cwd=root,
+                          env=user_environment(), capture_output=True, text=True, timeout=300,
+                          check=False)
+    return done.stdout[-6000:] + done.stderr[-2000:]
 
 
 def _injected(records) -> dict[str, str]:
@@ -68,7 +79,8 @@ def test_each_planted_change_is_reported_at_its_commit_with_its_kind_and_stage(n
     for name, sha in _injected(records).items():
         injection = torch_spyre_history.INJECTIONS[name]
         at_commit = [(record, extras) for record, extras in reported if record.culprit == sha]
-        assert at_commit, f"{name}: no report at {sha[:10]}\n{done.stdout[-3000:]}"
+        assert at_commit, (f"{name}: no report at {sha[:10]}\n{done.stdout[-3000:]}\n"
+                           f"{_detection(root)}")
         kinds = {record.kind for record, _ in at_commit}
         assert injection.kind in kinds, (name, kinds)
         if injection.kind != "failure":
@@ -78,8 +90,9 @@ def test_each_planted_change_is_reported_at_its_commit_with_its_kind_and_stage(n
 
 
 def test_no_decoy_and_nothing_else_is_reported(night):
-    _, records, _, reported = night
-    assert {record.culprit for record, _ in reported} == set(_injected(records).values())
+    root, records, _, reported = night
+    assert {record.culprit for record, _ in reported} == set(_injected(records).values()), \
+        _detection(root)
 
 
 def _bundle(root: Path, records, name: str) -> Path:
