@@ -36,7 +36,10 @@ def test_cpu_work_is_cpu_time_and_a_neighbour_s_share_is_run_queue_wait_not_bloc
     # whatever the machine's load, the wall time the CPU did not account for was spent
     # runnable: the blocked part stays near zero
     assert wait.blocked < 0.02
-    assert wait.wall == pytest.approx(wait.cpu + wait.run_queue + wait.blocked, abs=1e-3)
+    # the parts account for the wall time; beside a busy neighbour the schedstat and CPU
+    # clocks, read a moment apart from the wall clock, overshoot it by a few ms (2-5 ms at
+    # load 5 here), and `blocked` is clamped at zero rather than negative
+    assert wait.wall == pytest.approx(wait.cpu + wait.run_queue + wait.blocked, abs=0.01)
 
 
 def test_a_reaped_child_process_s_cpu_is_children_cpu():
