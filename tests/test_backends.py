@@ -133,7 +133,9 @@ def test_the_probe_samples_through_the_backend_a_request_names():
 
 
 def test_the_probe_reads_the_part_of_a_stage_s_wait_that_a_request_names(monkeypatch):
-    """A stage that sleeps 30 ms: its blocked time says so; another stage's does not."""
+    """A stage that sleeps 100 ms: its blocked time says so; another stage's does not. (Beside
+    a busy neighbour a 30 ms sleep read 22 ms: CPU the process's other threads spend while the
+    stage sleeps is subtracted from its wall time too, docs/benchmarks.md.)"""
     import time
 
     import spyre_sim
@@ -142,13 +144,13 @@ def test_the_probe_reads_the_part_of_a_stage_s_wait_that_a_request_names(monkeyp
 
     def sleepy(stage, *args, **kwargs):
         if stage == "sdsc":
-            time.sleep(0.03)
+            time.sleep(0.1)
         return run_stage(stage, *args, **kwargs)
 
     monkeypatch.setattr(spyre_sim, "run_stage", sleepy)
     blocked = probe.cmd_sample(_request("spyre_sim", "compile_time", samples=2, stage="sdsc",
                                         wait_part="blocked"))
-    assert all(0.025 < s < 0.2 for s in blocked.samples), blocked.samples
+    assert all(0.06 < s < 0.3 for s in blocked.samples), blocked.samples
     other = probe.cmd_sample(_request("spyre_sim", "compile_time", samples=2, stage="kernel",
                                       wait_part="blocked"))
     assert all(s < 0.01 for s in other.samples), other.samples  # another stage: no wait
