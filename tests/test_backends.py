@@ -135,7 +135,7 @@ def test_the_probe_samples_through_the_backend_a_request_names():
 def test_the_probe_reads_the_part_of_a_stage_s_wait_that_a_request_names(monkeypatch):
     """A stage that sleeps 100 ms: its blocked time says so; another stage's does not. (Beside
     a busy neighbour a 30 ms sleep read 22 ms: CPU the process's other threads spend while the
-    stage sleeps is subtracted from its wall time too, docs/benchmarks.md.)"""
+    stage sleeps is subtracted from its wall time too, docs/explanation/compile-parts.md.)"""
     import time
 
     import spyre_sim
