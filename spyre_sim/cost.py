@@ -216,8 +216,9 @@ def kernel_cost(work: KernelWork, device: DeviceParams) -> KernelCost:
 
 
 def transfer_time_us(nbytes: int, device: DeviceParams) -> float:
-    """One host<->device DMA over PCIe (spyre-hw.md §6.10); `nbytes` are stick-padded, since
-    the DMA descriptor re-sticks on the fly and moves whole sticks."""
+    """One host<->device DMA over PCIe; `nbytes` are stick-padded, since the DMA descriptor
+    re-sticks on the fly and moves whole sticks (inferred from torch-spyre's
+    docs/source/architecture/dataflow_architecture.md and torch-spyre#3750)."""
     return device.dma_latency_us + nbytes / device.pcie_gbps / 1e3
 
 

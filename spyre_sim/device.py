@@ -72,9 +72,10 @@ class DeviceParams:
     overlap_beta: float = 0.05
     # --- host link and launches ---
     pcie_gbps: float = 50.0  # [E] PCIe Gen5 x16 = 63 GB/s theoretical [D]
-    dma_latency_us: float = 10.0  # [E] per host<->device transfer (spyre-hw.md §5: 5-30 us)
-    # Device-visible gap per kernel launch. [E] spyre-hw.md §5 (20-100 us; a 32-core
-    # microbenchmark measured a 98 us median gap including host setup, TS-comm).
+    dma_latency_us: float = 10.0  # [E] per host<->device transfer (5-30 us plausible)
+    # Device-visible gap per kernel launch. [E] 20-100 us; a 32-core microbenchmark measured
+    # a 98 us median gap including host setup (TS-comm: AdnanHoque/torch-spyre,
+    # docs/source/compiler/communication_cost_model.md).
     launch_us: float = 20.0
     host_fallback_elems_per_us: float = 500.0  # [E] CPU fallback op throughput
 
