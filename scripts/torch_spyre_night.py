@@ -1,6 +1,6 @@
 """The nightly on torch-spyre's history with planted changes and decoys: what it reported.
 
-    python scripts/torch_spyre_night.py OUT --checkout CHECKOUT [--samples 20]
+    python scripts/torch_spyre_night.py OUT --checkout CHECKOUT [--samples 10]
 
 Clones a torch-spyre checkout into OUT/torch-spyre and commits the planted changes of
 `regressions/groundtruth/torch_spyre_history.py` on its newest commit (two decoys, a slower
@@ -64,8 +64,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("out", type=Path)
     parser.add_argument("--checkout", type=Path, required=True,
                         help="a torch-spyre checkout whose history reaches torch 2.13's upgrade")
-    parser.add_argument("--samples", type=int, default=20,
-                        help="samples a side behind each confirmation (the test's: 20)")
+    parser.add_argument("--samples", type=int, default=10,
+                        help="samples a side behind each confirmation (the test's: 10)")
     args = parser.parse_args(argv)
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
