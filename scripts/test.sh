@@ -9,4 +9,6 @@ python3 -m venv .venv
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
 .venv/bin/ruff check .
 .venv/bin/mypy  # the files and the settings: [tool.mypy] in pyproject.toml
-.venv/bin/python -m pytest -q -n 2 --dist loadfile "$@"
+# --no-loadscope-reorder: keep tests/conftest.py's order (the slowest files first); xdist
+# otherwise sends the files with the most tests first, and the two nightlies started last
+.venv/bin/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder "$@"

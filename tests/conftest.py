@@ -17,8 +17,9 @@ from regressions.groundtruth import scratch
 SCRIPT = Path(sys.executable).with_name("spyre-regress")
 # The slowest test files, slowest first (seconds of their slowest fixture or test on this
 # 2-core machine, one run of the whole suite on two workers, the session's demo included):
-# scheduled before the rest, so the two xdist workers (`--dist loadfile` hands out files in
-# collection order) finish together instead of one waiting on the other.
+# scheduled before the rest, so the two xdist workers (`--dist loadfile
+# --no-loadscope-reorder` hands out files in collection order) finish together instead of one
+# waiting on the other.
 SLOWEST_FIRST = (
     "e2e/test_torch_spyre_nightly.py",   # 898 alone, 1078 beside the Inductor night
     "e2e/test_inductor_nightly.py",      # 485 alone, 944 beside the torch-spyre night
