@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import SCRIPT, user_environment
+from conftest import SCRIPT, run_cli, user_environment
 
 from regressions.groundtruth import torch_spyre_history
 from regressions.records import alert_store
@@ -61,11 +61,8 @@ def night(tmp_path_factory, torch_spyre_checkout):
 def _detection(root: Path) -> str:
     """What detection makes of the night's results, for a failure's message: a change that
     was never reported shows here with its series' ratio and p, or by its absence."""
-    done = subprocess.run([str(SCRIPT), "detect", "--results", str(root / "bench" / ".asv" /
-                                                                   "results"),
-                           "--repo", str(root / "torch-spyre")], cwd=root,
-                          env=user_environment(), capture_output=True, text=True, timeout=300,
-                          check=False)
+    done = run_cli("detect", "--results", str(root / "bench" / ".asv" / "results"),
+                   "--repo", str(root / "torch-spyre"), cwd=root, timeout=300)
     return done.stdout[-6000:] + done.stderr[-2000:]
 
 
