@@ -17,8 +17,14 @@ results store, `ResultsStore`). Prints:
 - what remains: the gap to the whole run's wall time (asv's own bookkeeping and printing,
   and the error of taking the last round's duration for every round).
 
+Any asv command: its `wall` line is the whole command's time, which is how the rows of
+docs/measurements/asv-suite.md's "Measured times" (`asv setup`, a family's `asv continuous`,
+`asv publish`) and torch-spyre.md's "A commit on the default grid" (`asv run` in the written
+suite, `--results` its results folder) are timed.
+
     python scripts/asv_cost.py continuous main HEAD
     python scripts/asv_cost.py --log asv-continuous.log continuous --bench compile main HEAD
+    python scripts/asv_cost.py setup
 """
 
 from __future__ import annotations
@@ -87,6 +93,8 @@ def family_costs(results: Path, commits: set[str], rounds: int,
     what earlier runs measured at the commit."""
     costs: dict[str, dict[str, float]] = defaultdict(lambda: {"benchmarks": 0.0,
                                                                "setup_cache": 0.0})
+    if not commits or not results.is_dir():  # `asv setup`, `asv publish`: nothing measured
+        return {}
     store = ResultsStore(results)
     own_rounds = {name: int(entry.get("rounds") or 1)
                   for name, entry in store.benchmarks().items()}

@@ -37,6 +37,18 @@ largest of each part over the windows, against the floors the gate reads parts a
 (`waits.FLOORS`). Then where this machine's stolen time goes: a CPU-bound loop pinned to one
 CPU, in half-second regions, its blocked time beside the steal that CPU's line of /proc/stat
 counted meanwhile (`--steal-seconds`, default 30).
+
+`--warm-call`: the table "The warm call's sample" of docs/measurements/premerge-gate.md. Per
+warm-call row (`ExecuteHostTime`) and window, one benchmark process forks `--processes`
+children (default 4); each discards one call and times the next nine (`clocks.timed_calls`).
+From the same calls, each child's sample taken three ways (`clocks.relative_seconds`): as the
+suite took it before (one discarded call, then calls until MIN_SECONDS of them were timed),
+with two discarded calls and the median of at least five (`WARM_CALL_DISCARDED`,
+`WARM_CALL_MIN_CALLS`: the suite now), and with two discarded and the median of eight; per
+row the coefficient of variation of the samples over every window's children.
+
+    python scripts/clock_spread.py --warm-call --windows 8 --processes 4 \\
+        --bench "ExecuteHostTime.*'(softmax|layernorm|mlp)', 128"
 """
 
 from __future__ import annotations
@@ -45,6 +57,7 @@ import argparse
 import functools
 import itertools
 import json
+import math
 import os
 import re
 import statistics
@@ -117,6 +130,76 @@ def measure(selected: list, windows: int, processes: int) -> dict:
             if window and not measured[name]:
                 continue  # skipped
             found = benchmark_process(cls, params, processes)
+            if found is not None:
+                measured[name].append(found)
+        print(f"window {window + 1}/{windows}: {time.monotonic() - started:.0f} s, load "
+              f"{os.getloadavg()[0]:.2f}", file=sys.stderr, flush=True)
+    return measured
+
+
+WARM_CALL_TIMED = 9  # calls a child times after its one discarded call
+
+
+def warm_call_samples(pairs: list[list[float]], min_seconds: float) -> dict[str, float]:
+    """One child's sample three ways, from its (call, reference) seconds after one discarded
+    call: before (calls until `min_seconds` are timed), two discarded and the median of at
+    least five (until `min_seconds` too, as `timed_calls` stops), two discarded and all
+    eight."""
+    from benchmarks import clocks
+
+    def until_enough(calls: list, least: int) -> list:
+        for n in range(1, len(calls) + 1):
+            if n >= least and sum(took for took, _ in calls[:n]) >= min_seconds:
+                return calls[:n]
+        return calls
+
+    timed = [(float(took), float(ref)) for took, ref in pairs]
+    return {"before": clocks.relative_seconds(until_enough(timed, 1)),
+            "median of 5": clocks.relative_seconds(until_enough(timed[1:],
+                                                                clocks.WARM_CALL_MIN_CALLS)),
+            "median of 8": clocks.relative_seconds(timed[1:])}
+
+
+def coefficient_of_variation(values: list[float]) -> float:
+    return statistics.stdev(values) / statistics.mean(values) if len(values) > 1 else math.nan
+
+
+def warm_call_report(measured: dict, min_seconds: float) -> None:
+    """Per row, the coefficient of variation of its children's samples, each way."""
+    print("| warm call | before | 2 discarded, median of 5 | ... of 8 |\n|---|---|---|---|")
+    for name, windows in measured.items():
+        samples = [warm_call_samples(child, min_seconds)
+                   for window in windows for child in window]
+        if not samples:
+            continue
+        cells = [f"{coefficient_of_variation([s[way] for s in samples]):.3f}"
+                 for way in ("before", "median of 5", "median of 8")]
+        print(f"| {name} | " + " | ".join(cells) + f" |  ({len(samples)} samples)")
+
+
+def warm_call_windows(selected: list, windows: int, processes: int) -> dict:
+    """Per warm-call row and window, one benchmark process's children: each one's
+    (call, reference) seconds of WARM_CALL_TIMED calls after one discarded call."""
+    from benchmarks import clocks, prepare
+
+    prepare.warm_up_forkserver()
+    measured: dict = {name: [] for name, _, _ in selected}
+    started = time.monotonic()
+
+    def one(cls: type, params: tuple) -> list | None:
+        benchmark = cls()
+        try:
+            benchmark.setup(*params)
+        except NotImplementedError:
+            return None
+        benchmark.prepare_row()
+        return [clocks.in_child(lambda: clocks.timed_calls(
+            benchmark.fresh, benchmark.call, benchmark.clock, WARM_CALL_TIMED, min_seconds=0.0,
+            max_calls=WARM_CALL_TIMED, discarded=1)) for _ in range(processes)]
+
+    for window in range(windows):
+        for name, cls, params in selected:
+            found = clocks.in_child(functools.partial(one, cls, params))
             if found is not None:
                 measured[name].append(found)
         print(f"window {window + 1}/{windows}: {time.monotonic() - started:.0f} s, load "
@@ -337,6 +420,8 @@ def main() -> int:
     parser.add_argument("--waits", action="store_true",
                         help="the parts of each compile row's wall time, and where steal "
                              "goes (see above)")
+    parser.add_argument("--warm-call", action="store_true",
+                        help="the warm call's sample taken three ways (see above)")
     parser.add_argument("--steal-seconds", type=float, default=30.0,
                         help="--waits: seconds of the pinned CPU-bound loop")
     parser.add_argument("--reference", action="store_true",
@@ -351,11 +436,28 @@ def main() -> int:
         reference_runs()
         return 0
     if args.report:
-        report(json.loads(args.report.read_text())["rows"], rounds)
+        document = json.loads(args.report.read_text())
+        if "warm_call" in document:
+            from benchmarks import clocks
+
+            warm_call_report(document["warm_call"], clocks.MIN_SECONDS)
+        else:
+            report(document["rows"], rounds)
         return 0
     selected = rows(args.bench)
     if not selected:
         parser.error(f"no clock row matches {args.bench!r}")
+    if args.warm_call:
+        from benchmarks import clocks
+
+        warm = [row for row in selected if ".ExecuteHostTime." in row[0]]
+        if not warm:
+            parser.error(f"no warm-call row (ExecuteHostTime) matches {args.bench!r}")
+        found = warm_call_windows(warm, args.windows or 8, args.processes or 4)
+        if args.json:
+            args.json.write_text(json.dumps({"version": 1, "warm_call": found}))
+        warm_call_report(found, clocks.MIN_SECONDS)
+        return 0
     if args.waits:
         compiles = [row for row in selected if "Compile" in row[0]]
         if not compiles:
