@@ -3,6 +3,7 @@ inputs: each prints what its page quotes, from the project's own code."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
@@ -21,6 +22,7 @@ import readme_commands  # noqa: E402
 import short_step_cuts  # noqa: E402
 import timing_sanity  # noqa: E402
 import torch_spyre_night  # noqa: E402
+import torch_spyre_range_night  # noqa: E402
 
 
 def test_the_numerics_grid_is_timed_pair_by_pair(capsys):
@@ -178,3 +180,25 @@ def test_asv_cost_times_a_command_that_measures_nothing(tmp_path):
     """`asv setup` and `asv publish` (the asv-suite page's rows) leave no results to read."""
     assert asv_cost.family_costs(tmp_path / "missing", set(), 1) == {}
     assert asv_cost.family_costs(tmp_path, set(), 1) == {}
+
+
+def test_the_range_night_names_a_commit_by_both_ids_and_its_pr(tmp_path, capsys):
+    repo = tmp_path / "history"
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "Speed up a pass (#3158)"],
+                   check=True)
+    here = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True,
+                          text=True).stdout.strip()
+    ids = tmp_path / "upstream-ids.tsv"
+    ids.write_text(f"commit_here\tcommit_upstream\tdate\tsubject\n{here}\t{'b' * 40}\t-\t-\n")
+    upstream = torch_spyre_range_night.upstream_ids(ids)
+    assert torch_spyre_range_night.describe_commit(repo, here, upstream) == \
+        f"{here[:10]} (upstream bbbbbbbbbb, #3158)"
+    assert torch_spyre_range_night.describe_commit(repo, here, {}) == f"{here[:10]} (#3158)"
+    assert torch_spyre_range_night.point("('split_multi_ops', 'mlp', 128)") == \
+        "split_multi_ops mlp 128"
+    with pytest.raises(SystemExit) as stopped:  # nothing to render: says so, runs nothing
+        torch_spyre_range_night.main([str(tmp_path / "empty"), "--render-only"])
+    assert stopped.value.code == 2
+    assert "holds no night" in capsys.readouterr().err
