@@ -64,7 +64,9 @@ import statistics
 import sys
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -177,25 +179,23 @@ def warm_call_report(measured: dict, min_seconds: float) -> None:
         print(f"| {name} | " + " | ".join(cells) + f" |  ({len(samples)} samples)")
 
 
-def warm_call_windows(selected: list, windows: int, processes: int) -> dict:
-    """Per warm-call row and window, one benchmark process's children: each one's
-    (call, reference) seconds of WARM_CALL_TIMED calls after one discarded call."""
+def in_windows(selected: list, windows: int, measure: Callable[[Any], Any]) -> dict:
+    """Per row, one benchmark process per window (round-robin over the rows), in which
+    `measure` takes the set-up benchmark; a row whose setup declines is left out."""
     from benchmarks import clocks, prepare
 
     prepare.warm_up_forkserver()
     measured: dict = {name: [] for name, _, _ in selected}
     started = time.monotonic()
 
-    def one(cls: type, params: tuple) -> list | None:
+    def one(cls: type, params: tuple) -> Any:
         benchmark = cls()
         try:
             benchmark.setup(*params)
         except NotImplementedError:
             return None
         benchmark.prepare_row()
-        return [clocks.in_child(lambda: clocks.timed_calls(
-            benchmark.fresh, benchmark.call, benchmark.clock, WARM_CALL_TIMED, min_seconds=0.0,
-            max_calls=WARM_CALL_TIMED, discarded=1)) for _ in range(processes)]
+        return measure(benchmark)
 
     for window in range(windows):
         for name, cls, params in selected:
@@ -205,35 +205,27 @@ def warm_call_windows(selected: list, windows: int, processes: int) -> dict:
         print(f"window {window + 1}/{windows}: {time.monotonic() - started:.0f} s, load "
               f"{os.getloadavg()[0]:.2f}", file=sys.stderr, flush=True)
     return measured
+
+
+def warm_call_windows(selected: list, windows: int, processes: int) -> dict:
+    """Per warm-call row and window, one benchmark process's children: each one's
+    (call, reference) seconds of WARM_CALL_TIMED calls after one discarded call."""
+    from benchmarks import clocks
+
+    return in_windows(selected, windows, lambda benchmark: [clocks.in_child(
+        lambda: clocks.timed_calls(benchmark.fresh, benchmark.call, benchmark.clock,
+                                   WARM_CALL_TIMED, min_seconds=0.0, max_calls=WARM_CALL_TIMED,
+                                   discarded=1)) for _ in range(processes)])
 
 
 def wait_windows(selected: list, windows: int) -> dict[str, list[dict[str, float]]]:
     """Per row, one benchmark process per window (round-robin over the rows), each forking
     one child that takes every part of the row's call's wait (`clocks.sample_waits`)."""
-    from benchmarks import clocks, prepare
+    from benchmarks import clocks
 
-    prepare.warm_up_forkserver()
-    measured: dict = {name: [] for name, _, _ in selected}
-    started = time.monotonic()
-
-    def one(cls: type, params: tuple) -> dict | None:
-        benchmark = cls()
-        try:
-            benchmark.setup(*params)
-        except NotImplementedError:
-            return None
-        benchmark.prepare_row()
-        return clocks.sample_waits(benchmark.fresh, benchmark.call, benchmark.clock,
-                                   benchmark.min_calls, discarded=benchmark.discarded_calls)
-
-    for window in range(windows):
-        for name, cls, params in selected:
-            found = clocks.in_child(functools.partial(one, cls, params))
-            if found is not None:
-                measured[name].append(found)
-        print(f"window {window + 1}/{windows}: {time.monotonic() - started:.0f} s, load "
-              f"{os.getloadavg()[0]:.2f}", file=sys.stderr, flush=True)
-    return measured
+    return in_windows(selected, windows, lambda benchmark: clocks.sample_waits(
+        benchmark.fresh, benchmark.call, benchmark.clock, benchmark.min_calls,
+        discarded=benchmark.discarded_calls))
 
 
 def wait_report(measured: dict[str, list[dict[str, float]]]) -> None:
