@@ -3,6 +3,7 @@ inputs: each prints what its page quotes, from the project's own code."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +13,12 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 
 import asv_cost  # noqa: E402
-import clock_spread  # noqa: E402
+
+_ENVIRONMENT = dict(os.environ)
+import clock_spread  # noqa: E402  (sets OMP/OPENBLAS_NUM_THREADS for its own runs)
+
+os.environ.clear()  # ... which must not reach the tests that run after these in the process
+os.environ.update(_ENVIRONMENT)
 import count_tests  # noqa: E402
 import edge_screen  # noqa: E402
 import inductor_costs  # noqa: E402
