@@ -36,7 +36,12 @@ def night(out: Path, suite: Path, since: str, samples: int) -> tuple[int, float]
     command = [str(SCRIPT), "nightly", "--repo", str(suite), "--stride", "1", "--bench", BENCH,
                "--since", since, "--samples", str(samples), "--state", str(out / "state"),
                "--reports", str(out / "reports")]
-    env = {**os.environ, "SPYRE_REGRESS_GRID": "demo"}
+    return stamped_run(command, out, {**os.environ, "SPYRE_REGRESS_GRID": "demo"})
+
+
+def stamped_run(command: list[str], out: Path, env: dict[str, str]) -> tuple[int, float]:
+    """`command` run in `out`, its output in OUT/nightly.log with each line stamped with its
+    second (the phases' seconds are read from it): its exit status and wall seconds."""
     started = time.monotonic()
     with (out / "nightly.log").open("w") as log, subprocess.Popen(
             command, cwd=out, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

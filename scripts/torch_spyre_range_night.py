@@ -27,18 +27,16 @@ import csv
 import os
 import re
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pandas as pd
+from torch_spyre_night import SCRIPT, stamped_run
 
 from regressions import git
 from regressions.records import alert_store
 from regressions.records.lifecycle import AlertRecord
 from regressions.records.results_store import ResultsStore
 
-SCRIPT = Path(sys.executable).with_name("spyre-regress")
 BENCH = r"bench_compile\.|bench_execute\."  # the compile clocks and the device time
 TOTALS = ("bench_compile.CompileTotal.time_compile", "bench_execute.ExecuteDeviceTime.time_device")
 PASS_ROWS = "bench_compile.CompileStage.time_stage"
@@ -50,15 +48,7 @@ def night(out: Path, since: str, stride: int, samples: int) -> tuple[int, float]
     command = [str(SCRIPT), "nightly", "--repo", str(out / "bench"), "--stride", str(stride),
                "--bench", BENCH, "--since", since, "--samples", str(samples),
                "--state", str(out / "state"), "--reports", str(out / "reports")]
-    started = time.monotonic()
-    with (out / "nightly.log").open("w") as log, subprocess.Popen(
-            command, cwd=out, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            text=True) as process:
-        assert process.stdout is not None  # stdout=PIPE
-        for line in process.stdout:
-            log.write(f"[{time.monotonic() - started:8.1f}] {line}")
-            log.flush()
-    return process.returncode, time.monotonic() - started
+    return stamped_run(command, out, dict(os.environ))
 
 
 def upstream_ids(path: Path | None) -> dict[str, str]:
