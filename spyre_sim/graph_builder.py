@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from spyre_sim.config import Config
+from spyre_sim.config import Config, Decisions
 from spyre_sim.errors import FallbackWarning, SpyreCompileError
 from spyre_sim.ir import (
     CapturedGraph,
@@ -101,6 +101,7 @@ class GraphBuilder:
 
     def __init__(self, captured: CapturedGraph, config: Config) -> None:
         self.captured, self.config = captured, config
+        self.decisions = Decisions(config, "decompose")  # the decomposition knobs' choices
         self.nodes: list[Node] = []
         self.values: dict[str, tuple[tuple[int, ...], str]] = {}  # name -> (shape, dtype)
         self.env: dict[torch.fx.Node, Any] = {}

@@ -21,7 +21,7 @@ from spyre_sim.graph_builder import GraphBuilder, out_shape, reduce_dims, regist
 
 
 def _softmax_of(b: GraphBuilder, base: str, x: str, dim: int) -> str:
-    if b.config.softmax_decomposition == "fused":
+    if b.decisions.use("softmax_decomposition", lambda: f"%{base}") == "fused":
         return b.emit(base, "softmax", (x,), dim=dim)
     peak = b.emit(f"{base}_amax", "amax", (x,), dims=[dim], keepdim=True)
     shifted = b.emit(f"{base}_sub", "sub", (x, peak))
@@ -63,7 +63,8 @@ def _layer_norm(b: GraphBuilder, n, args, kwargs):
     eps = args[4] if len(args) > 4 else kwargs.get("eps", 1e-5)
     ndims = len(normalized_shape)
     users = {u.args[1] for u in n.users if u.target is operator.getitem}
-    if b.config.layernorm_decomposition == "fused" and users <= {0}:
+    if users <= {0} and b.decisions.use("layernorm_decomposition",
+                                        lambda: f"%{n.name}") == "fused":
         inputs = tuple(v for v in (x, weight, bias) if v is not None)
         if weight is None and bias is not None:
             inputs = (x, None, bias)

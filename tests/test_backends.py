@@ -3,6 +3,7 @@ one workload of the catalogue, loaded by file path as a probe loads them."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import math
@@ -128,8 +129,21 @@ def test_the_probe_samples_through_the_backend_a_request_names():
     assert answer.status == "ok" and len(answer.samples) == 3
     assert all(0 < s < 1 for s in answer.samples)  # seconds of the simulated device
     knobs = probe.cmd_knobs(_request("spyre_sim", "device_time", part=(0, 4)))
-    spyre_knobs = _load("spyre_sim").knobs()
-    assert {t.knob for t in knobs.trials} == {k.name for k in spyre_knobs[::4]}
+    spyre_knobs = [k.name for k in _load("spyre_sim").knobs()]
+    # of this probe's share (cse, prepack_weights), the MLP has no common subexpression
+    assert spyre_knobs[::4] == ["cse", "prepack_weights"]
+    assert {t.knob for t in knobs.trials} == {"prepack_weights"}
+
+
+def test_the_knob_probe_tries_only_the_knobs_the_compile_consults():
+    """A knob spyre_sim never asks about in this program cannot change its compile: no
+    trial, which on a clock could only measure the machine's load."""
+    tried = {name: {t.knob for t in probe.cmd_knobs(
+        dataclasses.replace(_request("spyre_sim", "device_time"), workload=name)).trials}
+        for name in ("mlp", "layernorm")}
+    assert "layernorm_decomposition" in tried["layernorm"]
+    assert not {"layernorm_decomposition", "softmax_decomposition", "cse"} & tried["mlp"]
+    assert {"fusion", "work_division", "matmul_accumulation"} <= tried["mlp"]
 
 
 def test_the_probe_reads_the_part_of_a_stage_s_wait_that_a_request_names(monkeypatch):

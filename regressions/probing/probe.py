@@ -27,6 +27,7 @@ and any failure writes `protocol.Failed`.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import importlib.util
@@ -40,6 +41,7 @@ import sys
 import time
 import traceback
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -457,10 +459,11 @@ def cmd_knobs(request: Request) -> protocol.KnobsAnswer:
     program, inputs = _program(request)
     quiet = backend.QUIET
     baseline = _metric(backend, request, program, inputs, values=_values(request, **quiet))
+    consulted = _consulted_knobs(backend, request, program, inputs)
     trials = []
     first, every = request.part or (0, 1)  # this probe's share of the knobs
     for index, knob in enumerate(backend.knobs()):
-        if index % every != first:
+        if index % every != first or (consulted is not None and knob.name not in consulted):
             continue
         for value in knob.choices:
             if value == knob.default:
@@ -506,6 +509,35 @@ def _scoped(backend: Any, request: Request, scope: protocol.KnobScope, program: 
             inputs: Any) -> tuple[protocol.ScopedAnswer, ...]:
     """The metric with `scope.knob` at `scope.value` for its first `limit` decisions only,
     per limit, and the decisions the compile logged."""
+    counts = []
+    for limit in scope.limits:
+        values = _values(request, **backend.QUIET, **{scope.knob: scope.value},
+                         knob_scope=[[scope.knob, limit]])
+        with _decisions_logged() as records:
+            metric = _metric(backend, request, program, inputs, values=values)
+        applications = tuple(r for r in records if r.startswith(f"decision {scope.knob}#"))
+        counts.append(protocol.ScopedAnswer(limit, metric, applications))
+    return tuple(counts)
+
+
+def _consulted_knobs(backend: Any, request: Request, program: Any, inputs: Any
+                     ) -> set[str] | None:
+    """The knobs a compile at the defaults consulted, from its logged decisions; None for a
+    backend that does not log them (`SCOPES_KNOBS`). A knob the compile never consults (cse
+    in a graph with no common subexpression) cannot change it, so its trial could only
+    measure noise: on a clock under load, such a trial once read as the workaround of a
+    decompose stage doing its work four times."""
+    if not backend.SCOPES_KNOBS:
+        return None
+    with _decisions_logged() as records:
+        backend.compile(program, inputs, _values(request, **backend.QUIET))
+    return {r.split("#", 1)[0].removeprefix("decision ") for r in records
+            if r.startswith("decision ")}
+
+
+@contextlib.contextmanager
+def _decisions_logged() -> Iterator[list[str]]:
+    """The messages spyre_sim logs meanwhile (its decisions, `decision <knob>#<n> ...`)."""
     records: list[str] = []
 
     class Collect(logging.Handler):
@@ -513,19 +545,14 @@ def _scoped(backend: Any, request: Request, scope: protocol.KnobScope, program: 
             records.append(record.getMessage())
 
     logger = logging.getLogger("spyre_sim")
-    handler = Collect()
+    handler, level = Collect(), logger.level
     logger.addHandler(handler)
     logger.setLevel(logging.DEBUG)
-    counts = []
-    for limit in scope.limits:
-        records.clear()
-        values = _values(request, **backend.QUIET, **{scope.knob: scope.value},
-                         knob_scope=[[scope.knob, limit]])
-        metric = _metric(backend, request, program, inputs, values=values)
-        applications = tuple(r for r in records if r.startswith(f"decision {scope.knob}#"))
-        counts.append(protocol.ScopedAnswer(limit, metric, applications))
-    logger.removeHandler(handler)
-    return tuple(counts)
+    try:
+        yield records
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 def cmd_timing(request: Request) -> protocol.TimingAnswer:
