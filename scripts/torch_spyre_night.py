@@ -1,17 +1,18 @@
-"""The nightly on torch-spyre's history with planted changes and decoys: what it reported.
+"""The nightly on torch-spyre's history with planted changes and a decoy: what it reported.
 
     python scripts/torch_spyre_night.py OUT --checkout CHECKOUT [--samples 10]
 
 Clones a torch-spyre checkout into OUT/torch-spyre and commits the planted changes of
-`regressions/groundtruth/torch_spyre_history.py` on its newest commit (two decoys, a slower
-work division, a quadratic pass, a broken lowering), writes the suite this tool ships for it
-(`spyre-regress suite torch_spyre`), then runs the installed `spyre-regress nightly` on it as
-tests/e2e/test_torch_spyre_nightly.py does: the small grid, compile clocks and device time,
-from the planted history's base on, every commit. Prints each planted change (reported or
-not, at its commit, with its kind and stage), anything else reported, the night's wall time
-and the load when it ended; the night's output, each line stamped with its second, is
-OUT/nightly.log (the phases' seconds are read from it): the figures of
-docs/measurements/torch-spyre.md. Run it from the installation whose night it measures.
+`regressions/groundtruth/torch_spyre_history.py` on its newest commit (a provenance decoy, a
+slower work division, a quadratic pass, a layout that restickifies, a broken lowering),
+writes the suite this tool ships for it (`spyre-regress suite torch_spyre`), then runs the
+installed `spyre-regress nightly` on it as tests/e2e/test_torch_spyre_nightly.py does: the
+small grid, compile clocks and device time, from the planted history's base on, every
+commit. Prints each planted change (reported or not, at its commit, with its kind and
+stage), anything else reported, the night's wall time and the load when it ended; the
+night's output, each line stamped with its second, is OUT/nightly.log (the phases' seconds
+are read from it): the figures of docs/measurements/torch-spyre.md. Run it from the
+installation whose night it measures.
 """
 
 from __future__ import annotations

@@ -10,10 +10,12 @@ The injections, each first visible at one stage of torch-spyre's pipeline
 (backends/torch_spyre.py): a pre-scheduling pass made quadratic in the graph's operations
 (as torch-spyre #4459 found `coarse_tile_pre_stickify` re-deriving every op's read-writes),
 a work division that gives matmuls a quarter of the cores (the SDSC changes, and the device
-time spyre_sim's model gives it), and a lowering that breaks the compile of the one workload
-that uses it. The decoys: a
-change to provenance text only (the SDSC's `debug_handle_`, which canonical texts leave out)
-and a docs change.
+time spyre_sim's model gives it), a stick optimizer that keeps the costlier of two equivalent
+layout choices (restickify kernels appear where an op could take either stick; the greedy
+optimizer, `global_stick_optimizer` off, works around it), and a lowering that breaks the
+compile of the one workload that uses it. The decoys: a change to provenance text only (the
+SDSC's `debug_handle_`, which canonical texts leave out) and a docs change; the end-to-end
+test's `PLAN` commits the first.
 """
 
 from __future__ import annotations
@@ -70,6 +72,25 @@ INJECTIONS: dict[str, Injection] = {i.name: i for i in (
                     "        if _cost_model_divide_op(op, max_cores):\n",
                     "        if _cost_model_divide_op(op, max(1, max_cores // 4)):\n"),),
         workaround=None, probe=("mlp", 128)),
+    Injection(
+        name="costliest_stick_state", kind="device_time", stage="finalize_layouts",
+        subject="stick optimizer: keep the costlier of two equivalent beam states",
+        description="The stick optimizer's liveness merge keeps, of the beam states whose "
+                    "live buffers agree, the costlier instead of the cheaper (`>` for `<`): "
+                    "where an op may take either stick, it takes the one that needs "
+                    "restickifies. SwiGLU's gate x up product takes its stick on the rows: "
+                    "three ReStickifyOpHBM kernels, on both operands and on the product the "
+                    "down projection reads (it needs K on the stick). A graph with one layout "
+                    "per op (the MLP) is unchanged. optimize_restickify_locations decides it "
+                    "but keeps its choice beside the IR (`committed_stl`), so finalize_layouts "
+                    "is the first pass whose IR shows it; the greedy optimizer "
+                    "(global_stick_optimizer off) chooses as before.",
+        edits=(Edit("torch_spyre/_inductor/optimize_restickify.py",
+                    "            if key not in canon or s.lower_bound < canon[key]"
+                    ".lower_bound:\n",
+                    "            if key not in canon or s.lower_bound > canon[key]"
+                    ".lower_bound:\n"),),
+        workaround="global_stick_optimizer", probe=("swiglu", 128)),
 )}
 
 # Decoys, in the order a history applies them.
@@ -86,10 +107,10 @@ BENIGN: tuple[tuple[str, Edit], ...] = (
 
 PROJECT = scratch.Project("torch-spyre", (), "", INJECTIONS, benign=BENIGN)
 # The history the end-to-end test runs the nightly on, after the checkout's newest commit:
-# the provenance decoy, the slower matmuls, the quadratic pass, the docs decoy, the broken
-# lowering.
-PLAN: list[str | None] = [None, "quarter_cores_matmul", "quadratic_span_reduction", None,
-                          "silu_loader"]
+# the provenance decoy, the slower matmuls, the quadratic pass, the restickifying layout
+# choice, the broken lowering. (The docs decoy stays in BENIGN for a longer plan.)
+PLAN: list[str | None] = [None, "quarter_cores_matmul", "quadratic_span_reduction",
+                          "costliest_stick_state", "silu_loader"]
 
 
 def build(dest: Path, checkout: Path, plan: list[str | None] = PLAN,

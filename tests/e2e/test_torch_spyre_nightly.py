@@ -4,10 +4,12 @@ written out for a scratch clone of the history, as a user runs it - the installe
 real asv, the checkout's own torch-spyre installed without its C++ build.
 
 Each planted change must be reported at its commit with its kind and the stage or pass that
-shows it first - the slower matmuls at the pass that divides work, with its IR diff, the
-quadratic pass named as torch-spyre names it, the broken lowering with its error - and
-nothing for the decoys (provenance text only, a docs change); the bundle's
-reproducer must run on a CPU with torch-spyre and the stand-in.
+shows it first - the slower matmuls at the pass that divides work, with its IR diff; the
+layout that restickifies at the first pass whose IR shows the stick optimizer's choice, with
+the restickify kernels it adds and the knob that undoes it; the quadratic pass named as
+torch-spyre names it; the broken lowering with its error - and nothing for the decoy
+(provenance text only); the bundle's reproducer must run on a CPU with torch-spyre and the
+stand-in.
 
 Needs torch-spyre's history (SPYRE_REGRESS_TORCH_SPYRE_BUNDLE; tests/conftest.py)."""
 
@@ -127,6 +129,26 @@ def test_the_slower_matmuls_are_an_sdsc_divergence_with_its_diff(night):
     slower = [k for k in stages["kernels"] if k["good_us"] and k["bad_us"]
               and k["bad_us"] > k["good_us"]]
     assert slower, stages["kernels"]
+
+
+def test_the_restickifying_layout_names_its_kernels_and_the_knob_that_undoes_it(night):
+    """The stick optimizer's worse choice shows where the layouts enter the IR; the report
+    names the restickify kernels the bad build adds and the optimizer's knob: the greedy
+    optimizer restores the device time."""
+    root, records, _, _ = night
+    bundle = _bundle(root, records, "costliest_stick_state")
+    investigation = json.loads((bundle / "investigation.json").read_text())
+    stages = investigation["stages"]
+    assert (stages["first_divergent_stage"], stages["basis"]) == ("finalize_layouts",
+                                                                  "artifact")
+    added = [k["name"] for k in stages["kernels"] if k["good_us"] is None and k["bad_us"]]
+    assert [name for name in added if name.endswith("_ReStickifyOpHBM")], stages["kernels"]
+    workaround = investigation["workaround"]
+    assert (workaround["knob"], workaround["value"]) == ("global_stick_optimizer", False), \
+        workaround
+    report = (bundle / "report.md").read_text()
+    assert "ReStickifyOpHBM" in report
+    assert "global_stick_optimizer" in report.replace("\\_", "_")
 
 
 def test_the_reproducer_runs_on_a_cpu_with_torch_spyre_and_the_stand_in(night, tmp_path):
