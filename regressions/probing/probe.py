@@ -458,8 +458,8 @@ def cmd_knobs(request: Request) -> protocol.KnobsAnswer:
     backend = _backend(request)
     program, inputs = _program(request)
     quiet = backend.QUIET
+    consulted = _consulted_knobs(backend, request, program, inputs)  # before any timing
     baseline = _metric(backend, request, program, inputs, values=_values(request, **quiet))
-    consulted = _consulted_knobs(backend, request, program, inputs)
     trials = []
     first, every = request.part or (0, 1)  # this probe's share of the knobs
     for index, knob in enumerate(backend.knobs()):
