@@ -9,7 +9,10 @@ the names are; `tests/test_backends.py` holds both implementations to them on on
 - `NAME`, `STAGES` (pipeline order), `DEVICE_CLOCK` (whether a run reports device time, or
   only the host's clock, as Inductor's CPU code does);
 - `SCOPES_KNOBS`: whether a knob can be limited to its first n applications (spyre_sim's
-  `Config.knob_scope`); where not, the knob probe skips that narrowing;
+  `Config.knob_scope`); where not, the knob probe skips that narrowing. Where it can, the
+  backend also has `decisions_logged()`, a context manager listing the decisions
+  (`decision <knob>#<n> ...`) its compiles log meanwhile: the knob probe tries only the
+  knobs a compile consults;
 - `QUIET` and `INDEPENDENT`: config values for a noise-free measurement and for samples
   whose noise is drawn afresh per compile (a simulator's; empty for a real clock);
 - `knobs()`: the compiler's decisions that can be switched, each with the stage that makes it

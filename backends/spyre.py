@@ -7,10 +7,12 @@ the build lacks is dropped, a Config without `from_dict` is built from keyword a
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import logging
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
@@ -23,7 +25,8 @@ NAME = "spyre_sim"
 STAGES: tuple[str, ...] = tuple(spyre_sim.STAGES)
 DEVICE_CLOCK = True  # the timing model's device time, per call
 # A knob can be limited to its first n applications (`Config.knob_scope`), each logged as a
-# `decision <knob>#<n>` line: the knob probe names the application that matters.
+# `decision <knob>#<n>` line (`decisions_logged`): the knob probe names the application that
+# matters, and tries only the knobs a compile consults.
 SCOPES_KNOBS = True
 # The timing model's run-to-run noise: off for a noise-free measurement (a knob's effect, a
 # minimization's ratio), and drawn afresh per compile for samples that must be independent.
@@ -185,3 +188,26 @@ def compile_in_regions(program: Any, inputs: Sequence[Any],
     for stage in STAGES[1:]:
         with region(stage):
             artifacts = [spyre_sim.run_stage(stage, artifact, built) for artifact in artifacts]
+
+
+@contextlib.contextmanager
+def decisions_logged() -> Iterator[list[str]]:
+    """The decisions spyre_sim's stages log meanwhile (`config.Decisions`: `decision
+    <knob>#<n> <detail> -> <value>`), in this process: every question a stage asks of a knob."""
+    records: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            message = record.getMessage()
+            if message.startswith("decision "):
+                records.append(message)
+
+    logger = logging.getLogger("spyre_sim")
+    handler, level = Collect(), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    try:
+        yield records
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)

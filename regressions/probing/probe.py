@@ -27,13 +27,11 @@ and any failure writes `protocol.Failed`.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import importlib.util
 import itertools
 import json
-import logging
 import math
 import os
 import statistics
@@ -41,7 +39,6 @@ import sys
 import time
 import traceback
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -513,7 +510,7 @@ def _scoped(backend: Any, request: Request, scope: protocol.KnobScope, program: 
     for limit in scope.limits:
         values = _values(request, **backend.QUIET, **{scope.knob: scope.value},
                          knob_scope=[[scope.knob, limit]])
-        with _decisions_logged() as records:
+        with backend.decisions_logged() as records:
             metric = _metric(backend, request, program, inputs, values=values)
         applications = tuple(r for r in records if r.startswith(f"decision {scope.knob}#"))
         counts.append(protocol.ScopedAnswer(limit, metric, applications))
@@ -529,30 +526,10 @@ def _consulted_knobs(backend: Any, request: Request, program: Any, inputs: Any
     decompose stage doing its work four times."""
     if not backend.SCOPES_KNOBS:
         return None
-    with _decisions_logged() as records:
+    with backend.decisions_logged() as records:
         backend.compile(program, inputs, _values(request, **backend.QUIET))
-    return {r.split("#", 1)[0].removeprefix("decision ") for r in records
-            if r.startswith("decision ")}
+    return {r.split("#", 1)[0].removeprefix("decision ") for r in records}
 
-
-@contextlib.contextmanager
-def _decisions_logged() -> Iterator[list[str]]:
-    """The messages spyre_sim logs meanwhile (its decisions, `decision <knob>#<n> ...`)."""
-    records: list[str] = []
-
-    class Collect(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            records.append(record.getMessage())
-
-    logger = logging.getLogger("spyre_sim")
-    handler, level = Collect(), logger.level
-    logger.addHandler(handler)
-    logger.setLevel(logging.DEBUG)
-    try:
-        yield records
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(level)
 
 
 def cmd_timing(request: Request) -> protocol.TimingAnswer:
