@@ -531,7 +531,6 @@ def _consulted_knobs(backend: Any, request: Request, program: Any, inputs: Any
     return {r.split("#", 1)[0].removeprefix("decision ") for r in records}
 
 
-
 def cmd_timing(request: Request) -> protocol.TimingAnswer:
     """Synchronized iterations for a report, measured by the reproducers' own loop
     (`harness.measure`): one cold compile, one warm-up call (its output is the one checked
