@@ -162,10 +162,11 @@ class InProcessProber:
         return [None] * len(commits)
 
     def knobs(self, commit: str, target: Target, scope: KnobScope | None = None,
-              part: tuple[int, int] | None = None) -> KnobsAnswer | Failed:
-        return self._run(commit, "knobs", dataclasses.replace(self.request(target),
-                                                              scope=scope, part=part),
-                         KnobsAnswer)
+              part: tuple[int, int] | None = None, restoring_share: float | None = None
+              ) -> KnobsAnswer | Failed:
+        return self._run(commit, "knobs", dataclasses.replace(
+            self.request(target), scope=scope, part=part, restoring_share=restoring_share),
+            KnobsAnswer)
 
     @contextlib.contextmanager
     def ratios(self, good: str, bad: str, target: Target) -> Iterator[RatioOf]:

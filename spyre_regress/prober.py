@@ -218,8 +218,10 @@ class SubprocessProber:
         return answer, captures.load_capture(captures.single_capture(root))
 
     def knobs(self, commit: str, target: Target, scope: KnobScope | None = None,
-              part: tuple[int, int] | None = None) -> KnobsAnswer | Failed:
-        request = dataclasses.replace(self.request(target), scope=scope, part=part)
+              part: tuple[int, int] | None = None, restoring_share: float | None = None
+              ) -> KnobsAnswer | Failed:
+        request = dataclasses.replace(self.request(target), scope=scope, part=part,
+                                      restoring_share=restoring_share)
         return answers.read(KnobsAnswer, self._run(
             commit, "knobs", request, alone=not target.measures.shares_host), "knobs")
 

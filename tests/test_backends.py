@@ -170,6 +170,51 @@ def test_the_probe_reads_the_part_of_a_stage_s_wait_that_a_request_names(monkeyp
     assert all(s < 0.01 for s in other.samples), other.samples  # another stage: no wait
 
 
+def _clock(value_of) -> probe.Clock:
+    """A clock metric each of whose batches of readings is `value_of(backend, request,
+    program, inputs, values)`, `count` times over; a figure is the median of 5."""
+    return probe.Clock(lambda backend, request, program, inputs, values, count:
+                       [value_of(backend, request, program, inputs, values=values)] * count,
+                       lambda request: 5)
+
+
+def test_a_clocks_trial_far_from_restoring_is_read_no_further(monkeypatch):
+    """Told the level below which a knob value restores the metric, the probe reads a
+    clock's trial twice first: one that reads twice that level or more is left there, and
+    not confirmed; the one that could restore it is read in full and confirmed."""
+    from regressions.bisection import knobs as knob_search
+
+    readings: list[tuple[dict, int]] = []
+
+    def reading(backend, request, program, inputs, values, count):
+        readings.append((values, count))
+        restores = values.get("prepack_weights") is False
+        defaults = not set(values) - set(probe._backend(request).QUIET)
+        return [10.0 if restores else 30.0 if defaults else 31.0] * count
+
+    monkeypatch.setitem(probe.METRIC, "compile_time",
+                        probe.Clock(reading, lambda request: 5))
+    regression = knob_search.Regression(good=10.0, bad=30.0)
+    answer = probe.cmd_knobs(_request("spyre_sim", "compile_time",
+                                      restoring_share=regression.restoring_share))
+    by_knob = {(t.knob, t.value): t.metric for t in answer.trials}
+    assert by_knob.pop(("prepack_weights", False)) == 10.0 and len(by_knob) >= 3
+    assert set(by_knob.values()) == {31.0}
+    restoring = knob_search.restoring(answer, regression)
+    assert restoring is not None and restoring.trial.knob == "prepack_weights"
+    expected = [(False, 5)]  # the defaults, then each trial: two readings, five if restoring
+    for trial in answer.trials:
+        restores = (trial.knob, trial.value) == ("prepack_weights", False)
+        expected += [(restores, 2)] + ([(True, 3)] if restores else [])
+    expected += [(False, 5), (True, 5)] * probe.CONFIRMATIONS  # only the restoring trial's
+    assert [(values.get("prepack_weights") is False, n) for values, n in readings] == expected
+    assert answer.baseline == 30.0
+
+    readings.clear()  # the same probe without the level: every trial read in full
+    answer = probe.cmd_knobs(_request("spyre_sim", "compile_time"))
+    assert [n for _, n in readings[:1 + len(answer.trials)]] == [5] * (1 + len(answer.trials))
+
+
 def test_a_clocks_best_knob_is_measured_again_beside_the_defaults(monkeypatch):
     """The machine grows quieter while the knob probe runs: the defaults, measured first,
     read 30, every trial after them 15. Measured again side by side, the best trial is no
@@ -182,7 +227,7 @@ def test_a_clocks_best_knob_is_measured_again_beside_the_defaults(monkeypatch):
         calls.append(values)
         return 30.0 if len(calls) == 1 else 15.0 + 0.1 * len(values)
 
-    monkeypatch.setitem(probe.METRIC, "compile_time", probe.Method(quieter, reads_clock=True))
+    monkeypatch.setitem(probe.METRIC, "compile_time", _clock(quieter))
     answer = probe.cmd_knobs(_request("spyre_sim", "compile_time", part=(0, 4)))
     assert answer.baseline == pytest.approx(15.0 + 0.1 * len(calls[0]))
     best = min(answer.trials, key=lambda t: t.metric)
@@ -193,9 +238,33 @@ def test_a_clocks_best_knob_is_measured_again_beside_the_defaults(monkeypatch):
                              range(1, probe.CONFIRMED_TRIALS + 1)]
 
     calls.clear()
-    monkeypatch.setitem(probe.METRIC, "device_time", probe.Method(quieter, reads_clock=False))
+    monkeypatch.setitem(probe.METRIC, "device_time", quieter)
     answer = probe.cmd_knobs(_request("spyre_sim", "device_time", part=(0, 4)))
     assert answer.baseline == 30.0 and len(calls) == 1 + len(answer.trials)
+
+
+def test_a_scoped_knob_probe_measures_the_scope_alone(monkeypatch):
+    """The probe that narrows a chosen knob measures it per scope limit and nothing else:
+    the search that chose it is not run again; a backend that cannot scope measures nothing."""
+    from regressions.probing.protocol import KnobScope
+
+    calls: list[dict] = []
+
+    def counted(backend, request, program, inputs, values):
+        calls.append(values)
+        return 10.0
+
+    monkeypatch.setitem(probe.METRIC, "device_time", counted)
+    scope = KnobScope("prepack_weights", False, (0, 1, 2))
+    answer = probe.cmd_knobs(_request("spyre_sim", "device_time", scope=scope))
+    assert answer.trials == () and [entry.limit for entry in answer.scoped] == [0, 1, 2]
+    assert [v["knob_scope"] for v in calls] == [[["prepack_weights", n]] for n in (0, 1, 2)]
+    assert answer.baseline == answer.scoped[0].metric
+
+    calls.clear()
+    answer = probe.cmd_knobs(_request("inductor", "device_time", scope=KnobScope(
+        "max_fusion_size", 1, (0, 1))))
+    assert (answer.baseline, answer.trials, answer.scoped, calls) == (0.0, (), (), [])
 
 
 @pytest.mark.slow

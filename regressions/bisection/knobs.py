@@ -50,6 +50,11 @@ class Regression:
         """The good build's level in a probe that measured the bad build at `bad`."""
         return self.good_share * bad
 
+    @property
+    def restoring_share(self) -> float:
+        """The share of the bad level below which a knob value recovers `RESTORED`."""
+        return 1 - RESTORED * (1 - self.good_share)
+
     def recovered(self, bad: float, with_knob: float) -> float:
         """The share of the regression a knob takes back, `bad` and `with_knob` measured in
         one probe."""

@@ -61,7 +61,7 @@ class Prober(Protocol):
                traces: Sequence[Path | None] | None = None
                ) -> list[tuple[StageAnswer, stages.Capture]]: ...  # one probe per commit
     def knobs(self, commit: str, target: Target, scope: KnobScope | None = None,
-              part: tuple[int, int] | None = None
+              part: tuple[int, int] | None = None, restoring_share: float | None = None
               ) -> KnobsAnswer | Failed: ...  # part (i, n): knobs i, i + n, ... only
     def work(self, commits: Sequence[str], target: Target
              ) -> list[Mapping[str, int] | None]: ...  # instructions per stage, if countable
@@ -227,7 +227,7 @@ class Investigator:
         """The knob whose other value recovers most of the regression, if it recovers at
         least `knobs.RESTORED`, narrowed to its decisive application."""
         self.progress(f"toggling compiler knobs at {bad[:10]}")
-        answer = self._all_knobs(bad, target)
+        answer = self._all_knobs(bad, target, regression.restoring_share)
         if isinstance(answer, Failed):
             self.progress(f"knob probe failed: {answer.detail}")
             return None
@@ -251,14 +251,16 @@ class Investigator:
                                 recovered=found.recovered,
                                 decisive_application=decisive, trials=trials)
 
-    def _all_knobs(self, bad: str, target: Target) -> KnobsAnswer | Failed:
+    def _all_knobs(self, bad: str, target: Target, restoring_share: float
+                   ) -> KnobsAnswer | Failed:
         """Every knob's trials, the knobs shared out over the probes that may run at once
         and merged back in the table's order."""
         width = self._in_flight(target)
         if width == 1:
-            return self.prober.knobs(bad, target)
+            return self.prober.knobs(bad, target, restoring_share=restoring_share)
         shares = self._concurrently(target, lambda i: self.prober.knobs(
-            bad, target, part=(i, width)), list(range(width)))
+            bad, target, part=(i, width), restoring_share=restoring_share),
+            list(range(width)))
         failed = next((s for s in shares if isinstance(s, Failed)), None)
         if failed is not None:
             return failed

@@ -30,10 +30,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib.util
-import itertools
 import json
-import math
-import os
 import statistics
 import sys
 import time
@@ -57,10 +54,11 @@ def _load(path: str, name: str) -> Any:
 
 if TYPE_CHECKING or __package__:  # imported by the tool (the in-process emulation)
     from regressions import codec
-    from regressions.probing import protocol
+    from regressions.probing import asv_commands, protocol
 else:  # the probe child: this tree's protocol and codec, by path
     protocol = _load(str(HERE / "protocol.py"), "spyre_regress_protocol")
     codec = _load(str(HERE.parent / "codec.py"), "spyre_regress_codec")
+    asv_commands = _load(str(HERE / "asv_commands.py"), "spyre_regress_asv_commands")
 
 Request = protocol.ProbeRequest
 # The backend a request that names none measures: spyre_sim's, beside this file in the tree.
@@ -107,18 +105,6 @@ def _or(value: int | None, default: int) -> int:
     return default if value is None else value
 
 
-def cmd_discover(request: Request) -> protocol.DiscoverAnswer:
-    """The suite's benchmarks, as asv discovers them (imports the suite: a probe's job)."""
-    from asv_runner.discovery import disc_benchmarks
-
-    sys.path.insert(0, os.path.dirname(request.suite))
-    listed = list(disc_benchmarks(request.suite))
-    # each parameter's values as asv's repr strings, the form detect prints and bench takes
-    return protocol.DiscoverAnswer(
-        "ok", {b.name: tuple(b.param_names) for b in listed},
-        {b.name: tuple(tuple(values) for values in b.params) for b in listed})
-
-
 def _values(request: Request, **overrides: Any) -> dict:
     """The build's config values for a backend's `compile`: the request's, then `overrides`."""
     return {**request.config, **overrides}
@@ -144,48 +130,6 @@ def cmd_work(request: Request) -> protocol.WorkAnswer | protocol.Failed:
     return protocol.WorkAnswer("ok", {stage: int(n) for stage, n in counts.items()})
 
 
-def cmd_bench(request: Request) -> protocol.BenchAnswer | protocol.Failed:
-    """One asv benchmark, exactly as asv's own runner executes it."""
-    from asv_runner.discovery import get_benchmark_from_name
-
-    benchmark = get_benchmark_from_name(request.suite, request.benchmark)
-    # asv_runner keeps params as repr strings, the form asv writes into results files
-    combos: list[tuple[str, ...]] = [tuple(combo) for combo in itertools.product(
-        *benchmark.params)] if benchmark.params else [()]
-    if request.params not in combos:
-        return protocol.Failed("untestable", f"params {request.params} not in {combos[:4]}...")
-    index = combos.index(request.params)
-    benchmark = get_benchmark_from_name(request.suite, f"{request.benchmark}-{index}"
-                                        if benchmark.params else request.benchmark)
-    started = time.time()
-    if benchmark.setup_cache_key is not None:  # asv runs this in a process of its own first
-        benchmark.set_cache(benchmark.do_setup_cache())
-    else:
-        benchmark.set_cache(None)
-    skip = benchmark.do_setup()
-    samples: list[float] = []
-    try:
-        if skip:
-            return protocol.Failed("untestable", "benchmark skipped (setup)")
-        result = benchmark.do_run()
-        # more rounds in this process until `samples` are in, as asv's `rounds` add them
-        while isinstance(result, dict):
-            samples += [float(s) for s in result["samples"]]
-            if len(samples) >= _or(request.samples, 0):
-                break
-            result = benchmark.do_run()
-    finally:
-        benchmark.do_teardown()
-    if not samples and (result is None or (isinstance(result, float) and math.isnan(result))):
-        return protocol.Failed("untestable", "benchmark skipped (NaN)")
-    return protocol.BenchAnswer(
-        status="ok", samples=tuple(samples) if samples else (float(result),),
-        deterministic=not samples,
-        param_index=index, combos=len(combos),
-        param_lists=tuple(tuple(values) for values in benchmark.params),
-        benchmark_version=getattr(benchmark, "version", None), started_at=started)
-
-
 def cmd_sample(request: Request) -> protocol.BenchAnswer:
     """The metric's samples measured directly: what the benchmark measures, without asv."""
     backend = _backend(request)
@@ -200,10 +144,8 @@ def _error_samples(backend, request, program, inputs, count):
 
 
 def _compile_samples(backend, request, program, inputs, count):
-    values = _values(request)
-    return [_seconds_of(measured, request)
-            for measured in _compile_processes(backend, request, program, inputs,
-                                               values=values, count=count)], False
+    return _compile_seconds(backend, request, program, inputs, values=_values(request),
+                            count=count), False
 
 
 def _run_samples(clock):
@@ -219,8 +161,8 @@ def _run_samples(clock):
 def _host_samples(backend, request, program, inputs, count):
     """Warm calls' host seconds: one value per forked process where the suite has its clocks
     module (as its host-time benchmark's samples are), else one per call in this process."""
-    compiled = backend.compile(program, inputs, _values(request, **backend.INDEPENDENT))
-    return _warm_calls(compiled, request, inputs, count), False
+    values = _values(request, **backend.INDEPENDENT)
+    return _host_seconds(backend, request, program, inputs, values=values, count=count), False
 
 
 def _device_s(backend: Any, execution: Any) -> float:
@@ -290,18 +232,17 @@ def _quiet_run(backend: Any, program: Any, inputs: Any, request: Request) -> Any
 
 def _metric(backend: Any, request: Request, program: Any, inputs: Any, values: dict) -> float:
     """One value of the target's metric (noise-free where the values say so)."""
-    return METRIC[request.metric].measure(backend, request, program, inputs, values=values)
+    return METRIC[request.metric](backend, request, program, inputs, values=values)
 
 
-def _compile_seconds(backend, request, program, inputs, values) -> float:
+def _compile_seconds(backend, request, program, inputs, values, count) -> list[float]:
     """The stage's own compile time when one is named (a stage regression hides in the
-    total), else the whole compile; the median of a few cold compiles, each its own
-    process's where the suite has its clocks module. For a part of the compile's wait other
-    than its CPU (`wait_part`), that part's seconds."""
-    return statistics.median(
-        _seconds_of(measured, request)
-        for measured in _compile_processes(backend, request, program, inputs, values=values,
-                                           count=_or(request.compile_repeats, 5)))
+    total), else the whole compile, of `count` cold compiles, each its own process's where
+    the suite has its clocks module. For a part of the compile's wait other than its CPU
+    (`wait_part`), that part's seconds."""
+    return [_seconds_of(measured, request)
+            for measured in _compile_processes(backend, request, program, inputs,
+                                               values=values, count=count)]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -389,16 +330,19 @@ def _device_us(backend, request, program, inputs, values) -> float:
     return _device_s(backend, backend.compile(program, inputs, values).run(*inputs)) * 1e6
 
 
-def _host_seconds(backend, request, program, inputs, values) -> float:
-    """The median wall time of warm calls, in seconds."""
-    return _warm_call_seconds(backend.compile(program, inputs, values), request, inputs)
+def _host_seconds(backend, request, program, inputs, values, count) -> list[float]:
+    """`count` host-second values of warm calls (`_warm_calls`)."""
+    return _warm_calls(backend.compile(program, inputs, values), request, inputs, count)
 
 
 def _warm_call_seconds(compiled: Any, request: Request, inputs: Any) -> float:
     """The median host seconds of warm calls of a compiled program: of HOST_PROCESSES
     processes' values where the suite has its clocks module, else of `calls` calls."""
-    count = HOST_PROCESSES if request.clocks else _or(request.calls, 21)
-    return statistics.median(_warm_calls(compiled, request, inputs, count))
+    return statistics.median(_warm_calls(compiled, request, inputs, _host_count(request)))
+
+
+def _host_count(request: Request) -> int:
+    return HOST_PROCESSES if request.clocks else _or(request.calls, 21)
 
 
 # Forked processes per warm-call figure where the suite has its clocks module.
@@ -432,32 +376,56 @@ def _output_error(backend, request, program, inputs, values) -> float:
 
 
 @dataclasses.dataclass(frozen=True)
-class Method:
-    measure: Any  # (backend, request, program, inputs, values) -> one value of the metric
-    reads_clock: bool  # a clock of this host: the value moves with the machine's load
+class Clock:
+    """A metric read on a clock of this host, which moves with the machine's load: one value
+    is the median of `count(request)` readings; `reading(backend, request, program, inputs,
+    values, count)` takes `count` of them (the knob probe's screen takes a few first)."""
+
+    reading: Any
+    count: Any
+
+    def __call__(self, backend, request, program, inputs, values) -> float:
+        return statistics.median(self.reading(backend, request, program, inputs,
+                                              values=values, count=self.count(request)))
 
 
-# How each probe method (the metric table's `probe`) measures one value of its metric.
-METRIC = {"compile_time": Method(_compile_seconds, reads_clock=True),
-          "device_time": Method(_device_us, reads_clock=False),
-          "host_time": Method(_host_seconds, reads_clock=True),
-          "numerics": Method(_output_error, reads_clock=False)}
+# How each probe method (the metric table's `probe`) measures one value of its metric: on a
+# `Clock`, or noise-free, (backend, request, program, inputs, values) -> the value.
+METRIC: dict[str, Any] = {
+    "compile_time": Clock(_compile_seconds, lambda request: _or(request.compile_repeats, 5)),
+    "device_time": _device_us,
+    "host_time": Clock(_host_seconds, _host_count),
+    "numerics": _output_error}
 # A clock's best knob values are measured again this many times each, alternating with the
 # defaults (`_confirmed`), at most CONFIRMED_TRIALS of them.
 CONFIRMATIONS = 2
 CONFIRMED_TRIALS = 2
+# On a clock, with the level below which a knob value restores the metric (the request's
+# `restoring_share` of the defaults), a trial is first read SCREEN_READINGS times; when even
+# the faster reading is SCREEN_MARGIN times that level, no load could have hidden a
+# restoring value in it and the trial is read no further, nor confirmed (`_trial`).
+SCREEN_READINGS = 2
+SCREEN_MARGIN = 2.0
 
 
 def cmd_knobs(request: Request) -> protocol.KnobsAnswer:
     """The metric, noise-free, under each other choice of each of the backend's knobs (this
-    probe's `part` of them); with `scope`, one knob applied to its first N decisions only
-    (spyre_sim's `Config.knob_scope`, its decisions logged by name)."""
+    probe's `part` of them); with `scope`, only the one knob applied to its first N decisions
+    (spyre_sim's `Config.knob_scope`, its decisions logged by name): the search that chose
+    the knob is not run again, and a backend that cannot scope a knob measures nothing."""
     backend = _backend(request)
     program, inputs = _program(request)
+    if request.scope:
+        if not backend.SCOPES_KNOBS:  # a switch of the whole compile: no decision to name
+            return protocol.KnobsAnswer("ok", 0.0, ())
+        scoped = _scoped(backend, request, request.scope, program, inputs=inputs)
+        nowhere = [entry.metric for entry in scoped if entry.limit == 0]
+        return protocol.KnobsAnswer("ok", nowhere[0] if nowhere else 0.0, (), scoped)
     quiet = backend.QUIET
     consulted = _consulted_knobs(backend, request, program, inputs)  # before any timing
     baseline = _metric(backend, request, program, inputs, values=_values(request, **quiet))
-    trials = []
+    trials: list = []
+    screened_out: set[int] = set()
     first, every = request.part or (0, 1)  # this probe's share of the knobs
     for index, knob in enumerate(backend.knobs()):
         if index % every != first or (consulted is not None and knob.name not in consulted):
@@ -465,23 +433,43 @@ def cmd_knobs(request: Request) -> protocol.KnobsAnswer:
         for value in knob.choices:
             if value == knob.default:
                 continue
-            values = _values(request, **quiet, **{knob.name: value})
-            trials.append(protocol.KnobTrialAnswer(
-                knob.name, knob.stage, value,
-                _metric(backend, request, program, inputs, values=values), index=index))
-    if METRIC[request.metric].reads_clock:
+            metric, screened = _trial(backend, request, program, inputs, baseline=baseline,
+                                      values=_values(request, **quiet, **{knob.name: value}))
+            trials.append(protocol.KnobTrialAnswer(knob.name, knob.stage, value, metric,
+                                                   index=index))
+            if screened:
+                screened_out.add(len(trials) - 1)
+    if isinstance(METRIC[request.metric], Clock):
         baseline, trials = _confirmed(backend, request, program, inputs, baseline=baseline,
-                                      trials=trials)
-    scoped: tuple[protocol.ScopedAnswer, ...] = ()
-    if request.scope and backend.SCOPES_KNOBS:  # a compiler that logs its decisions
-        scoped = _scoped(backend, request, request.scope, program, inputs=inputs)
-    return protocol.KnobsAnswer("ok", baseline, tuple(trials), scoped)
+                                      trials=trials, screened_out=screened_out)
+    return protocol.KnobsAnswer("ok", baseline, tuple(trials))
+
+
+def _trial(backend: Any, request: Request, program: Any, inputs: Any, baseline: float,
+           values: dict) -> tuple[float, bool]:
+    """The metric under one knob value, and whether the screen ruled it out. A clock's
+    figure takes several cold compiles (warm-call processes); a trial that is nowhere near
+    restoring needs only the screen's few to show it: on torch-spyre, where a compile takes
+    seconds, the knob search of one investigation went from minutes to about one."""
+    method = METRIC[request.metric]
+    if not (isinstance(method, Clock) and request.restoring_share):
+        return _metric(backend, request, program, inputs, values=values), False
+    count = method.count(request)
+    readings = method.reading(backend, request, program, inputs, values=values,
+                              count=min(SCREEN_READINGS, count))
+    if min(readings) >= SCREEN_MARGIN * request.restoring_share * baseline:
+        return statistics.median(readings), True
+    if count > len(readings):
+        readings += method.reading(backend, request, program, inputs, values=values,
+                                   count=count - len(readings))
+    return statistics.median(readings), False
 
 
 def _confirmed(backend: Any, request: Request, program: Any, inputs: Any, baseline: float,
-               trials: list) -> tuple[float, list]:
+               trials: list, screened_out: set[int]) -> tuple[float, list]:
     """The defaults and the best trial measured again side by side, alternately, each then
-    the median of its values; until the best trial is a confirmed one. On a clock the
+    the median of its values; until the best trial is a confirmed one, or one the screen
+    ruled out (then no trial can restore the metric). On a clock the
     defaults were measured first and the trials one after another, so a machine that grew
     quieter in between made every later trial look faster: a CI run named
     prepack_weights=False the workaround of a decompose stage doing its work three times."""
@@ -489,7 +477,7 @@ def _confirmed(backend: Any, request: Request, program: Any, inputs: Any, baseli
     baselines, confirmed = [baseline], set[int]()
     while trials and len(confirmed) < CONFIRMED_TRIALS:
         best = min(range(len(trials)), key=lambda i: trials[i].metric)
-        if best in confirmed:
+        if best in confirmed or best in screened_out:
             break
         trial, values = trials[best], [trials[best].metric]
         for _ in range(CONFIRMATIONS):
@@ -572,7 +560,8 @@ def cmd_worker(request: Request) -> protocol.Done:
     return protocol.Done()
 
 
-COMMANDS = {"discover": cmd_discover, "bench": cmd_bench, "sample": cmd_sample,
+COMMANDS = {"discover": asv_commands.discover, "bench": asv_commands.bench,
+            "sample": cmd_sample,
             "stages": cmd_stages, "knobs": cmd_knobs, "timing": cmd_timing,
             "worker": cmd_worker, "work": cmd_work}
 

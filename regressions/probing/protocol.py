@@ -102,6 +102,9 @@ class ProbeRequest:
     clocks: str = ""
     scope: KnobScope | None = None  # knobs: narrow one knob to its first decisions
     part: tuple[int, int] | None = None  # knobs: this probe's share (i, n): knobs i, i+n, ...
+    # knobs: a value restores the metric below this share of the defaults (on a clock, a
+    # trial far above it is read no further); None: every trial read in full
+    restoring_share: float | None = None
 
 
 @dataclass(frozen=True)
@@ -197,7 +200,9 @@ class ScopedAnswer:
 
 @dataclass(frozen=True)
 class KnobsAnswer:
-    """`knobs`: the probe metric at the build's defaults and under each other knob value."""
+    """`knobs`: the probe metric at the build's defaults and under each other knob value;
+    for a request with a `scope`, only the scoped measurements, the baseline being the one
+    with the knob applied nowhere (limit 0; 0.0 where the backend cannot scope a knob)."""
 
     status: Status
     baseline: float
