@@ -49,16 +49,20 @@ def timing_figure(good: BuildRun | None, bad: BuildRun | None, title: str) -> by
               ("host_s", "host wall time per call (ms)", 1e3))
     for axes, (key, label, scale) in zip(panels, series, strict=True):
         # good drawn wider underneath, so identical distributions still show both colours
-        for name, timing, color, width in (("good", good, GOOD_COLOR, 3.2),
-                                           ("bad", bad, BAD_COLOR, 1.4)):
-            if timing:
-                values = getattr(timing, key)
-                _ecdf(axes, values, f"{name} (n={len(values)})", color, scale=scale, width=width)
+        drawn = [(name, getattr(timing, key), color, width) for name, timing, color, width in
+                 (("good", good, GOOD_COLOR, 3.2), ("bad", bad, BAD_COLOR, 1.4))
+                 if timing and len(getattr(timing, key))]
+        for name, values, color, width in drawn:
+            _ecdf(axes, values, f"{name} (n={len(values)})", color, scale=scale, width=width)
+        if not drawn:  # e.g. host time of a compiler whose programs need a card to run
+            axes.text(0.5, 0.5, "not measured here", ha="center", va="center",
+                      transform=axes.transAxes, color="0.4")
         axes.set_xlabel(label)
         axes.set_ylabel("fraction of iterations")
         axes.set_ylim(0, 1.02)
         axes.grid(alpha=0.3)
-        axes.legend(loc="lower right", fontsize=8)
+        if drawn:
+            axes.legend(loc="lower right", fontsize=8)
     figure.suptitle(_wrapped(title), fontsize=9)
     return _png(figure)
 

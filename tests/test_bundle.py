@@ -700,3 +700,19 @@ def test_a_report_of_a_stage_that_now_waits_says_which_part_moved_and_by_how_muc
     assert "5.00 ms or less, the floor" in report.causal_statement
     _, files = bundle.bundle_files(found, "spyre_sim")
     assert "blocked time per cold compile, good" in files["report.md"].decode()
+
+
+def test_the_timing_figure_of_a_build_that_ran_nowhere_here_draws_no_empty_curve():
+    """torch-spyre's programs need a card: its timing probe has device time (modelled) and no
+    host time. The host panel says so instead of taking the median of nothing."""
+    import warnings
+
+    from regressions.investigation.model import BuildRun
+    from reports import plots
+
+    good = BuildRun(status="ok", device_us=(87.3,))
+    bad = BuildRun(status="ok", device_us=(104.1,))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        png = plots.timing_figure(good, bad, "device only")
+    assert png.startswith(b"\x89PNG")
