@@ -41,7 +41,9 @@ from pathlib import Path
 
 from regressions.records.results_store import ResultsStore, rows
 
-FOR_COMMIT = re.compile(r"For \S+ commit ([0-9a-f]{8}).*\(round (\d+)/(\d+)\)")
+# asv prints "(round i/n)" only when it interleaves rounds (several commits); a run of one
+# commit runs every round under its one header, and the duration it records sums them
+FOR_COMMIT = re.compile(r"For \S+ commit ([0-9a-f]{8})(?:.*\(round (\d+)/(\d+)\))?")
 ROUND = re.compile(r"\(round (\d+)/(\d+)\)")
 
 
@@ -73,8 +75,8 @@ def phases(lines: list[tuple[float, str]]
     for stamp, line in lines:
         found = FOR_COMMIT.search(line)
         if found:
-            current = (found[1], int(found[2]), stamp, stamp)
-            rounds = max(rounds, int(found[3]))
+            current = (found[1], int(found[2] or 1), stamp, stamp)
+            rounds = max(rounds, int(found[3] or 1))
         elif current and "Building for" in line:
             current = (*current[:3], stamp)
         elif current and "Benchmarking" in line:

@@ -21,7 +21,7 @@ SCRIPT = Path(sys.executable).with_name("spyre-regress")
 # --no-loadscope-reorder` hands out files in collection order) finish together instead of one
 # waiting on the other.
 SLOWEST_FIRST = (
-    "e2e/test_torch_spyre_nightly.py",   # 2007 alone (898 before the layout change)
+    "e2e/test_torch_spyre_nightly.py",   # 1467 alone (2007 before the knob probe screened)
     "e2e/test_inductor_nightly.py",      # 485 alone, 944 beside the torch-spyre night
     "e2e/test_documented_commands.py",   # 223 (the workflow step) + 122 (a report)
     "e2e/test_injected_regressions.py",  # 313 in all (370 before one workdiv history)

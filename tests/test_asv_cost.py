@@ -25,6 +25,19 @@ def test_a_round_splits_into_its_install_and_its_forkservers_suite_import():
         ("ff04926b", 1, 0.0, 3.3), ("32d97c63", 1, 2.5, 3.2)]
 
 
+def test_a_run_of_one_round_is_read_too():
+    """asv prints "(round i/n)" only when it interleaves rounds: `asv run REV^!` runs every
+    round of its one commit under one header (and records each benchmark's duration summed
+    over them, so the rounds to multiply by are 1)."""
+    lines = [(15.1, "·· Installing b5a208d8 <main> into virtualenv-py3.11"),
+             (15.2, "· For torch-spyre commit b5a208d8 <main>:"),
+             (21.0, "·· Benchmarking virtualenv-py3.11")]
+    first, rounds_seen, rounds = asv_cost.phases(lines)
+    assert (first, rounds) == (15.2, 1)
+    assert [(c, n, round(i, 1), round(m, 1)) for c, n, i, m in rounds_seen] == [
+        ("b5a208d8", 1, 0.0, 5.8)]
+
+
 def test_only_what_this_run_measured_is_counted(tmp_path):
     machine = tmp_path / "results" / "m"
     machine.mkdir(parents=True)
