@@ -44,7 +44,6 @@ from regressions.records.results_store import ResultsStore, rows
 # asv prints "(round i/n)" only when it interleaves rounds (several commits); a run of one
 # commit runs every round under its one header, and the duration it records sums them
 FOR_COMMIT = re.compile(r"For \S+ commit ([0-9a-f]{8})(?:.*\(round (\d+)/(\d+)\))?")
-ROUND = re.compile(r"\(round (\d+)/(\d+)\)")
 
 
 def run_stamped(args: list[str], log: Path | None) -> tuple[list[tuple[float, str]], float, int]:

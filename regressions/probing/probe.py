@@ -414,10 +414,10 @@ def cmd_knobs(request: Request) -> protocol.KnobsAnswer:
     (spyre_sim's `Config.knob_scope`, its decisions logged by name): the search that chose
     the knob is not run again, and a backend that cannot scope a knob measures nothing."""
     backend = _backend(request)
+    if request.scope and not backend.SCOPES_KNOBS:  # a switch of the whole compile: no
+        return protocol.KnobsAnswer("ok", 0.0, ())  # decision to name, nothing to build
     program, inputs = _program(request)
     if request.scope:
-        if not backend.SCOPES_KNOBS:  # a switch of the whole compile: no decision to name
-            return protocol.KnobsAnswer("ok", 0.0, ())
         scoped = _scoped(backend, request, request.scope, program, inputs=inputs)
         nowhere = [entry.metric for entry in scoped if entry.limit == 0]
         return protocol.KnobsAnswer("ok", nowhere[0] if nowhere else 0.0, (), scoped)
